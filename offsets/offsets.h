@@ -9,6 +9,16 @@
 #define OFF_NONE (-1)
 
 /*
+ * Where one py_offsets field is published inside the target's own
+ * _Py_DebugOffsets (3.13+): the uint64_t at debug_at holds the value
+ * for the long at field_at of struct py_offsets.
+ */
+struct py_debug_field {
+	size_t field_at;
+	long debug_at;
+};
+
+/*
  * Every offset is in bytes from the start of the named C struct, taken
  * with offsetof() from that version's own headers (Py_BUILD_CORE), or
  * OFF_NONE.  Sizes are sizeof() of the struct.  The *_shift fields are
@@ -88,6 +98,12 @@ struct py_offsets {
 	long state_kind_shift;
 	long state_compact_shift;
 	long state_ascii_shift;
+
+	/* The layout of _Py_DebugOffsets in this version (3.13+) */
+	long debug_size;        /* sizeof(_Py_DebugOffsets), or OFF_NONE */
+	long debug_version_at;  /* offset of its version field */
+	const struct py_debug_field *debug_fields;
+	size_t nr_debug_fields;
 };
 
 /* The generated tables, newest last, and how many there are. */

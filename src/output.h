@@ -7,6 +7,8 @@
 
 #include "stacks.h"
 
+struct strbuf;
+
 /* What outputs say about the whole profile. */
 struct profile_meta {
 	const char *title;      /* e.g. "python train.py (pid 123)" */
@@ -41,5 +43,13 @@ enum output_format output_format_from_path(const char *path);
 /* Write st to path in fmt, atomically.  0, or -1 after reporting. */
 int output_write(const char *path, enum output_format fmt,
 		 const struct stacks *st, const struct profile_meta *meta);
+
+/*
+ * For the writers: return s when it is valid UTF-8, else tmp->buf holding
+ * a copy of s with each invalid byte replaced by U+FFFD, so that JSON and
+ * XML outputs stay well-formed whatever bytes the target held.  tmp is
+ * reset first; the result lives until s or tmp changes.
+ */
+const char *output_utf8(const char *s, struct strbuf *tmp);
 
 #endif

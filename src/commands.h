@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The subcommands, and what they share: exit codes and attaching to a target. */
+#ifndef SPYC_COMMANDS_H
+#define SPYC_COMMANDS_H
+
+#include <sys/types.h>
+
+#include "pyruntime.h"
+
+#define SPYC_VERSION "0.1.0"
+
+/* Exit codes, documented in --help and spyc(1). */
+#define EXIT_OK 0
+#define EXIT_DATA_LOST 1
+#define EXIT_FAILED 2
+#define EXIT_USAGE 64
+
+int cmd_record(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/*
+ * Parse a pid argument.  Returns the pid, or dies with a usage error
+ * (exit 64) naming the bad value.
+ */
+pid_t parse_pid(const char *arg);
+
+/*
+ * Find the interpreter of a running pid; on failure print rt->message
+ * as one line and exit 2.  Prints rt->notice, if any, once.
+ */
+void attach_or_die(struct pyruntime *rt, pid_t pid);
+
+/*
+ * Start argv as a child (in spyc's process group) and wait until it runs
+ * a Python interpreter.  Returns its pid with rt filled in; on failure
+ * (exec error, the child exits first, not Python) prints one line and
+ * exits 2.
+ */
+pid_t launch_or_die(struct pyruntime *rt, char **argv);
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* A target process seen from outside: existence, memory reads, maps. */
+#ifndef SPYC_PROC_H
+#define SPYC_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* One line of /proc/PID/maps. */
+struct proc_map {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	char perms[5];
+	char *path; /* NULL for anonymous mappings */
+};
+
+struct proc_maps {
+	struct proc_map *maps;
+	size_t nr, alloc;
+};
+
+/*
+ * Parse the text of a /proc/PID/maps file into maps (which is cleared
+ * first).  Returns the number of mappings, or -1 on a malformed line.
+ */
+int proc_maps_parse(struct proc_maps *maps, const char *text);
+/* Read /proc/PID/maps into maps.  Returns 0 or a negative errno. */
+int proc_maps_load(struct proc_maps *maps, pid_t pid);
+void proc_maps_release(struct proc_maps *maps);
+
+/*
+ * Read len bytes at addr of pid into buf.  Returns 0, or a negative
+ * errno: -ESRCH (gone), -EPERM (not allowed), -EFAULT (unmapped or a
+ * short read).  Never blocks the target.
+ */
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Read n regions at once (one process_vm_readv per IOV_MAX regions).
+ * Regions that could not be read are zero-filled; returns the number of
+ * regions read whole, or a negative errno when nothing could be read.
+ */
+int proc_readv(pid_t pid, const struct iovec *local,
+	       const struct iovec *remote, size_t n);
+
+/* 1 if pid exists (even as a zombie we may not trace), else 0. */
+int proc_exists(pid_t pid);
+/* 1 if pid exists and is not a zombie or dead. */
+int proc_alive(pid_t pid);
+
+/*
+ * The target's executable path (readlink /proc/PID/exe) into buf.
+ * Returns 0 or a negative errno.
+ */
+int proc_exe(pid_t pid, char *buf, size_t size);
+/* Inode of the target's executable, 0 if unknown: changes on exec. */
+uint64_t proc_exe_inode(pid_t pid);
+/* The command line, arguments joined by spaces, into buf ("" if none). */
+void proc_cmdline(pid_t pid, char *buf, size_t size);
+
+/*
+ * Path under which spyc can open a file the target has mapped, going
+ * through /proc/PID/root so that containers work.  Caller frees.
+ */
+char *proc_file_path(pid_t pid, const char *path);
+
+/* Native thread ids of pid (from /proc/PID/task), count returned. */
+size_t proc_tasks(pid_t pid, long *tids, size_t max);
+
+#endif

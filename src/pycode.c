@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/* Code objects of the target: a cache by address, line tables, and strings. */
+#include "pycode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+
+/* Longest name or path we decode; longer means garbage. */
+#define STRING_MAX_CHARS 8192
+/* Largest line table we copy (a huge generated function has ~100 KiB). */
+#define LINETABLE_MAX_BYTES (4u << 20)
+/* Beyond this many cached code objects, start over (bounds memory). */
+#define CACHE_MAX_ENTRIES (1u << 18)
+/* 3.11+ bytecode is in 2-byte code units (_Py_CODEUNIT). */
+#define CODEUNIT_BYTES 2
+
+static uint64_t get_ptr(const unsigned char *buf, long at)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + at, sizeof(v));
+	return v;
+}
+
+static int get_int(const unsigned char *buf, long at)
+{
+	int v;
+
+	memcpy(&v, buf + at, sizeof(v));
+	return v;
+}
+
+void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
+{
+	const struct py_offsets *off = rt->off;
+	long fields[] = { off->object_type,    off->code_filename,
+			  off->code_name,      off->code_qualname,
+			  off->code_linetable, off->code_firstlineno };
+	size_t i;
+	long end = 0;
+
+	memset(cache, 0, sizeof(*cache));
+	cache->pid = rt->pid;
+	cache->off = off;
+	cache->code_type = rt->code_type;
+	if (rt->hexversion >= 0x030B0000UL)
+		cache->kind = LINETABLE_LOCATIONS;
+	else if (rt->hexversion >= 0x030A0000UL)
+		cache->kind = LINETABLE_310;
+	else
+		cache->kind = LINETABLE_LNOTAB;
+	for (i = 0; i < ARRAY_SIZE(fields); i++)
+		if (fields[i] != OFF_NONE && fields[i] + 8 > end)
+			end = fields[i] + 8;
+	cache->header_len = (size_t)end;
+	cache->size = 1024;
+	cache->slots = xcalloc(cache->size, sizeof(*cache->slots));
+}
+
+static void pycode_free(struct pycode *code)
+{
+	free(code->name);
+	free(code->filename);
+	free(code->linetable);
+	free(code->lines);
+	free(code);
+}
+
+static void cache_clear(struct pycode_cache *cache)
+{
+	size_t i;
+
+	for (i = 0; i < cache->size; i++) {
+		if (cache->slots[i])
+			pycode_free(cache->slots[i]);
+		cache->slots[i] = NULL;
+	}
+	cache->count = 0;
+}
+
+void pycode_cache_release(struct pycode_cache *cache)
+{
+	if (cache->slots)
+		cache_clear(cache);
+	free(cache->slots);
+	cache->slots = NULL;
+	cache->size = 0;
+}
+
+static size_t slot_of(const struct pycode_cache *cache, uint64_t addr)
+{
+	uint64_t h = addr * 0x9E3779B97F4A7C15ULL;
+
+	return (size_t)(h >> 20) & (cache->size - 1);
+}
+
+static void cache_insert(struct pycode_cache *cache, struct pycode *code)
+{
+	size_t i;
+
+	if (cache->count >= CACHE_MAX_ENTRIES)
+		cache_clear(cache);
+	if ((cache->count + 1) * 2 > cache->size) {
+		struct pycode **old = cache->slots;
+		size_t old_size = cache->size;
+
+		cache->size *= 2;
+		cache->slots = xcalloc(cache->size, sizeof(*cache->slots));
+		for (i = 0; i < old_size; i++) {
+			size_t j;
+
+			if (!old[i])
+				continue;
+			j = slot_of(cache, old[i]->addr);
+			while (cache->slots[j])
+				j = (j + 1) & (cache->size - 1);
+			cache->slots[j] = old[i];
+		}
+		free(old);
+	}
+	i = slot_of(cache, code->addr);
+	while (cache->slots[i])
+		i = (i + 1) & (cache->size - 1);
+	cache->slots[i] = code;
+	cache->count++;
+}
+
+static struct pycode **cache_find(struct pycode_cache *cache, uint64_t addr)
+{
+	size_t i = slot_of(cache, addr);
+
+	while (cache->slots[i]) {
+		if (cache->slots[i]->addr == addr)
+			return &cache->slots[i];
+		i = (i + 1) & (cache->size - 1);
+	}
+	return NULL;
+}
+
+static void put_utf8(struct strbuf *out, uint32_t c)
+{
+	char b[4];
+
+	if (c >= 0xD800 && c <= 0xDFFF)
+		c = 0xFFFD; /* lone surrogates are not UTF-8 */
+	if (c < 0x80) {
+		strbuf_addch(out, (int)c);
+	} else if (c < 0x800) {
+		b[0] = (char)(0xC0 | (c >> 6));
+		b[1] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 2);
+	} else if (c < 0x10000) {
+		b[0] = (char)(0xE0 | (c >> 12));
+		b[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		b[2] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 3);
+	} else if (c < 0x110000) {
+		b[0] = (char)(0xF0 | (c >> 18));
+		b[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		b[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		b[3] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 4);
+	} else {
+		put_utf8(out, 0xFFFD);
+	}
+}
+
+int unicode_to_utf8(struct strbuf *out, int kind, const void *data,
+		    size_t length)
+{
+	const unsigned char *p = data;
+	size_t i;
+
+	if (kind != 1 && kind != 2 && kind != 4)
+		return -1;
+	strbuf_grow(out, length * (size_t)(kind == 1 ? 2 : 4));
+	for (i = 0; i < length; i++) {
+		uint32_t c;
+
+		if (kind == 1) {
+			c = p[i];
+		} else if (kind == 2) {
+			uint16_t u;
+
+			memcpy(&u, p + 2 * i, 2);
+			c = u;
+		} else {
+			memcpy(&c, p + 4 * i, 4);
+		}
+		put_utf8(out, c);
+	}
+	return 0;
+}
+
+int pystring_read(pid_t pid, const struct py_offsets *off, uint64_t addr,
+		  struct strbuf *out)
+{
+	unsigned char head[128];
+	unsigned char stack_buf[1024];
+	unsigned char *data = stack_buf;
+	size_t head_len = (size_t)(off->compact_size != OFF_NONE ?
+					   off->compact_size :
+					   off->ascii_size);
+	uint32_t state;
+	int64_t length;
+	int kind, compact, ascii, r;
+	uint64_t data_addr;
+	size_t bytes;
+
+	if (!addr || head_len > sizeof(head))
+		return -EINVAL;
+	r = proc_read(pid, addr, head, head_len);
+	if (r)
+		return r;
+	memcpy(&state, head + off->unicode_state, sizeof(state));
+	memcpy(&length, head + off->unicode_length, sizeof(length));
+	kind = (int)((state >> off->state_kind_shift) & 7);
+	compact = (int)((state >> off->state_compact_shift) & 1);
+	ascii = (int)((state >> off->state_ascii_shift) & 1);
+	if (length < 0 || length > STRING_MAX_CHARS ||
+	    (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+		return -EINVAL;
+	if (compact && ascii)
+		data_addr = addr + (uint64_t)off->ascii_size;
+	else if (compact && off->compact_size != OFF_NONE)
+		data_addr = addr + (uint64_t)off->compact_size;
+	else if (!compact && off->unicode_data != OFF_NONE)
+		memcpy(&data_addr, head + off->unicode_data, 8);
+	else
+		return -EINVAL;
+	bytes = (size_t)length * (size_t)kind;
+	if (bytes > sizeof(stack_buf))
+		data = xmalloc(bytes);
+	r = proc_read(pid, data_addr, data, bytes);
+	if (!r)
+		unicode_to_utf8(out, kind, data, (size_t)length);
+	if (data != stack_buf)
+		free(data);
+	return r;
+}
+
+static int read_bytes_object(pid_t pid, const struct py_offsets *off,
+			     uint64_t addr, unsigned char **buf, size_t *len)
+{
+	int64_t size;
+	int r;
+
+	*buf = NULL;
+	*len = 0;
+	r = proc_read(pid, addr + (uint64_t)off->var_size, &size, sizeof(size));
+	if (r)
+		return r;
+	if (size < 0 || size > (int64_t)LINETABLE_MAX_BYTES)
+		return -EINVAL;
+	*buf = xmalloc((size_t)size + 1);
+	r = proc_read(pid, addr + (uint64_t)off->bytes_sval, *buf,
+		      (size_t)size);
+	if (r) {
+		free(*buf);
+		*buf = NULL;
+		return r;
+	}
+	*len = (size_t)size;
+	return 0;
+}
+
+/* Is type the code type?  Learns PyCode_Type's address if unknown. */
+static int is_code_type(struct pycode_cache *cache, uint64_t type)
+{
+	uint64_t name_ptr;
+	char name[8];
+
+	if (cache->code_type)
+		return type == cache->code_type;
+	if (!type ||
+	    proc_read(cache->pid, type + (uint64_t)cache->off->type_name,
+		      &name_ptr, sizeof(name_ptr)) ||
+	    proc_read(cache->pid, name_ptr, name, 5) || memcmp(name, "code", 5))
+		return 0;
+	cache->code_type = type;
+	return 1;
+}
+
+static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
+			     const unsigned char *header)
+{
+	const struct py_offsets *off = cache->off;
+	struct pycode *code = xcalloc(1, sizeof(*code));
+	struct strbuf sb = STRBUF_INIT;
+	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname :
+							 off->code_name;
+
+	code->addr = addr;
+	code->name_ptr = get_ptr(header, name_at);
+	code->filename_ptr = get_ptr(header, off->code_filename);
+	code->linetable_ptr = get_ptr(header, off->code_linetable);
+	code->firstlineno = get_int(header, off->code_firstlineno);
+	code->last_addrq = -2;
+	if (pystring_read(cache->pid, off, code->name_ptr, &sb))
+		goto fail;
+	code->name = strbuf_detach(&sb);
+	if (pystring_read(cache->pid, off, code->filename_ptr, &sb))
+		goto fail;
+	code->filename = strbuf_detach(&sb);
+	if (read_bytes_object(cache->pid, off, code->linetable_ptr,
+			      &code->linetable, &code->linetable_len))
+		goto fail;
+	return code;
+fail:
+	strbuf_release(&sb);
+	pycode_free(code);
+	return NULL;
+}
+
+struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
+			     const unsigned char *header)
+{
+	const struct py_offsets *off = cache->off;
+	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname :
+							 off->code_name;
+	struct pycode **slot;
+	struct pycode *code;
+
+	if (!is_code_type(cache, get_ptr(header, off->object_type)))
+		return NULL;
+	slot = cache_find(cache, addr);
+	if (slot) {
+		code = *slot;
+		if (code->name_ptr == get_ptr(header, name_at) &&
+		    code->filename_ptr == get_ptr(header, off->code_filename) &&
+		    code->linetable_ptr ==
+			    get_ptr(header, off->code_linetable) &&
+		    code->firstlineno == get_int(header, off->code_firstlineno))
+			return code;
+		/* The address now holds another code object. */
+		code = decode(cache, addr, header);
+		if (!code)
+			return NULL;
+		pycode_free(*slot);
+		*slot = code;
+		return code;
+	}
+	code = decode(cache, addr, header);
+	if (code)
+		cache_insert(cache, code);
+	return code;
+}
+
+int pycode_line(struct pycode_cache *cache, struct pycode *code, long addrq)
+{
+	if (addrq == code->last_addrq)
+		return code->last_line;
+	code->last_line = linetable_addr2line(cache->kind, code->linetable,
+					      code->linetable_len,
+					      code->firstlineno, addrq);
+	code->last_addrq = addrq;
+	return code->last_line;
+}
+
+/* CPython's Objects/lnotab_notes.txt, as in PyCode_Addr2Line (<= 3.9). */
+static int lnotab_addr2line(const unsigned char *p, size_t len, int line,
+			    long addrq)
+{
+	long addr = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2) {
+		addr += p[i];
+		if (addr > addrq)
+			break;
+		line += (signed char)p[i + 1];
+	}
+	return line;
+}
+
+/* 3.10's co_linetable: (bytecode delta, signed line delta) pairs. */
+static int linetable310_addr2line(const unsigned char *p, size_t len,
+				  int firstlineno, long addrq)
+{
+	long start, end = 0;
+	int line = firstlineno, ar_line = -1;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2) {
+		start = end;
+		end += p[i];
+		if ((signed char)p[i + 1] == -128) {
+			ar_line = -1;
+		} else {
+			line += (signed char)p[i + 1];
+			ar_line = line;
+		}
+		if (start <= addrq && addrq < end)
+			return ar_line < 0 ? firstlineno : ar_line;
+	}
+	return firstlineno;
+}
+
+static unsigned int scan_varint(const unsigned char **pp,
+				const unsigned char *end)
+{
+	const unsigned char *p = *pp;
+	unsigned int val, shift = 0;
+	unsigned char b;
+
+	if (p >= end)
+		return 0;
+	b = *p++;
+	val = b & 63;
+	while ((b & 64) && p < end && shift < 24) {
+		b = *p++;
+		shift += 6;
+		val |= (unsigned int)(b & 63) << shift;
+	}
+	*pp = p;
+	return val;
+}
+
+static int scan_signed_varint(const unsigned char **pp,
+			      const unsigned char *end)
+{
+	unsigned int u = scan_varint(pp, end);
+
+	return (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+}
+
+/* CPython's Objects/locations.md (3.11+). */
+static int locations_addr2line(const unsigned char *p, size_t len,
+			       int firstlineno, long addrq)
+{
+	const unsigned char *end = p + len;
+	long start, stop = 0;
+	int line = firstlineno;
+
+	while (p < end) {
+		int code = (*p >> 3) & 15;
+		int units = (*p & 7) + 1;
+		const unsigned char *q = p + 1;
+		int delta = 0, has_line = 1;
+
+		switch (code) {
+		case 15: /* PY_CODE_LOCATION_INFO_NONE */
+			has_line = 0;
+			break;
+		case 14: /* _LONG */
+		case 13: /* _NO_COLUMNS */
+			delta = scan_signed_varint(&q, end);
+			break;
+		case 10: /* _ONE_LINE0..2 */
+		case 11:
+		case 12:
+			delta = code - 10;
+			break;
+		default: /* short forms: same line */
+			break;
+		}
+		line += delta;
+		start = stop;
+		stop += (long)units * CODEUNIT_BYTES;
+		if (start <= addrq && addrq < stop)
+			return has_line ? line : firstlineno;
+		/* Skip to the next entry: the one with the high bit set. */
+		p++;
+		while (p < end && !(*p & 128))
+			p++;
+	}
+	return firstlineno;
+}
+
+int linetable_addr2line(enum linetable_kind kind, const unsigned char *table,
+			size_t len, int firstlineno, long addrq)
+{
+	if (addrq < 0 || !table)
+		return firstlineno;
+	switch (kind) {
+	case LINETABLE_LNOTAB:
+		return lnotab_addr2line(table, len, firstlineno, addrq);
+	case LINETABLE_310:
+		return linetable310_addr2line(table, len, firstlineno, addrq);
+	case LINETABLE_LOCATIONS:
+		return locations_addr2line(table, len, firstlineno, addrq);
+	}
+	return firstlineno;
+}

@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/* Walking the target's Python threads and frames, one sample at a time. */
+#include "pyframe.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+#include "util.h"
+
+/* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
+#define CHUNK_MAX_BYTES (4u << 20)
+/* Most data-stack chunks followed per thread. */
+#define CHUNKS_MAX 64
+/* Bytes of glibc's struct pthread searched for the tid field. */
+#define PTHREAD_SCAN_BYTES 1024
+/* Code object pointers on 3.14+ are tagged _PyStackRef: low bits. */
+#define STACKREF_TAG_MASK ((uint64_t)7)
+
+static const char *const drop_names[DROP_NR] = {
+	[DROP_NONE] = "none",
+	[DROP_READ] = "failed reads",
+	[DROP_INVALID] = "torn reads",
+	[DROP_DEPTH] = "too deep or looping",
+	[DROP_GONE] = "process gone",
+};
+
+const char *drop_reason_name(enum drop_reason reason)
+{
+	if (reason < 0 || reason >= DROP_NR)
+		return "unknown";
+	return drop_names[reason];
+}
+
+static uint64_t get_ptr(const unsigned char *buf, long at)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + at, sizeof(v));
+	return v;
+}
+
+static enum drop_reason read_error(int r)
+{
+	return r == -ESRCH ? DROP_GONE : DROP_READ;
+}
+
+void py_sample_release(struct py_sample *s)
+{
+	free(s->threads);
+	free(s->frames);
+	memset(s, 0, sizeof(*s));
+}
+
+void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
+{
+	const struct py_offsets *off = rt->off;
+	long frame_len = off->frame_size != OFF_NONE ? off->frame_size :
+						       off->iframe_size;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->rt = rt;
+	pycode_cache_init(&ps->codes, rt);
+	ps->tstate_buf = xcalloc(1, (size_t)off->tstate_size);
+	ps->frame_buf = xcalloc(1, (size_t)frame_len);
+	ps->pthread_tid_at = -1;
+}
+
+void py_sampler_release(struct py_sampler *ps)
+{
+	size_t i;
+
+	pycode_cache_release(&ps->codes);
+	free(ps->tstate_buf);
+	free(ps->frame_buf);
+	for (i = 0; i < ps->alloc_chunks; i++)
+		free(ps->chunks[i].buf);
+	free(ps->chunks);
+	free(ps->code_addrs);
+	free(ps->addrqs);
+	free(ps->headers);
+	free(ps->local);
+	free(ps->remote);
+	free(ps->tids);
+	memset(ps, 0, sizeof(*ps));
+}
+
+static enum drop_reason push_frame(struct py_sampler *ps,
+				   struct py_sample *out, uint64_t code,
+				   long addrq)
+{
+	if (out->nr_frames >= PY_MAX_DEPTH * 4)
+		return DROP_DEPTH;
+	if (out->nr_frames >= ps->alloc_walk) {
+		size_t n = ps->alloc_walk;
+
+		ALLOC_GROW(ps->code_addrs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->addrqs, out->nr_frames + 1, n);
+		ps->alloc_walk = n;
+	}
+	ps->code_addrs[out->nr_frames] = code;
+	ps->addrqs[out->nr_frames] = addrq;
+	out->nr_frames++;
+	return DROP_NONE;
+}
+
+/* Up to 3.10: a linked list of PyFrameObjects, one read each. */
+static enum drop_reason walk_frame_objects(struct py_sampler *ps,
+					   uint64_t frame,
+					   struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	int lasti_units = ps->codes.kind == LINETABLE_310;
+	size_t depth = 0;
+	enum drop_reason why;
+
+	while (frame) {
+		int lasti, r;
+
+		if (++depth > PY_MAX_DEPTH)
+			return DROP_DEPTH;
+		r = proc_read(ps->rt->pid, frame, ps->frame_buf,
+			      (size_t)off->frame_size);
+		if (r)
+			return read_error(r);
+		memcpy(&lasti, ps->frame_buf + off->frame_lasti, sizeof(lasti));
+		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
+		why = push_frame(ps, out, get_ptr(ps->frame_buf, off->frame_code),
+				 lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1));
+		if (why)
+			return why;
+		frame = get_ptr(ps->frame_buf, off->frame_back);
+	}
+	return DROP_NONE;
+}
+
+static struct py_region *new_region(struct py_sampler *ps)
+{
+	size_t old = ps->alloc_chunks;
+	struct py_region *rg;
+
+	ALLOC_GROW(ps->chunks, ps->nr_chunks + 1, ps->alloc_chunks);
+	if (ps->alloc_chunks > old)
+		memset(ps->chunks + old, 0,
+		       (ps->alloc_chunks - old) * sizeof(*ps->chunks));
+	rg = &ps->chunks[ps->nr_chunks];
+	rg->len = 0;
+	return rg;
+}
+
+/* Copy [addr, addr+len) of the target into a new region; 0 or -errno. */
+static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
+{
+	struct py_region *rg = new_region(ps);
+	int r;
+
+	if (len > rg->alloc) {
+		free(rg->buf);
+		rg->buf = xmalloc(len);
+		rg->alloc = len;
+	}
+	r = proc_read(ps->rt->pid, addr, rg->buf, len);
+	if (r)
+		return r;
+	rg->addr = addr;
+	rg->len = len;
+	ps->nr_chunks++;
+	return 0;
+}
+
+/*
+ * 3.11+: copy the used part of the thread's newest data-stack chunk in
+ * one read; most of its frames live there.
+ */
+static void read_current_chunk(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top;
+
+	ps->nr_chunks = 0;
+	ps->next_chunk = 0;
+	if (off->tstate_datastack_top == OFF_NONE ||
+	    off->chunk_data == OFF_NONE)
+		return;
+	chunk = get_ptr(ps->tstate_buf, off->tstate_datastack_chunk);
+	top = get_ptr(ps->tstate_buf, off->tstate_datastack_top);
+	if (!chunk || top <= chunk || top - chunk > CHUNK_MAX_BYTES)
+		return;
+	if (read_region(ps, chunk, (size_t)(top - chunk)))
+		return;
+	ps->next_chunk = get_ptr(ps->chunks[0].buf, off->chunk_previous);
+}
+
+/* Copy the next older chunk, up to its saved top; 0 or -1. */
+static int read_older_chunk(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	unsigned char head[64];
+	uint64_t chunk = ps->next_chunk, top;
+	size_t len;
+
+	ps->next_chunk = 0;
+	if (!chunk || ps->nr_chunks >= CHUNKS_MAX ||
+	    (size_t)off->chunk_data > sizeof(head) ||
+	    proc_read(ps->rt->pid, chunk, head, (size_t)off->chunk_data))
+		return -1;
+	/* The saved top counts PyObject * slots after data[]. */
+	top = get_ptr(head, off->chunk_top);
+	len = (size_t)off->chunk_data + (size_t)top * 8;
+	if (top > CHUNK_MAX_BYTES / 8 || read_region(ps, chunk, len))
+		return -1;
+	ps->next_chunk = get_ptr(head, off->chunk_previous);
+	return 0;
+}
+
+/* The bytes of the interpreter frame at addr, from a chunk or a read. */
+static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
+					 int *err)
+{
+	size_t len = (size_t)ps->rt->off->iframe_size;
+	size_t i;
+
+	for (;;) {
+		for (i = 0; i < ps->nr_chunks; i++) {
+			const struct py_region *rg = &ps->chunks[i];
+
+			if (addr >= rg->addr && addr + len <= rg->addr + rg->len)
+				return rg->buf + (addr - rg->addr);
+		}
+		/* Frames of generators live outside the chunks. */
+		if (!ps->next_chunk || read_older_chunk(ps))
+			break;
+	}
+	*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+	return *err ? NULL : ps->frame_buf;
+}
+
+/* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
+static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
+						uint64_t frame,
+						struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t depth = 0;
+	enum drop_reason why;
+
+	read_current_chunk(ps);
+	while (frame) {
+		const unsigned char *f;
+		uint64_t code;
+		unsigned char owner;
+		int err = 0;
+
+		if (++depth > PY_MAX_DEPTH)
+			return DROP_DEPTH;
+		f = iframe_bytes(ps, frame, &err);
+		if (!f)
+			return read_error(err);
+		owner = f[off->iframe_owner];
+		code = get_ptr(f, off->iframe_code) & ~STACKREF_TAG_MASK;
+		if (off->owner_cstack == OFF_NONE || owner != off->owner_cstack) {
+			uint64_t instr = get_ptr(f, off->iframe_instr);
+			uint64_t start = code + (uint64_t)off->code_code_adaptive;
+
+			why = push_frame(ps, out, code,
+					 instr >= start ? (long)(instr - start) :
+							  -1);
+			if (why)
+				return why;
+		}
+		frame = get_ptr(f, off->iframe_previous);
+	}
+	return DROP_NONE;
+}
+
+static enum drop_reason walk_thread(struct py_sampler *ps,
+				    struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t frame;
+	int r;
+
+	if (off->tstate_frame != OFF_NONE)
+		return walk_frame_objects(
+			ps, get_ptr(ps->tstate_buf, off->tstate_frame), out);
+	if (off->tstate_cframe != OFF_NONE) {
+		uint64_t cframe = get_ptr(ps->tstate_buf, off->tstate_cframe);
+
+		frame = 0;
+		if (cframe) {
+			r = proc_read(ps->rt->pid,
+				      cframe + (uint64_t)off->cframe_current_frame,
+				      &frame, sizeof(frame));
+			if (r)
+				return read_error(r);
+		}
+	} else {
+		frame = get_ptr(ps->tstate_buf, off->tstate_current_frame);
+	}
+	return walk_interpreter_frames(ps, frame, out);
+}
+
+/* Read every frame's code object header in one go, then decode. */
+static enum drop_reason resolve_codes(struct py_sampler *ps,
+				      struct py_sample *out)
+{
+	size_t n = out->nr_frames, hl = ps->codes.header_len, i, nio = 0;
+	int r;
+
+	if (!n)
+		return DROP_NONE;
+	if (n * hl > ps->alloc_headers) {
+		free(ps->headers);
+		ps->alloc_headers = n * hl * 2;
+		ps->headers = xmalloc(ps->alloc_headers);
+	}
+	if (n > ps->alloc_iov) {
+		size_t a = ps->alloc_iov;
+
+		ALLOC_GROW(ps->local, n, a);
+		a = ps->alloc_iov;
+		ALLOC_GROW(ps->remote, n, a);
+		ps->alloc_iov = a;
+	}
+	for (i = 0; i < n; i++) {
+		if (!ps->code_addrs[i])
+			return DROP_INVALID;
+		/* Recursion repeats a code object: read it once. */
+		if (nio && ps->code_addrs[i] == ps->code_addrs[i - 1])
+			continue;
+		ps->local[nio].iov_base = ps->headers + nio * hl;
+		ps->local[nio].iov_len = hl;
+		ps->remote[nio].iov_base = (void *)(uintptr_t)ps->code_addrs[i];
+		ps->remote[nio].iov_len = hl;
+		nio++;
+	}
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
+	if (r < 0)
+		return read_error(r);
+	if ((size_t)r != nio)
+		return DROP_READ;
+	ALLOC_GROW(out->frames, n, out->alloc_frames);
+	nio = 0;
+	for (i = 0; i < n; i++) {
+		struct pycode *code;
+
+		if (i && ps->code_addrs[i] == ps->code_addrs[i - 1]) {
+			out->frames[i].code = out->frames[i - 1].code;
+		} else {
+			code = pycode_lookup(&ps->codes, ps->code_addrs[i],
+					     ps->headers + nio * hl);
+			nio++;
+			if (!code)
+				return DROP_INVALID;
+			out->frames[i].code = code;
+		}
+		out->frames[i].line = pycode_line(&ps->codes,
+						  out->frames[i].code,
+						  ps->addrqs[i]);
+	}
+	return DROP_NONE;
+}
+
+static int is_task(const long *tids, size_t n, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/*
+ * Up to 3.10 the thread state has no native id, but glibc's struct
+ * pthread (at the address of pthread_t) holds the tid.  Its offset
+ * varies between glibc builds: find the first offset at which every
+ * thread's struct holds one of the process's task ids.
+ */
+static void find_pthread_tid_offset(struct py_sampler *ps,
+				    const struct py_sample *out,
+				    const long *tasks, size_t nr_tasks)
+{
+	unsigned char *bufs;
+	size_t i, n = out->nr_threads;
+	long at;
+
+	if (!n || n > 64)
+		return;
+	bufs = xmalloc(n * PTHREAD_SCAN_BYTES);
+	for (i = 0; i < n; i++)
+		if (proc_read(ps->rt->pid, out->threads[i].ident,
+			      bufs + i * PTHREAD_SCAN_BYTES,
+			      PTHREAD_SCAN_BYTES))
+			goto out;
+	for (at = 0; at + 4 <= PTHREAD_SCAN_BYTES; at += 4) {
+		for (i = 0; i < n; i++) {
+			int32_t v;
+
+			memcpy(&v, bufs + i * PTHREAD_SCAN_BYTES + at, 4);
+			if (v <= 0 || !is_task(tasks, nr_tasks, v))
+				break;
+		}
+		if (i == n) {
+			ps->pthread_tid_at = at;
+			break;
+		}
+	}
+out:
+	free(bufs);
+}
+
+static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
+{
+	long tasks[PY_MAX_THREADS];
+	size_t nr_tasks, i, nio = 0;
+	int32_t tids[PY_MAX_THREADS];
+
+	if (ps->pthread_tid_at < 0) {
+		nr_tasks = proc_tasks(ps->rt->pid, tasks, ARRAY_SIZE(tasks));
+		find_pthread_tid_offset(ps, out, tasks, nr_tasks);
+		if (ps->pthread_tid_at < 0)
+			return;
+	}
+	if (out->nr_threads > ps->alloc_iov) {
+		size_t a = ps->alloc_iov;
+
+		ALLOC_GROW(ps->local, out->nr_threads, a);
+		a = ps->alloc_iov;
+		ALLOC_GROW(ps->remote, out->nr_threads, a);
+		ps->alloc_iov = a;
+	}
+	for (i = 0; i < out->nr_threads && i < PY_MAX_THREADS; i++) {
+		ps->local[nio].iov_base = &tids[nio];
+		ps->local[nio].iov_len = 4;
+		ps->remote[nio].iov_base =
+			(void *)(uintptr_t)(out->threads[i].ident +
+					    (uint64_t)ps->pthread_tid_at);
+		ps->remote[nio].iov_len = 4;
+		nio++;
+	}
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+		return;
+	for (i = 0; i < nio; i++)
+		out->threads[i].tid = tids[i] > 0 ? tids[i] : 0;
+}
+
+enum drop_reason py_sampler_sample(struct py_sampler *ps,
+				   struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t interp;
+	size_t interps = 0;
+	enum drop_reason why;
+	int r;
+
+	out->nr_threads = 0;
+	out->nr_frames = 0;
+	r = pyruntime_interp_head(ps->rt, &interp);
+	if (r)
+		return read_error(r);
+	while (interp) {
+		uint64_t head[2], tstate;
+		size_t threads = 0;
+
+		if (++interps > PY_MAX_INTERPS)
+			return DROP_DEPTH;
+		r = proc_read(ps->rt->pid,
+			      interp + (uint64_t)off->interp_threads_head,
+			      &head[0], 8);
+		if (!r)
+			r = proc_read(ps->rt->pid,
+				      interp + (uint64_t)off->interp_next,
+				      &head[1], 8);
+		if (r)
+			return read_error(r);
+		tstate = head[0];
+		while (tstate) {
+			struct py_thread *t;
+
+			if (++threads > PY_MAX_THREADS)
+				return DROP_DEPTH;
+			r = proc_read(ps->rt->pid, tstate, ps->tstate_buf,
+				      (size_t)off->tstate_size);
+			if (r)
+				return read_error(r);
+			if (get_ptr(ps->tstate_buf, off->tstate_interp) != interp)
+				return DROP_INVALID;
+			ALLOC_GROW(out->threads, out->nr_threads + 1,
+				   out->alloc_threads);
+			t = &out->threads[out->nr_threads++];
+			t->ident = get_ptr(ps->tstate_buf, off->tstate_thread_id);
+			t->tid = off->tstate_native_thread_id == OFF_NONE ?
+					 0 :
+					 (long)get_ptr(ps->tstate_buf,
+						       off->tstate_native_thread_id);
+			t->first = out->nr_frames;
+			why = walk_thread(ps, out);
+			if (why)
+				return why;
+			t->depth = out->nr_frames - t->first;
+			tstate = get_ptr(ps->tstate_buf, off->tstate_next);
+		}
+		interp = head[1];
+	}
+	why = resolve_codes(ps, out);
+	if (why)
+		return why;
+	if (off->tstate_native_thread_id == OFF_NONE)
+		fill_native_tids(ps, out);
+	return DROP_NONE;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* Walking the target's Python threads and frames, one sample at a time. */
+#ifndef SPYC_PYFRAME_H
+#define SPYC_PYFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "pycode.h"
+#include "pyruntime.h"
+
+/* Deepest stack spyc follows; deeper (or a loop in torn data) drops. */
+#define PY_MAX_DEPTH 4096
+/* Most threads and interpreters walked in one sample. */
+#define PY_MAX_THREADS 4096
+#define PY_MAX_INTERPS 64
+
+/* Why a sample was dropped.  Counted by commands. */
+enum drop_reason {
+	DROP_NONE = 0,
+	DROP_READ,    /* a read failed: memory changed under us */
+	DROP_INVALID, /* data that made no sense: a torn read */
+	DROP_DEPTH,   /* more than PY_MAX_DEPTH frames, or a loop */
+	DROP_GONE,    /* the process exited */
+	DROP_NR,
+};
+
+/* A short name for a drop reason, e.g. "torn reads". */
+const char *drop_reason_name(enum drop_reason reason);
+
+struct py_frame {
+	struct pycode *code;
+	int line;
+};
+
+struct py_thread {
+	uint64_t ident; /* threading ident (pthread_t) */
+	long tid;       /* native thread id, 0 if unknown */
+	size_t first;   /* frames[first .. first+depth) of the sample */
+	size_t depth;   /* innermost first */
+};
+
+/* One sample of every thread.  Reused between samples: no allocation once warm. */
+struct py_sample {
+	struct py_thread *threads;
+	size_t nr_threads, alloc_threads;
+	struct py_frame *frames;
+	size_t nr_frames, alloc_frames;
+};
+
+void py_sample_release(struct py_sample *s);
+
+/* A memory region copied from the target for this sample. */
+struct py_region {
+	uint64_t addr;
+	size_t len;
+	unsigned char *buf;
+	size_t alloc;
+};
+
+struct py_sampler {
+	const struct pyruntime *rt;
+	struct pycode_cache codes;
+	/* per-sample scratch, kept between samples */
+	unsigned char *tstate_buf;
+	unsigned char *frame_buf;
+	struct py_region *chunks;
+	size_t nr_chunks, alloc_chunks;
+	uint64_t next_chunk; /* older chunk not read yet, 0 when none */
+	uint64_t *code_addrs;
+	long *addrqs;
+	size_t alloc_walk;
+	unsigned char *headers;
+	size_t alloc_headers;
+	struct iovec *local, *remote;
+	size_t alloc_iov;
+	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
+	long pthread_tid_at;
+	struct { uint64_t ident; long tid; } *tids;
+	size_t nr_tids, alloc_tids;
+};
+
+void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt);
+void py_sampler_release(struct py_sampler *ps);
+
+/*
+ * Sample every Python thread of the target into out (cleared first).
+ * Returns DROP_NONE, or the reason the whole sample must be dropped.
+ */
+enum drop_reason py_sampler_sample(struct py_sampler *ps,
+				   struct py_sample *out);
+
+#endif

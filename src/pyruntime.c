@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/* Finding a target's CPython interpreter: its runtime symbols, version and offsets. */
+#include "pyruntime.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsym.h"
+#include "proc.h"
+#include "util.h"
+
+/* Oldest CPython whose structs spyc knows (the first generated table). */
+#define OLDEST_SUPPORTED 0x03060000UL
+/* 3.13 put _Py_DebugOffsets at the start of _PyRuntime (pycore_runtime.h). */
+#define DEBUG_OFFSETS_SINCE 0x030D0000UL
+#define DEBUG_COOKIE "xdebugpy"
+/* No struct spyc reads is anywhere near this big; larger is garbage. */
+#define PLAUSIBLE_STRUCT_SIZE (1L << 20)
+
+static int fail(struct pyruntime *rt, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct pyruntime *rt, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rt->message, sizeof(rt->message), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+static int no_permission(struct pyruntime *rt)
+{
+	return fail(rt, PYRT_NO_PERMISSION,
+		    "no permission to read pid %d: run spyc as root or as the "
+		    "target's user with CAP_SYS_PTRACE (setcap "
+		    "cap_sys_ptrace+ep spyc), and check "
+		    "kernel.yama.ptrace_scope (0 allows it)",
+		    (int)rt->pid);
+}
+
+unsigned long py_version_parse(const char *s)
+{
+	unsigned int major, minor, micro, serial = 0;
+	unsigned int level = 0xF;
+	int n = 0;
+
+	if (sscanf(s, "%u.%u.%u%n", &major, &minor, &micro, &n) != 3)
+		return 0;
+	if (major > 255 || minor > 255 || micro > 255)
+		return 0;
+	s += n;
+	if (*s == 'a' || *s == 'b') {
+		level = *s == 'a' ? 0xA : 0xB;
+		serial = (unsigned int)strtoul(s + 1, NULL, 10);
+	} else if (!strncmp(s, "rc", 2)) {
+		level = 0xC;
+		serial = (unsigned int)strtoul(s + 2, NULL, 10);
+	}
+	return (unsigned long)major << 24 | (unsigned long)minor << 16 |
+	       (unsigned long)micro << 8 | level << 4 | (serial & 0xF);
+}
+
+static void version_format(unsigned long hex, char *buf, size_t size)
+{
+	static const char *const levels[16] = { [0xA] = "a", [0xB] = "b",
+						[0xC] = "rc" };
+	unsigned int level = (hex >> 4) & 0xF;
+
+	if (level == 0xF || !levels[level])
+		snprintf(buf, size, "%lu.%lu.%lu", hex >> 24,
+			 (hex >> 16) & 0xFF, (hex >> 8) & 0xFF);
+	else
+		snprintf(buf, size, "%lu.%lu.%lu%s%lu", hex >> 24,
+			 (hex >> 16) & 0xFF, (hex >> 8) & 0xFF, levels[level],
+			 hex & 0xF);
+}
+
+const struct py_offsets *
+py_offsets_select(const struct py_offsets *const *tables, size_t n,
+		  unsigned long hexversion)
+{
+	const struct py_offsets *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct py_offsets *t = tables[i];
+
+		if (hexversion < t->first_hex || hexversion > t->last_hex)
+			continue;
+		if (!best ||
+		    t->last_hex - t->first_hex < best->last_hex - best->first_hex)
+			best = t;
+	}
+	return best;
+}
+
+int py_offsets_from_debug(struct py_offsets *out,
+			  const struct py_offsets *base,
+			  const unsigned char *raw, size_t len)
+{
+	uint64_t version;
+	size_t i;
+
+	if (base->debug_size == OFF_NONE || !base->debug_fields ||
+	    len < (size_t)base->debug_size || memcmp(raw, DEBUG_COOKIE, 8))
+		return -1;
+	*out = *base;
+	memcpy(&version, raw + base->debug_version_at, sizeof(version));
+	out->hexversion = (unsigned long)version;
+	out->first_hex = out->last_hex = (unsigned long)version;
+	out->version = NULL;
+	/* Not published: keep the walk on paths that need only what is. */
+	out->tstate_datastack_top = OFF_NONE;
+	out->unicode_data = OFF_NONE;
+	out->compact_size = OFF_NONE;
+	for (i = 0; i < base->nr_debug_fields; i++) {
+		const struct py_debug_field *f = &base->debug_fields[i];
+		uint64_t v;
+
+		if (f->debug_at < 0 || (size_t)f->debug_at + 8 > len)
+			return -1;
+		memcpy(&v, raw + f->debug_at, sizeof(v));
+		if (v >= (uint64_t)PLAUSIBLE_STRUCT_SIZE)
+			return -1;
+		memcpy((char *)out + f->field_at, &(long){ (long)v },
+		       sizeof(long));
+	}
+	/* Sizes first; every offset must lie inside its struct. */
+	if (out->tstate_next >= out->tstate_size ||
+	    out->tstate_current_frame >= out->tstate_size ||
+	    out->iframe_previous >= out->iframe_size ||
+	    out->iframe_code >= out->iframe_size ||
+	    out->code_filename >= out->code_size ||
+	    out->code_name >= out->code_size ||
+	    out->code_linetable >= out->code_size)
+		return -1;
+	if (out->compact_size == OFF_NONE)
+		out->compact_size =
+			out->ascii_size + (base->compact_size - base->ascii_size);
+	return 0;
+}
+
+static int lib_version_prefix(const char *path, char *buf, size_t size)
+{
+	const char *base = strrchr(path, '/');
+	const char *p;
+	unsigned int major, minor;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python");
+	if (!p || sscanf(p, "python%u.%u", &major, &minor) != 2)
+		return -1;
+	snprintf(buf, size, "%u.%u.", major, minor);
+	return 0;
+}
+
+/* Start address of path's first mapping (file offset 0), or 0. */
+static uint64_t map_base(const struct proc_maps *maps, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < maps->nr; i++)
+		if (maps->maps[i].path && !strcmp(maps->maps[i].path, path) &&
+		    maps->maps[i].offset == 0)
+			return maps->maps[i].start;
+	return 0;
+}
+
+/*
+ * Before 3.11 there is no Py_Version, and compilers fold the version
+ * string into code.  But sys.version, built from Py_GetVersion() at
+ * start-up, sits in the binary's data: "3.9.18 (main, ...".  Scan the
+ * binary's writable mappings (and the anonymous .bss after them) of the
+ * running target for it.  Returns 0 with the version in buf, or -1.
+ */
+static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
+				 const char *path, const char *want_prefix,
+				 char *buf, size_t size)
+{
+	static unsigned char chunk[65536 + 32];
+	size_t i;
+	int found = 0, in_binary = 0;
+
+	for (i = 0; i < maps->nr && found < 2; i++) {
+		const struct proc_map *m = &maps->maps[i];
+		uint64_t at;
+
+		if (m->path && !strcmp(m->path, path)) {
+			in_binary = 1;
+		} else if (m->path || !in_binary) {
+			in_binary = 0;
+			continue;
+		} else {
+			in_binary = 0; /* the .bss right after the binary */
+		}
+		if (m->perms[1] != 'w' || m->end - m->start > (64u << 20))
+			continue;
+		for (at = m->start; at < m->end && found < 2; at += 65536) {
+			size_t len = m->end - at < sizeof(chunk) ?
+					     (size_t)(m->end - at) :
+					     sizeof(chunk);
+			size_t j;
+
+			if (proc_read(pid, at, chunk, len))
+				continue;
+			for (j = 0; j + 8 < len; j++) {
+				size_t k = j;
+				int wanted;
+
+				if ((chunk[j] != '2' && chunk[j] != '3') ||
+				    chunk[j + 1] != '.' ||
+				    (j && chunk[j - 1] != '\0'))
+					continue;
+				while (k < len && k - j < 24 && chunk[k] != ' ' &&
+				       chunk[k])
+					k++;
+				if (k + 1 >= len || chunk[k] != ' ' ||
+				    chunk[k + 1] != '(' || k - j >= size ||
+				    !is_version_string((char *)chunk + j, k - j))
+					continue;
+				wanted = want_prefix &&
+					 !strncmp((char *)chunk + j, want_prefix,
+						  strlen(want_prefix));
+				if (found && !wanted)
+					continue;
+				memcpy(buf, chunk + j, k - j);
+				buf[k - j] = '\0';
+				found = wanted || !want_prefix ? 2 : 1;
+				if (found == 2)
+					break;
+			}
+		}
+	}
+	return found ? 0 : -1;
+}
+
+static int is_libpython(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libpython", 9) && strstr(base, ".so");
+}
+
+/*
+ * Look for the interpreter in one mapped file.  Returns 1 if found (rt
+ * filled), 0 if the file holds no interpreter, or a negative status.
+ */
+static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
+			const char *path, int shared)
+{
+	struct elfsym es;
+	char *file = proc_file_path(rt->pid, path);
+	uint64_t runtime = 0, head = 0, current = 0, pyver = 0, code = 0;
+	uint64_t base, bias;
+	int ret = 0, saved_quiet = quiet;
+	char prefix[16];
+
+	quiet = 1;
+	ret = elfsym_open(&es, file);
+	quiet = saved_quiet;
+	if (ret < 0) {
+		ret = 0;
+		goto out;
+	}
+	elfsym_lookup(&es, "_PyRuntime", &runtime);
+	elfsym_lookup(&es, "interp_head", &head);
+	elfsym_lookup(&es, "_PyThreadState_Current", &current);
+	if (!runtime && !head && !current)
+		goto out_close;
+	elfsym_lookup(&es, "Py_Version", &pyver);
+	elfsym_lookup(&es, "PyCode_Type", &code);
+
+	base = map_base(maps, path);
+	bias = es.is_exec ? 0 : base - es.first_vaddr;
+	snprintf(rt->binary, sizeof(rt->binary), "%s", path);
+	rt->shared = shared;
+	rt->runtime = runtime ? runtime + bias : 0;
+	rt->interp_head = head ? head + bias : 0;
+	rt->tstate_current = current ? current + bias : 0;
+	rt->code_type = code ? code + bias : 0;
+
+	if (pyver) {
+		uint64_t v = 0;
+		int r = proc_read(rt->pid, pyver + bias, &v, sizeof(v));
+
+		if (r == -EPERM) {
+			ret = no_permission(rt);
+			goto out_close;
+		}
+		if (r == 0)
+			rt->hexversion = (unsigned long)(v & 0xFFFFFFFFUL);
+	}
+	if (!rt->hexversion) {
+		char vs[32];
+		const char *want;
+
+		if (lib_version_prefix(path, prefix, sizeof(prefix)))
+			prefix[0] = '\0';
+		want = prefix[0] ? prefix : NULL;
+		if (!scan_data_for_version(rt->pid, maps, path, want, vs,
+					   sizeof(vs)) ||
+		    !elfsym_find_version(&es, want, vs, sizeof(vs)))
+			rt->hexversion = py_version_parse(vs);
+	}
+	ret = 1;
+out_close:
+	elfsym_close(&es);
+out:
+	free(file);
+	return ret;
+}
+
+static int choose_offsets(struct pyruntime *rt)
+{
+	const struct py_offsets *table = NULL, *base;
+	const char *no_tables = getenv("SPYC_NO_OFFSET_TABLES");
+	unsigned char raw[4096];
+	int r;
+
+	if (!no_tables || !*no_tables || !strcmp(no_tables, "0"))
+		table = py_offsets_select(py_offset_tables,
+					  py_offset_tables_count,
+					  rt->hexversion);
+	if (rt->hexversion < DEBUG_OFFSETS_SINCE) {
+		if (!table)
+			return fail(rt, PYRT_UNSUPPORTED,
+				    "Python %s in pid %d is not supported: "
+				    "spyc has no offset table for it%s",
+				    rt->version, (int)rt->pid,
+				    no_tables ? " (SPYC_NO_OFFSET_TABLES is set)" :
+						"");
+		rt->off = table;
+		return PYRT_OK;
+	}
+
+	/* 3.13+: the target publishes its offsets; read and use them. */
+	base = table ? table : py_offset_tables[py_offset_tables_count - 1];
+	if (base->debug_size == OFF_NONE ||
+	    (size_t)base->debug_size > sizeof(raw))
+		goto unsupported;
+	r = proc_read(rt->pid, rt->runtime, raw, (size_t)base->debug_size);
+	if (r == -EPERM)
+		return no_permission(rt);
+	if (r < 0)
+		return fail(rt, PYRT_NO_PROCESS,
+			    "cannot read _PyRuntime of pid %d: %s", (int)rt->pid,
+			    strerror(-r));
+	if (py_offsets_from_debug(&rt->debug_off, base, raw,
+				  (size_t)base->debug_size))
+		goto unsupported;
+	rt->debug_off.version = rt->version;
+	rt->off = &rt->debug_off;
+	rt->from_debug_offsets = 1;
+	if (table) {
+		size_t i;
+
+		/* Cross-check: a mismatch means a layout change. */
+		for (i = 0; i < table->nr_debug_fields; i++) {
+			size_t at = table->debug_fields[i].field_at;
+			long mine, theirs;
+
+			memcpy(&mine, (const char *)table + at, sizeof(long));
+			memcpy(&theirs, (const char *)&rt->debug_off + at,
+			       sizeof(long));
+			if (mine != theirs)
+				break;
+		}
+		if (i == table->nr_debug_fields) {
+			rt->off = table;
+			rt->from_debug_offsets = 0;
+		} else {
+			snprintf(rt->notice, sizeof(rt->notice),
+				 "the offset table for %s disagrees with "
+				 "pid %d's _Py_DebugOffsets; using the "
+				 "target's",
+				 table->version, (int)rt->pid);
+		}
+	} else {
+		snprintf(rt->notice, sizeof(rt->notice),
+			 "no offset table for CPython %s; using the offsets "
+			 "it publishes (_Py_DebugOffsets)",
+			 rt->version);
+	}
+	return PYRT_OK;
+unsupported:
+	return fail(rt, PYRT_UNSUPPORTED,
+		    "Python %s in pid %d is not supported: it has no "
+		    "_Py_DebugOffsets that this spyc can read",
+		    rt->version, (int)rt->pid);
+}
+
+int pyruntime_find(struct pyruntime *rt, pid_t pid)
+{
+	struct proc_maps maps = { 0 };
+	char exe[4096];
+	size_t i;
+	int ret, found = 0;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->pid = pid;
+	if (!proc_exists(pid))
+		return fail(rt, PYRT_NO_PROCESS, "no process with pid %d",
+			    (int)pid);
+	ret = proc_maps_load(&maps, pid);
+	if (ret == -EACCES || ret == -EPERM)
+		return no_permission(rt);
+	if (ret < 0)
+		return fail(rt, PYRT_NO_PROCESS, "cannot read pid %d: %s",
+			    (int)pid, strerror(-ret));
+	if (proc_exe(pid, exe, sizeof(exe)))
+		exe[0] = '\0';
+	rt->exe_inode = proc_exe_inode(pid);
+
+	for (i = 0; i < maps.nr && !found; i++) {
+		const char *path = maps.maps[i].path;
+
+		if (!path || maps.maps[i].offset || !is_libpython(path))
+			continue;
+		found = probe_binary(rt, &maps, path, 1);
+	}
+	if (!found && exe[0])
+		found = probe_binary(rt, &maps, exe, 0);
+	if (found < 0) {
+		ret = found;
+		goto out;
+	}
+	if (!found) {
+		ret = fail(rt, PYRT_NOT_PYTHON,
+			   "pid %d (%s) is not a Python process: no libpython "
+			   "is mapped and the executable has no _PyRuntime or "
+			   "interp_head symbol",
+			   (int)pid, exe[0] ? exe : "executable unknown");
+		goto out;
+	}
+	if (!rt->hexversion) {
+		ret = fail(rt, PYRT_UNSUPPORTED,
+			   "cannot tell which Python version %s is (pid %d)",
+			   rt->binary, (int)pid);
+		goto out;
+	}
+	version_format(rt->hexversion, rt->version, sizeof(rt->version));
+	if (rt->hexversion < OLDEST_SUPPORTED) {
+		ret = fail(rt, PYRT_UNSUPPORTED,
+			   "Python %s in pid %d is not supported (spyc reads "
+			   "CPython 3.6 and later)",
+			   rt->version, (int)pid);
+		goto out;
+	}
+	if (rt->hexversion >= 0x03070000UL && !rt->runtime) {
+		ret = fail(rt, PYRT_UNSUPPORTED,
+			   "Python %s in pid %d has no _PyRuntime symbol",
+			   rt->version, (int)pid);
+		goto out;
+	}
+	ret = choose_offsets(rt);
+	if (ret)
+		goto out;
+	/* A read now tells us early whether we may read at all. */
+	{
+		uint64_t interp;
+
+		ret = pyruntime_interp_head(rt, &interp);
+		if (ret == -EPERM)
+			ret = no_permission(rt);
+		else if (ret == -ESRCH)
+			ret = fail(rt, PYRT_NO_PROCESS, "pid %d exited",
+				   (int)pid);
+		else
+			ret = PYRT_OK;
+	}
+out:
+	proc_maps_release(&maps);
+	return ret;
+}
+
+int pyruntime_interp_head(const struct pyruntime *rt, uint64_t *interp)
+{
+	uint64_t tstate = 0;
+	int r;
+
+	*interp = 0;
+	if (rt->runtime)
+		return proc_read(rt->pid,
+				 rt->runtime +
+					 (uint64_t)rt->off->runtime_interpreters_head,
+				 interp, sizeof(*interp));
+	if (rt->interp_head)
+		return proc_read(rt->pid, rt->interp_head, interp,
+				 sizeof(*interp));
+	/* A stripped 3.6: reach the interpreter through the GIL holder. */
+	r = proc_read(rt->pid, rt->tstate_current, &tstate, sizeof(tstate));
+	if (r || !tstate)
+		return r;
+	return proc_read(rt->pid, tstate + (uint64_t)rt->off->tstate_interp,
+			 interp, sizeof(*interp));
+}
