@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* Choosing a profile format and writing a profile file atomically. */
+#include "output.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "util.h"
+
+static const struct {
+	const char *name;
+	enum output_format format;
+} formats[] = {
+    {"speedscope", FORMAT_SPEEDSCOPE},
+    {"folded", FORMAT_FOLDED},
+    {"svg", FORMAT_SVG},
+};
+
+static const struct {
+	const char *ext;
+	enum output_format format;
+} extensions[] = {
+    {".json", FORMAT_SPEEDSCOPE},
+    {".txt", FORMAT_FOLDED},
+    {".folded", FORMAT_FOLDED},
+    {".svg", FORMAT_SVG},
+};
+
+enum output_format output_format_parse(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return FORMAT_NONE;
+	for (i = 0; i < ARRAY_SIZE(formats); i++)
+		if (!strcmp(name, formats[i].name))
+			return formats[i].format;
+	return FORMAT_NONE;
+}
+
+enum output_format output_format_from_path(const char *path)
+{
+	const char *base, *dot;
+	size_t i;
+
+	if (!path)
+		return FORMAT_NONE;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	/* "x.json" has a suffix; ".json" alone is a hidden file's name. */
+	if (!dot || dot == base)
+		return FORMAT_NONE;
+	for (i = 0; i < ARRAY_SIZE(extensions); i++)
+		if (!strcasecmp(dot, extensions[i].ext))
+			return extensions[i].format;
+	return FORMAT_NONE;
+}
+
+struct write_job {
+	int (*fn)(FILE *fp, const struct stacks *st,
+		  const struct profile_meta *meta);
+	const struct stacks *st;
+	const struct profile_meta *meta;
+};
+
+static int write_job_run(FILE *fp, void *data)
+{
+	struct write_job *job = data;
+
+	return job->fn(fp, job->st, job->meta);
+}
+
+int output_write(const char *path, enum output_format fmt,
+		 const struct stacks *st, const struct profile_meta *meta)
+{
+	struct write_job job = {NULL, st, meta};
+
+	switch (fmt) {
+	case FORMAT_SPEEDSCOPE:
+		job.fn = out_speedscope_write;
+		break;
+	case FORMAT_FOLDED:
+		job.fn = out_folded_write;
+		break;
+	case FORMAT_SVG:
+		job.fn = out_svg_write;
+		break;
+	default:
+		return error("cannot write '%s': unknown output format %d",
+			     path, (int)fmt);
+	}
+	return write_file_atomic(path, write_job_run, &job);
+}
+
+/*
+ * Length of the valid UTF-8 sequence starting at s (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0.  A NUL
+ * is never a continuation byte, so this never reads past the string.
+ */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	if (s[0] < 0xe0) {
+		n = 2;
+	} else if (s[0] < 0xf0) {
+		n = 3;
+		if (s[0] == 0xe0)
+			lo = 0xa0;
+		else if (s[0] == 0xed)
+			hi = 0x9f;
+	} else {
+		n = 4;
+		if (s[0] == 0xf0)
+			lo = 0x90;
+		else if (s[0] == 0xf4)
+			hi = 0x8f;
+	}
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+const char *output_utf8(const char *s, struct strbuf *tmp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	strbuf_reset(tmp);
+	while (*p && (n = utf8_len(p)))
+		p += n;
+	if (!*p)
+		return s;
+	strbuf_add(tmp, s, (const char *)p - s);
+	while (*p) {
+		n = utf8_len(p);
+		if (n) {
+			strbuf_add(tmp, p, n);
+			p += n;
+		} else {
+			strbuf_addstr(tmp, "\xef\xbf\xbd");
+			p++;
+		}
+	}
+	return tmp->buf;
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the pure parts of the reader: string decoding, maps
+ * parsing, version parsing, offset selection, _Py_DebugOffsets.  With
+ * "--vectors FILE", checks line-table vectors that tests/test_linetable.py
+ * took from real interpreters instead.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsym.h"
+#include "proc.h"
+#include "pycode.h"
+#include "pyruntime.h"
+#include "util.h"
+
+static int failures;
+
+#define CHECK(expr)                                                        \
+	do {                                                               \
+		if (!(expr)) {                                             \
+			fprintf(stderr, "%s:%d: check failed: %s\n",       \
+				__FILE__, __LINE__, #expr);                \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static void test_utf8(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const unsigned char latin1[] = { 'c', 'a', 'f', 0xE9 };
+	const uint16_t ucs2[] = { 0x51FD, 0x6570 };
+	const uint32_t ucs4[] = { 0x1D523, 'x', 0xD800 };
+
+	CHECK(unicode_to_utf8(&sb, 1, latin1, 4) == 0);
+	CHECK(!strcmp(sb.buf, "caf\xC3\xA9"));
+	strbuf_reset(&sb);
+	CHECK(unicode_to_utf8(&sb, 2, ucs2, 2) == 0);
+	CHECK(!strcmp(sb.buf, "\xE5\x87\xBD\xE6\x95\xB0"));
+	strbuf_reset(&sb);
+	CHECK(unicode_to_utf8(&sb, 4, ucs4, 3) == 0);
+	/* U+1D523, 'x', and a lone surrogate replaced by U+FFFD */
+	CHECK(!strcmp(sb.buf, "\xF0\x9D\x94\xA3x\xEF\xBF\xBD"));
+	CHECK(unicode_to_utf8(&sb, 3, ucs4, 1) == -1);
+	strbuf_release(&sb);
+}
+
+static void test_maps(void)
+{
+	struct proc_maps maps = { 0 };
+	const char *text =
+		"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 1234   "
+		"/usr/bin/python3.11\n"
+		"7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+		"7ffd1000-7ffd2000 rw-p 00000000 00:00 0     [stack]\n"
+		"7f1000000000-7f1000001000 r-xp 00001000 fd:01 99 "
+		"/lib/with space/libpython3.9.so.1.0 (deleted)\n";
+
+	CHECK(proc_maps_parse(&maps, text) == 4);
+	CHECK(maps.maps[0].start == 0x55d0c0a00000ULL);
+	CHECK(maps.maps[0].end == 0x55d0c0a01000ULL);
+	CHECK(maps.maps[0].inode == 1234);
+	CHECK(!strcmp(maps.maps[0].path, "/usr/bin/python3.11"));
+	CHECK(!strcmp(maps.maps[0].perms, "r--p"));
+	CHECK(maps.maps[1].path == NULL);
+	CHECK(!strcmp(maps.maps[2].path, "[stack]"));
+	CHECK(maps.maps[3].offset == 0x1000);
+	CHECK(!strcmp(maps.maps[3].path,
+		      "/lib/with space/libpython3.9.so.1.0 (deleted)"));
+	CHECK(proc_maps_parse(&maps, "garbage\n") == -1);
+	proc_maps_release(&maps);
+}
+
+static void test_versions(void)
+{
+	CHECK(py_version_parse("3.11.7") == 0x030B07F0UL);
+	CHECK(py_version_parse("3.12.0rc1") == 0x030C00C1UL);
+	CHECK(py_version_parse("3.13.0a4") == 0x030D00A4UL);
+	CHECK(py_version_parse("3.x") == 0);
+	CHECK(is_version_string("3.9.18", 6));
+	CHECK(is_version_string("3.12.0rc1", 9));
+	CHECK(is_version_string("2.7.18+", 7));
+	CHECK(!is_version_string("3.9", 3));
+	CHECK(!is_version_string("1.2.3", 5));
+	CHECK(!is_version_string("3.9.18 (main", 12));
+}
+
+static void test_select(void)
+{
+	size_t i;
+
+	/* Every table selects itself, for its own version and any patch. */
+	for (i = 0; i < py_offset_tables_count; i++) {
+		const struct py_offsets *t = py_offset_tables[i];
+
+		CHECK(py_offsets_select(py_offset_tables,
+					py_offset_tables_count,
+					t->hexversion) == t);
+		CHECK(py_offsets_select(py_offset_tables,
+					py_offset_tables_count,
+					t->first_hex | 0x1FF0) == t);
+		CHECK(t->first_hex <= t->hexversion &&
+		      t->hexversion <= t->last_hex);
+	}
+	CHECK(py_offsets_select(py_offset_tables, py_offset_tables_count,
+				0x020712F0UL) == NULL);
+}
+
+/* Build a raw _Py_DebugOffsets from a table, as a target would hold it. */
+static void test_debug_offsets(void)
+{
+	const struct py_offsets *t =
+		py_offset_tables[py_offset_tables_count - 1];
+	struct py_offsets out;
+	unsigned char raw[4096];
+	uint64_t v;
+	size_t i;
+
+	if (t->debug_size == OFF_NONE) {
+		printf("skip: newest table has no _Py_DebugOffsets layout\n");
+		return;
+	}
+	memset(raw, 0, sizeof(raw));
+	memcpy(raw, "xdebugpy", 8);
+	v = 0x030E00F0ULL; /* a later release than any table */
+	memcpy(raw + t->debug_version_at, &v, 8);
+	for (i = 0; i < t->nr_debug_fields; i++) {
+		long val;
+
+		memcpy(&val, (const char *)t + t->debug_fields[i].field_at,
+		       sizeof(val));
+		v = (uint64_t)val;
+		memcpy(raw + t->debug_fields[i].debug_at, &v, 8);
+	}
+	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == 0);
+	CHECK(out.hexversion == 0x030E00F0UL);
+	CHECK(out.tstate_next == t->tstate_next);
+	CHECK(out.code_qualname == t->code_qualname);
+	CHECK(out.iframe_previous == t->iframe_previous);
+	CHECK(out.tstate_datastack_top == OFF_NONE);
+	CHECK(out.compact_size == t->compact_size);
+
+	/* A wrong cookie or an absurd offset is refused. */
+	raw[0] = 'X';
+	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == -1);
+	raw[0] = 'x';
+	v = 1ULL << 40;
+	memcpy(raw + t->debug_fields[0].debug_at, &v, 8);
+	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == -1);
+}
+
+static int hexval(int c)
+{
+	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/*
+ * Each line: KIND FIRSTLINENO HEXTABLE then pairs OFFSET:LINE.
+ * KIND is lnotab, 310 or locations.
+ */
+static int check_vectors(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0, codes = 0, points = 0;
+
+	if (!fp) {
+		perror(path);
+		return 2;
+	}
+	while (getline(&line, &cap, fp) > 0) {
+		char kind[16], *p, *hex;
+		int first, n = 0;
+		enum linetable_kind k;
+		unsigned char *table;
+		size_t len, i;
+
+		if (sscanf(line, "%15s %d %n", kind, &first, &n) < 2)
+			continue;
+		k = !strcmp(kind, "lnotab") ? LINETABLE_LNOTAB :
+		    !strcmp(kind, "310")    ? LINETABLE_310 :
+					      LINETABLE_LOCATIONS;
+		hex = line + n;
+		p = strchr(hex, ' ');
+		if (!p)
+			continue;
+		*p++ = '\0';
+		if (!strcmp(hex, "-"))
+			hex[0] = '\0';
+		len = strlen(hex) / 2;
+		table = xmalloc(len + 1);
+		for (i = 0; i < len; i++)
+			table[i] = (unsigned char)(hexval(hex[2 * i]) << 4 |
+						   hexval(hex[2 * i + 1]));
+		codes++;
+		while (*p) {
+			long off;
+			int want, got, used = 0;
+
+			if (sscanf(p, "%ld:%d %n", &off, &want, &used) < 2)
+				break;
+			p += used;
+			got = linetable_addr2line(k, table, len, first, off);
+			points++;
+			if (got != want) {
+				fprintf(stderr,
+					"%s table (first line %d) at offset "
+					"%ld: got line %d, want %d\n",
+					kind, first, off, got, want);
+				failures++;
+			}
+		}
+		free(table);
+	}
+	free(line);
+	fclose(fp);
+	printf("checked %zu offsets in %zu code objects\n", points, codes);
+	if (!codes)
+		failures++;
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--vectors"))
+		return check_vectors(argv[2]);
+	test_utf8();
+	test_maps();
+	test_versions();
+	test_select();
+	test_debug_offsets();
+	if (failures) {
+		fprintf(stderr, "test-pycode: %d checks failed\n", failures);
+		return 1;
+	}
+	printf("test-pycode: all checks passed\n");
+	return 0;
+}
