@@ -83,6 +83,11 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->local);
 	free(ps->remote);
 	free(ps->tids);
+	for (i = 0; i < ps->nr_memos; i++)
+		free(ps->memos[i].addrs);
+	free(ps->memos);
+	free(ps->batch);
+	free(ps->walk_frames);
 	memset(ps, 0, sizeof(*ps));
 }
 
@@ -106,34 +111,120 @@ static enum drop_reason push_frame(struct py_sampler *ps,
 	return DROP_NONE;
 }
 
-/* Up to 3.10: a linked list of PyFrameObjects, one read each. */
+static struct py_frame_memo *frame_memo(struct py_sampler *ps,
+					 uint64_t tstate)
+{
+	struct py_frame_memo *m;
+	size_t i;
+
+	for (i = 0; i < ps->nr_memos; i++)
+		if (ps->memos[i].tstate == tstate)
+			return &ps->memos[i];
+	/* Threads come and go: bound the memos, recycling the oldest. */
+	if (ps->nr_memos >= PY_MAX_THREADS) {
+		m = &ps->memos[0];
+	} else {
+		ALLOC_GROW(ps->memos, ps->nr_memos + 1, ps->alloc_memos);
+		m = &ps->memos[ps->nr_memos++];
+		memset(m, 0, sizeof(*m));
+	}
+	m->tstate = tstate;
+	m->nr = 0;
+	return m;
+}
+
+/*
+ * Read last sample's frames of this thread in one process_vm_readv.
+ * Returns how many there are; frame i is at batch + i * frame_size.
+ */
+static size_t read_memo_batch(struct py_sampler *ps,
+			      const struct py_frame_memo *m)
+{
+	size_t fs = (size_t)ps->rt->off->frame_size, i;
+	int r;
+
+	if (!m->nr)
+		return 0;
+	if (m->nr * fs > ps->alloc_batch) {
+		free(ps->batch);
+		ps->alloc_batch = m->nr * fs * 2;
+		ps->batch = xmalloc(ps->alloc_batch);
+	}
+	if (m->nr > ps->alloc_iov) {
+		size_t a = ps->alloc_iov;
+
+		ALLOC_GROW(ps->local, m->nr, a);
+		a = ps->alloc_iov;
+		ALLOC_GROW(ps->remote, m->nr, a);
+		ps->alloc_iov = a;
+	}
+	for (i = 0; i < m->nr; i++) {
+		ps->local[i].iov_base = ps->batch + i * fs;
+		ps->local[i].iov_len = fs;
+		ps->remote[i].iov_base = (void *)(uintptr_t)m->addrs[i];
+		ps->remote[i].iov_len = fs;
+	}
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr);
+	/* A region that failed reads as zeros: it will not link up. */
+	return r < 0 ? 0 : m->nr;
+}
+
+/*
+ * Up to 3.10: a linked list of PyFrameObjects.  Frames seen last sample
+ * come from one batched read; only new ones cost a read each.
+ */
 static enum drop_reason walk_frame_objects(struct py_sampler *ps,
-					   uint64_t frame,
+					   uint64_t tstate, uint64_t frame,
 					   struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
+	size_t fs = (size_t)off->frame_size;
 	int lasti_units = ps->codes.kind == LINETABLE_310;
-	size_t depth = 0;
-	enum drop_reason why;
+	struct py_frame_memo *m = frame_memo(ps, tstate);
+	size_t batched = read_memo_batch(ps, m), pos = 0, depth = 0;
+	enum drop_reason why = DROP_NONE;
 
 	while (frame) {
+		const unsigned char *f;
 		int lasti, r;
 
-		if (++depth > PY_MAX_DEPTH)
-			return DROP_DEPTH;
-		r = proc_read(ps->rt->pid, frame, ps->frame_buf,
-			      (size_t)off->frame_size);
-		if (r)
-			return read_error(r);
-		memcpy(&lasti, ps->frame_buf + off->frame_lasti, sizeof(lasti));
+		if (depth >= PY_MAX_DEPTH) {
+			why = DROP_DEPTH;
+			break;
+		}
+		/* Usually the batch lines up; after a change, look it up. */
+		if (pos >= batched || m->addrs[pos] != frame)
+			for (pos = 0; pos < batched; pos++)
+				if (m->addrs[pos] == frame)
+					break;
+		if (pos < batched) {
+			f = ps->batch + pos * fs;
+			pos++;
+		} else {
+			r = proc_read(ps->rt->pid, frame, ps->frame_buf, fs);
+			if (r) {
+				why = read_error(r);
+				break;
+			}
+			f = ps->frame_buf;
+		}
+		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		why = push_frame(ps, out, get_ptr(ps->frame_buf, off->frame_code),
-				 lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1));
+		why = push_frame(ps, out, get_ptr(f, off->frame_code),
+				 lasti < 0 ? -1 :
+					     (long)lasti * (lasti_units ? 2 : 1));
 		if (why)
-			return why;
-		frame = get_ptr(ps->frame_buf, off->frame_back);
+			break;
+		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
+		ps->walk_frames[depth++] = frame;
+		frame = get_ptr(f, off->frame_back);
 	}
-	return DROP_NONE;
+	/* Remember this walk for the next sample, even a failed one. */
+	ALLOC_GROW(m->addrs, depth, m->alloc);
+	if (depth)
+		memcpy(m->addrs, ps->walk_frames, depth * sizeof(*m->addrs));
+	m->nr = depth;
+	return why;
 }
 
 static struct py_region *new_region(struct py_sampler *ps)
@@ -275,7 +366,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	return DROP_NONE;
 }
 
-static enum drop_reason walk_thread(struct py_sampler *ps,
+static enum drop_reason walk_thread(struct py_sampler *ps, uint64_t tstate,
 				    struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -284,7 +375,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps,
 
 	if (off->tstate_frame != OFF_NONE)
 		return walk_frame_objects(
-			ps, get_ptr(ps->tstate_buf, off->tstate_frame), out);
+			ps, tstate, get_ptr(ps->tstate_buf, off->tstate_frame),
+			out);
 	if (off->tstate_cframe != OFF_NONE) {
 		uint64_t cframe = get_ptr(ps->tstate_buf, off->tstate_cframe);
 
@@ -497,7 +589,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps,
 					 (long)get_ptr(ps->tstate_buf,
 						       off->tstate_native_thread_id);
 			t->first = out->nr_frames;
-			why = walk_thread(ps, out);
+			why = walk_thread(ps, tstate, out);
 			if (why)
 				return why;
 			t->depth = out->nr_frames - t->first;

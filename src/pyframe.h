@@ -75,6 +75,21 @@ struct py_sampler {
 	size_t alloc_headers;
 	struct iovec *local, *remote;
 	size_t alloc_iov;
+	/*
+	 * Up to 3.10: each thread's frame addresses in the last sample.
+	 * Callers' frames rarely change between samples, so they are read
+	 * again in one batch and only the links are checked.
+	 */
+	struct py_frame_memo {
+		uint64_t tstate;
+		uint64_t *addrs;
+		size_t nr, alloc;
+	} *memos;
+	size_t nr_memos, alloc_memos;
+	unsigned char *batch;
+	size_t alloc_batch;
+	uint64_t *walk_frames;
+	size_t alloc_walk_frames;
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;
 	struct { uint64_t ident; long tid; } *tids;
