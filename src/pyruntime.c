@@ -439,7 +439,7 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 		goto out;
 	}
 	if (!rt->hexversion) {
-		ret = fail(rt, PYRT_UNSUPPORTED,
+		ret = fail(rt, PYRT_NOT_READY,
 			   "cannot tell which Python version %s is (pid %d)",
 			   rt->binary, (int)pid);
 		goto out;

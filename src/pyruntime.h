@@ -15,6 +15,7 @@ enum pyruntime_status {
 	PYRT_NO_PERMISSION = -2,
 	PYRT_NOT_PYTHON = -3,   /* no interpreter found (yet) */
 	PYRT_UNSUPPORTED = -4,  /* an interpreter we cannot read */
+	PYRT_NOT_READY = -5,    /* interpreter not started far enough to tell its version */
 };
 
 struct pyruntime {
