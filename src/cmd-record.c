@@ -254,7 +254,7 @@ static int target_gone(struct recorder *r)
 		r->ended = "the target exited";
 		return 1;
 	}
-	if (proc_exe_inode(r->rt.pid) != r->rt.exe_inode) {
+	if (!pyruntime_still_valid(&r->rt)) {
 		r->ended = "the target exec'd another program";
 		return 1;
 	}

@@ -221,6 +221,33 @@ uint64_t proc_exe_inode(pid_t pid)
 	return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
 }
 
+uint64_t proc_arg_start(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long v = 0;
+	FILE *fp;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return 0;
+	p = fgets(buf, sizeof(buf), fp);
+	fclose(fp);
+	/* Fields count from the state, field 3, after the last ')'. */
+	if (!p || !(p = strrchr(buf, ')')))
+		return 0;
+	p += 2;
+	for (field = 3; field < 48 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (p)
+		sscanf(p, "%llu", &v);
+	return v;
+}
+
 void proc_cmdline(pid_t pid, char *buf, size_t size)
 {
 	char path[64];

@@ -57,6 +57,12 @@ int proc_alive(pid_t pid);
 int proc_exe(pid_t pid, char *buf, size_t size);
 /* Inode of the target's executable, 0 if unknown: changes on exec. */
 uint64_t proc_exe_inode(pid_t pid);
+/*
+ * Where the kernel put the target's argument strings (/proc/PID/stat
+ * field 48): randomised on every exec, so a change means an exec even of
+ * the same non-PIE program.  0 if unknown.
+ */
+uint64_t proc_arg_start(pid_t pid);
 /* The command line, arguments joined by spaces, into buf ("" if none). */
 void proc_cmdline(pid_t pid, char *buf, size_t size);
 

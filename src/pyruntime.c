@@ -279,6 +279,7 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	base = map_base(maps, path);
 	bias = es.is_exec ? 0 : base - es.first_vaddr;
 	snprintf(rt->binary, sizeof(rt->binary), "%s", path);
+	rt->base = base;
 	rt->shared = shared;
 	rt->runtime = runtime ? runtime + bias : 0;
 	rt->interp_head = head ? head + bias : 0;
@@ -416,6 +417,7 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 	if (proc_exe(pid, exe, sizeof(exe)))
 		exe[0] = '\0';
 	rt->exe_inode = proc_exe_inode(pid);
+	rt->arg_start = proc_arg_start(pid);
 
 	for (i = 0; i < maps.nr && !found; i++) {
 		const char *path = maps.maps[i].path;
@@ -477,6 +479,20 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 out:
 	proc_maps_release(&maps);
 	return ret;
+}
+
+int pyruntime_still_valid(const struct pyruntime *rt)
+{
+	struct proc_maps maps = { 0 };
+	int valid;
+
+	if (proc_exe_inode(rt->pid) != rt->exe_inode ||
+	    proc_arg_start(rt->pid) != rt->arg_start ||
+	    proc_maps_load(&maps, rt->pid))
+		return 0;
+	valid = map_base(&maps, rt->binary) == rt->base;
+	proc_maps_release(&maps);
+	return valid;
 }
 
 int pyruntime_interp_head(const struct pyruntime *rt, uint64_t *interp)

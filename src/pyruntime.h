@@ -29,6 +29,8 @@ struct pyruntime {
 	uint64_t tstate_current; /* address of _PyThreadState_Current (3.6) */
 	uint64_t code_type; /* address of PyCode_Type, or 0 if unknown */
 	uint64_t exe_inode; /* to notice an exec */
+	uint64_t base;      /* where binary is mapped: an exec moves it */
+	uint64_t arg_start; /* and the argument strings */
 	const struct py_offsets *off;  /* the offsets in use */
 	struct py_offsets debug_off;   /* built from _Py_DebugOffsets */
 	int from_debug_offsets;        /* off points at debug_off */
@@ -45,6 +47,13 @@ struct pyruntime {
  * nothing, so callers may poll it while a launched program starts.
  */
 int pyruntime_find(struct pyruntime *rt, pid_t pid);
+
+/*
+ * 1 if the process still runs the program rt was found in: same
+ * executable, and the interpreter's binary mapped where it was.  An
+ * exec (even of the same python) changes one of them.  0 otherwise.
+ */
+int pyruntime_still_valid(const struct pyruntime *rt);
 
 /*
  * Address of the first PyInterpreterState, or 0 if there is none yet.

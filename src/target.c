@@ -17,6 +17,8 @@
 
 /* A launched program that stays non-Python this long is not Python. */
 #define LAUNCH_GIVE_UP_NS (10ULL * 1000000000ULL)
+/* How long attaching waits for a starting interpreter to tell its version. */
+#define ATTACH_WAIT_NS (2ULL * 1000000000ULL)
 /* How often to look for the interpreter while a program starts. */
 #define LAUNCH_POLL_NS 500000L
 
@@ -42,7 +44,17 @@ static void print_notice(const struct pyruntime *rt)
 
 void attach_or_die(struct pyruntime *rt, pid_t pid)
 {
-	if (pyruntime_find(rt, pid) != PYRT_OK) {
+	uint64_t give_up = now_ns() + ATTACH_WAIT_NS;
+	int ret;
+
+	/* A process that is just starting may not know its version yet. */
+	while ((ret = pyruntime_find(rt, pid)) == PYRT_NOT_READY &&
+	       now_ns() < give_up) {
+		struct timespec ts = { 0, LAUNCH_POLL_NS };
+
+		nanosleep(&ts, NULL);
+	}
+	if (ret != PYRT_OK) {
 		fprintf(stderr, "spyc: %s\n", rt->message);
 		exit(EXIT_FAILED);
 	}

@@ -38,3 +38,38 @@ def test_churn_at_high_rate(spyc, python, tmp_path):
     assert names & {"recurse", "gen", "worker", "fresh_function", "failing"}
     total = sum(sum(p["weights"]) for p in doc["profiles"])
     assert total > 0
+
+
+EXECS = r"""
+import os, sys, time
+def spin(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+spin(1.0)
+# The same interpreter again: only the mappings tell spyc it changed.
+os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(3)"])
+"""
+
+
+def test_target_execs_mid_record(spyc, python, tmp_path):
+    """A target that execs mid-sample: spyc notices, stops, and writes a
+    complete profile of what it saw before."""
+    proc = subprocess.Popen([python.path, "-c", EXECS], env=target_env())
+    try:
+        out = str(tmp_path / "exec.txt")
+        res = spyc.run(["record", "--pid", str(proc.pid), "--rate", "200",
+                        "-o", out], timeout=60)
+        assert res.returncode in (0, 1), res.describe()
+        assert "exec" in res.stderr, res.describe()
+        summary = parse_summary(res.stderr, res.describe())
+        assert summary.seconds < 3.0, "spyc kept sampling the new program"
+        with open(out) as f:
+            lines = f.read().splitlines()
+        assert any("spin" in l for l in lines), lines[:5]
+        # One thread: every sample with a stack is one count.
+        assert 0 < sum(int(l.rsplit(" ", 1)[1]) for l in lines) <= \
+            summary.samples
+    finally:
+        proc.kill()
+        proc.wait()
