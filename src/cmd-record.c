@@ -74,7 +74,7 @@ struct recorder {
 	struct stacks stacks;
 	char cwd[4096];
 	uint32_t *scratch; /* root-first frame ids of one stack */
-	uint64_t samples, dropped[DROP_NR];
+	uint64_t samples, empty, dropped[DROP_NR];
 	pid_t child; /* launch mode, else 0 */
 	int child_status, child_reaped;
 	const char *ended; /* why sampling stopped, for the summary */
@@ -219,10 +219,11 @@ static uint32_t frame_id(struct recorder *r, struct pycode *code, int line)
 	return l->id;
 }
 
-static void add_sample(struct recorder *r)
+/* Count the sample's stacks; returns how many threads had one. */
+static size_t add_sample(struct recorder *r)
 {
 	const struct py_sample *s = &r->sample;
-	size_t i, j;
+	size_t i, j, added = 0;
 
 	for (i = 0; i < s->nr_threads; i++) {
 		const struct py_thread *t = &s->threads[i];
@@ -238,7 +239,9 @@ static void add_sample(struct recorder *r)
 			r->scratch[j] = frame_id(r, f->code, f->line);
 		}
 		stacks_add(&r->stacks, th, r->scratch, t->depth, 1);
+		added++;
 	}
+	return added;
 }
 
 /* Has the target gone (exited, or exec'd another program)? */
@@ -276,8 +279,11 @@ static void sample_loop(struct recorder *r)
 
 		why = py_sampler_sample(&r->ps, &r->sample);
 		if (why == DROP_NONE) {
-			r->samples++;
-			add_sample(r);
+			/* Before the first frame and after the last: nothing. */
+			if (add_sample(r))
+				r->samples++;
+			else
+				r->empty++;
 		} else if (why == DROP_GONE || target_gone(r)) {
 			if (!r->ended)
 				r->ended = "the target exited";
@@ -408,7 +414,8 @@ int cmd_record(int argc, char **argv)
 		if (dropped)
 			strbuf_addch(&sb, ')');
 		strbuf_addf(&sb, ", %.2f s at %.1f Hz -> %s", elapsed,
-			    elapsed > 0 ? (double)(r.samples + dropped) / elapsed :
+			    elapsed > 0 ? (double)(r.samples + r.empty + dropped) /
+						  elapsed :
 					  0.0,
 			    opts.output);
 		if (r.ended)

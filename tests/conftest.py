@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: MIT
+"""Live-test plumbing: build ./spyc once, one test slot per CPython, targets.
+
+Fixtures:
+  spyc        (session) builds ./spyc with make once; a Spyc runner.
+              SPYC_TEST_BINARY=/path/to/spyc tests that binary instead,
+              without building (e.g. an installed copy, or a wrapper script
+              that runs spyc under valgrind).
+  python      the slot's pyfind.Interpreter; tests using it are parametrized
+              over pyfind.slots() (3.6 .. 3.13 and "static") and skipped by
+              name where the slot is empty.
+  targets     (function) a TargetPool: start tests/targets/*.py, always
+              killed at teardown.
+
+A target writes what it knows about itself (pid, threads, stacks) to a JSON
+report; tests compare spyc's output with that, never with fixed answers.
+"""
+
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TESTS)
+TARGETS = os.path.join(TESTS, "targets")
+SPYC = os.path.join(REPO, "spyc")
+SPEEDSCOPE_SCHEMA = os.path.join(
+    TESTS, "build", "node_modules", "speedscope", "dist", "release",
+    "file-format-schema.json")
+
+sys.path.insert(0, TESTS)
+import pyfind  # noqa: E402
+
+SLOTS = pyfind.slots()
+REPORT_TIMEOUT = 20.0
+
+
+_private_basetemp = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # pytest's default temp dirs are shared by every pytest session of the
+    # user and only the 3 newest are kept, so a session started next to
+    # ours (a developer's, a benchmark's) can delete our files mid-test.
+    # Unless --basetemp was given, use a directory no one else rotates.
+    global _private_basetemp
+    if not config.option.basetemp:
+        _private_basetemp = tempfile.mkdtemp(prefix="spyc-tests-")
+        config.option.basetemp = _private_basetemp
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _private_basetemp and exitstatus == 0:
+        shutil.rmtree(_private_basetemp, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus):
+    if _private_basetemp and exitstatus != 0 and \
+            os.path.isdir(_private_basetemp):
+        terminalreporter.write_line(
+            "spyc tests: outputs and target logs kept in %s" %
+            _private_basetemp)
+
+
+def pytest_generate_tests(metafunc):
+    if "python" in metafunc.fixturenames:
+        metafunc.parametrize("python", SLOTS, ids=[s.id for s in SLOTS],
+                             indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def python(request):
+    """The slot's interpreter; skips by name when the slot is empty."""
+    return pyfind.require(request.param)
+
+
+def newest_python():
+    """The newest supported interpreter, for tests of spyc's own behaviour
+    that do not depend on the Python version; None if there is none."""
+    found = [s.interpreter for s in SLOTS
+             if s.interpreter is not None and s.name != "static"]
+    return found[-1] if found else None
+
+
+def target_env(extra=None):
+    """Environment for targets: no user PYTHON* settings, UTF-8 locale (so
+    3.6 decodes the non-ASCII file name as UTF-8), no .pyc litter."""
+    env = dict((k, v) for k, v in os.environ.items()
+               if not k.startswith("PYTHON") and not k.startswith("SPYC_"))
+    env["LC_ALL"] = "C.UTF-8"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def decode(data):
+    # Invalid UTF-8 from spyc shows up as U+FFFD in diffs instead of
+    # aborting the test with a UnicodeDecodeError.
+    return data.decode("utf-8", errors="replace")
+
+
+class SpycResult(object):
+    def __init__(self, args, returncode, stdout, stderr):
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def describe(self):
+        return ("$ %s\nexit code: %s\n--- stdout ---\n%s\n--- stderr ---\n%s"
+                % (" ".join(self.args), self.returncode, self.stdout[-4000:],
+                   self.stderr[-4000:]))
+
+    @property
+    def stderr_lines(self):
+        return [l for l in self.stderr.splitlines() if l.strip()]
+
+    def assert_ok(self):
+        assert self.returncode == 0, "spyc failed\n" + self.describe()
+
+    def assert_error(self, code, *words):
+        """Exit code `code`, exactly one stderr line `spyc: ...` that
+        contains every word (case-insensitive); returns that line."""
+        assert self.returncode == code, (
+            "expected exit code %d\n%s" % (code, self.describe()))
+        lines = self.stderr_lines
+        assert len(lines) == 1, (
+            "expected exactly one line on stderr\n" + self.describe())
+        line = lines[0]
+        assert line.startswith("spyc: "), (
+            "error line must start with 'spyc: '\n" + self.describe())
+        for w in words:
+            assert w.lower() in line.lower(), (
+                "error line should mention %r\n%s" % (w, self.describe()))
+        return line
+
+
+class Spyc(object):
+    """Runs the ./spyc binary."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def run(self, args, env=None, timeout=60, exe=None, prefix=()):
+        argv = list(prefix) + [exe or self.path] + [str(a) for a in args]
+        try:
+            res = subprocess.run(argv, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail("spyc did not finish in %d s: %s\nstderr: %s" % (
+                timeout, " ".join(argv), decode(e.stderr or b"")))
+        return SpycResult(argv, res.returncode, decode(res.stdout),
+                          decode(res.stderr))
+
+    def popen(self, args, env=None, **kw):
+        return subprocess.Popen([self.path] + [str(a) for a in args],
+                                env=env, **kw)
+
+    def dump_json(self, pid, env=None):
+        """(parsed JSON, SpycResult) of `spyc dump --pid PID --json`."""
+        res = self.run(["dump", "--pid", pid, "--json"], env=env)
+        res.assert_ok()
+        try:
+            doc = json.loads(res.stdout)
+        except ValueError as e:
+            pytest.fail("dump --json printed invalid JSON (%s)\n%s" % (
+                e, res.describe()))
+        return doc, res
+
+
+@pytest.fixture(scope="session")
+def spyc():
+    """Build ./spyc once with make; fail every test clearly if that fails."""
+    override = os.environ.get("SPYC_TEST_BINARY")
+    if override:
+        if not os.access(override, os.X_OK):
+            pytest.fail("SPYC_TEST_BINARY=%s is not executable" % override,
+                        pytrace=False)
+        return Spyc(os.path.abspath(override))
+    try:
+        res = subprocess.run(["make"], cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=900)
+    except (OSError, subprocess.SubprocessError) as e:
+        pytest.fail("could not run make: %s" % e, pytrace=False)
+    out = decode(res.stdout)
+    if res.returncode != 0:
+        pytest.fail("building ./spyc with make failed (exit %d):\n%s" % (
+            res.returncode, "\n".join(out.splitlines()[-40:])), pytrace=False)
+    if not os.access(SPYC, os.X_OK):
+        pytest.fail("make succeeded but %s is not there" % SPYC,
+                    pytrace=False)
+    return Spyc(SPYC)
+
+
+def frame_line(f):
+    return "%s (%s:%s)" % (f[0], f[1], f[2])
+
+
+class Target(object):
+    """A running target script and what it reported about itself."""
+
+    def __init__(self, python, script, args, workdir, env=None, report=True,
+                 stdin=None):
+        self.python = python
+        self.script = os.path.join(TARGETS, script)
+        self.workdir = workdir
+        self.report_path = (os.path.join(workdir, "report.json")
+                            if report else None)
+        self.stdout_path = os.path.join(workdir, "stdout")
+        self.stderr_path = os.path.join(workdir, "stderr")
+        argv = [python.path, self.script] + [str(a) for a in args]
+        if self.report_path and "{report}" in argv:
+            argv[argv.index("{report}")] = self.report_path
+        elif self.report_path:
+            argv.append(self.report_path)
+        self.argv = argv
+        with open(self.stdout_path, "wb") as out, \
+                open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL,
+                                         env=target_env(env), cwd=workdir)
+        self.pid = self.proc.pid
+        self.info = None
+
+    def output(self):
+        with open(self.stdout_path, "rb") as f:
+            return decode(f.read())
+
+    def errors(self):
+        with open(self.stderr_path, "rb") as f:
+            return decode(f.read())
+
+    def wait_report(self, timeout=REPORT_TIMEOUT, settle=True):
+        """Wait for the JSON report; fail with the target's stderr if it
+        dies or is late.  With settle, also wait until the process has
+        exactly the reported threads (the reporter thread is gone)."""
+        deadline = time.time() + timeout
+        while not os.path.exists(self.report_path):
+            if self.proc.poll() is not None:
+                pytest.fail("target %s exited with %s before reporting:\n%s"
+                            % (" ".join(self.argv), self.proc.returncode,
+                               self.errors()))
+            if time.time() > deadline:
+                pytest.fail("target %s wrote no report in %.0f s:\n%s" % (
+                    " ".join(self.argv), timeout, self.errors()))
+            time.sleep(0.02)
+        with open(self.report_path) as f:
+            self.info = json.load(f)
+        assert self.info["pid"] == self.pid
+        if settle and "threads" in self.info:
+            want = len(self.info["threads"])
+            task_dir = "/proc/%d/task" % self.pid
+            while True:
+                have = len(os.listdir(task_dir))
+                if have == want:
+                    break
+                if time.time() > deadline:
+                    pytest.fail("target %s reported %d threads but has %d "
+                                "tasks" % (self.script, want, have))
+                time.sleep(0.01)
+        return self.info
+
+    def expected_threads(self):
+        """{ident: {"native_id", "name", "frames": [(name, file, line)]}}."""
+        return dict((t["thread_id"], {
+            "native_id": t["native_id"], "name": t["name"],
+            "frames": [(f["name"], f["file"], f["line"])
+                       for f in t["frames"]]})
+            for t in self.info["threads"])
+
+    def assert_dump_matches(self, actual, where="dump --json"):
+        """actual: {ident: {"native_id", "frames"}} as spyc saw it.  Every
+        thread must match what the target reported, frame by frame."""
+        expected = self.expected_threads()
+        assert sorted(actual) == sorted(expected), (
+            "%s: thread idents differ\n  expected %s\n  spyc     %s" % (
+                where, sorted(expected), sorted(actual)))
+        problems = []
+        for ident in sorted(expected):
+            want, got = expected[ident], actual[ident]
+            label = "thread %#x (%s)" % (ident, want["name"])
+            if want["frames"] != got["frames"]:
+                diff = difflib.unified_diff(
+                    [frame_line(f) for f in want["frames"]],
+                    [frame_line(f) for f in got["frames"]],
+                    "target says", "spyc says", lineterm="", n=2)
+                problems.append("%s: frames differ (innermost first)\n%s" % (
+                    label, "\n".join(diff)))
+            if (want["native_id"] is not None and
+                    want["native_id"] != got["native_id"]):
+                problems.append("%s: native_id: target says %s, spyc says %s"
+                                % (label, want["native_id"],
+                                   got["native_id"]))
+        assert not problems, "%s of %s on %s:\n%s" % (
+            where, os.path.basename(self.script), self.python.version,
+            "\n".join(problems))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class TargetPool(object):
+    """Starts targets and kills every one of them on close()."""
+
+    def __init__(self, tmp_factory):
+        self.tmp_factory = tmp_factory
+        self.started = []
+
+    def start(self, python, script, *args, **kw):
+        """Start a target; with report=True (default) wait for its report.
+        The report path is appended to args, or replaces "{report}"."""
+        wait = kw.pop("wait", True)
+        workdir = str(self.tmp_factory.mktemp("target"))
+        t = Target(python, script, args, workdir, **kw)
+        self.started.append(t)
+        if t.report_path and wait:
+            t.wait_report()
+        return t
+
+    def close(self):
+        for t in self.started:
+            t.kill()
+
+
+@pytest.fixture
+def targets(tmp_path_factory):
+    pool = TargetPool(tmp_path_factory)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def spyc_json_threads(doc):
+    """spyc's dump --json as {ident: {"native_id", "frames"}}."""
+    out = {}
+    for t in doc["threads"]:
+        out[t["thread_id"]] = {
+            "native_id": t.get("native_id"),
+            "frames": [(f["name"], f["file"], f["line"])
+                       for f in t["frames"]]}
+    return out
+
+
+_THREAD_RE = re.compile(r"^Thread (0x[0-9a-fA-F]+)\b(.*)$")
+_FRAME_RE = re.compile(r"^\s+(.+) \((.+):(\d+)\)$")
+_TID_RE = re.compile(r"\btid (\d+)\b")
+
+
+def parse_dump_text(text):
+    """Parse `spyc dump` text: (header lines, {ident: {"native_id",
+    "frames"}}).  Lines that are neither thread headers nor frames inside a
+    thread are ignored (and returned in the header list when before the
+    first thread)."""
+    header, threads, cur = [], {}, None
+    for line in text.splitlines():
+        m = _THREAD_RE.match(line)
+        if m:
+            ident = int(m.group(1), 16)
+            tid = _TID_RE.search(m.group(2))
+            cur = threads.setdefault(ident, {
+                "native_id": int(tid.group(1)) if tid else None,
+                "frames": []})
+            continue
+        m = _FRAME_RE.match(line)
+        if m and cur is not None:
+            cur["frames"].append((m.group(1), m.group(2), int(m.group(3))))
+        elif cur is None:
+            header.append(line)
+    return header, threads
+
+
+def copy_spyc_for_other_users(spyc_path):
+    """A copy of spyc that an unprivileged user can execute: pytest's
+    tmp_path is mode 0700, so use a fresh mkdtemp chmod 755.  Returns the
+    path; the caller removes its directory."""
+    d = tempfile.mkdtemp(prefix="spyc-unpriv-")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, "spyc")
+    shutil.copy2(spyc_path, dst)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def wait_gone(pid, timeout=10.0):
+    """True once pid no longer exists (or is a zombie)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            if state in ("Z", "X"):
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def send_signal(proc, sig):
+    if proc.poll() is None:
+        os.kill(proc.pid, sig)

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""spyc's failures: exit 2 with exactly one `spyc: ...` line that says what
+went wrong, and exit 64 for usage errors."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import pyfind
+from conftest import copy_spyc_for_other_users, newest_python, target_env
+
+NOBODY = 65534
+
+
+def absent_pid():
+    """A pid that no process has right now."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid = int(f.read()) - 1
+    while os.path.exists("/proc/%d" % pid):
+        pid -= 1
+    return pid
+
+
+@pytest.fixture
+def sleeper():
+    """A non-Python process: sleep 100."""
+    proc = subprocess.Popen(["sleep", "100"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def start_python(path):
+    """Start an interpreter that blocks in time.sleep once it is ready."""
+    proc = subprocess.Popen(
+        [path, "-c", "import sys, time\nsys.stdout.write('ready\\n')\n"
+         "sys.stdout.flush()\ntime.sleep(100)\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=target_env())
+    line = proc.stdout.readline()
+    if line.strip() != b"ready":
+        proc.kill()
+        pytest.fail("%s did not start: %s" % (path, proc.stderr.read()))
+    return proc
+
+
+@pytest.mark.parametrize("cmd", ["dump", "record"])
+def test_no_such_process(spyc, tmp_path, cmd):
+    pid = absent_pid()
+    args = [cmd, "--pid", pid]
+    if cmd == "record":
+        args += ["--duration", 1, "-o", str(tmp_path / "out.json")]
+    res = spyc.run(args)
+    res.assert_error(2, "no process")
+    assert not os.path.exists(str(tmp_path / "out.json"))
+
+
+@pytest.mark.parametrize("cmd", ["dump", "record"])
+def test_not_python(spyc, sleeper, tmp_path, cmd):
+    args = [cmd, "--pid", sleeper.pid]
+    if cmd == "record":
+        args += ["--duration", 1, "-o", str(tmp_path / "out.json")]
+    res = spyc.run(args)
+    # It must say what it found instead: the executable.
+    res.assert_error(2, "not a Python process", "sleep")
+
+
+def test_no_permission(spyc):
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv not found (util-linux)")
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the test runs spyc as nobody against a "
+                    "root-owned process")
+    py = newest_python()
+    if py is None:
+        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+    exe = copy_spyc_for_other_users(spyc.path)
+    target = start_python(py.path)
+    try:
+        res = spyc.run(["dump", "--pid", target.pid], exe=exe,
+                       prefix=[setpriv, "--reuid=%d" % NOBODY,
+                               "--regid=%d" % NOBODY, "--clear-groups"])
+        line = res.assert_error(2, "permission")
+        # ... and says what to do about it.
+        hints = ["sudo", "root", "CAP_SYS_PTRACE", "ptrace_scope",
+                 "same user"]
+        assert any(h.lower() in line.lower() for h in hints), (
+            "the permission error should say what to do (one of %s)\n%s" % (
+                hints, res.describe()))
+    finally:
+        target.kill()
+        target.wait()
+        shutil.rmtree(os.path.dirname(exe))
+
+
+def test_unsupported_version(spyc):
+    py2 = pyfind.find(2)
+    if py2 is None:
+        pytest.skip("CPython 2.7 not found on this machine")
+    target = start_python(py2.path)
+    try:
+        res = spyc.run(["dump", "--pid", target.pid])
+        version = "%d.%d" % py2.version_info[:2]
+        res.assert_error(2, "not supported", version)
+    finally:
+        target.kill()
+        target.wait()
+
+
+USAGE_ERRORS = [
+    ([], "no command"),
+    (["frobnicate"], "unknown command"),
+    (["dump", "--bogus"], "unknown option"),
+    (["dump"], "dump without --pid"),
+    (["dump", "--pid", "abc"], "non-numeric pid"),
+    (["record", "--rate", "abc", "--duration", "1", "-o", "x.json", "--",
+      "true"], "non-numeric rate"),
+    (["record", "--rate", "0", "--duration", "1", "-o", "x.json", "--",
+      "true"], "zero rate"),
+    (["record", "--rate", "-5", "--duration", "1", "-o", "x.json", "--",
+      "true"], "negative rate"),
+    (["record", "--format", "pdf", "-o", "x.json", "--", "true"],
+     "unknown format"),
+    (["record", "--bogus", "-o", "x.json", "--", "true"],
+     "record unknown option"),
+    (["record", "-o", "x.json"], "neither --pid nor a command"),
+]
+
+
+@pytest.mark.parametrize("args,what", USAGE_ERRORS,
+                         ids=[u[1].replace(" ", "-") for u in USAGE_ERRORS])
+def test_usage_error(spyc, tmp_path, args, what):
+    cwd = os.getcwd()
+    os.chdir(str(tmp_path))
+    try:
+        res = spyc.run(args, timeout=20)
+    finally:
+        os.chdir(cwd)
+    assert res.returncode == 64, "%s: expected exit 64\n%s" % (
+        what, res.describe())
+    assert res.stderr.strip(), "a usage error should say something"
+    assert not os.path.exists(str(tmp_path / "x.json"))

@@ -1,0 +1,450 @@
+# SPDX-License-Identifier: MIT
+"""`spyc record` on tests/targets/hot.py, on every CPython slot.
+
+hot.py spends ~all its time in <module> -> work() -> hot() and reports that
+chain (names as its code objects give them, file) itself.  At least 95% of
+the samples must have that chain, root first, at the root of the stack.
+Output files are checked for structure (speedscope against its JSON schema,
+folded line syntax, SVG as XML) and against spyc's summary line.
+
+Signal handling does not depend on the Python version, so those tests run
+once, on the newest interpreter found.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import xml.dom.minidom
+
+import pytest
+
+from conftest import (SPEEDSCOPE_SCHEMA, newest_python, send_signal,
+                      target_env, wait_gone)
+
+MIN_CHAIN_SHARE = 0.95
+# The documented summary line, exactly:
+#  spyc: 1234 samples, 5 dropped (5 torn reads), 12.34 s at 99.8 Hz -> out.json
+# with the parenthesis only when something was dropped.
+SUMMARY_RE = re.compile(
+    r"^spyc: (?P<samples>\d+) samples"
+    r", (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?"
+    r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
+    r"(?: \((?P<ended>interrupted|terminated|--duration elapsed"
+    r"|the target exited|the target exec'd another program)\))?$")
+# What the other tests accept, so that a wording slip in the summary (checked
+# on its own by test_summary_line_format) does not hide everything else: the
+# same, optionally followed by a parenthesised remark after the file name.
+LENIENT_SUMMARY_RE = re.compile(
+    r"^spyc: (?P<samples>\d+) samples"
+    r"(?:, (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?)?"
+    r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
+    r"(?: \([^()]*\))?$")
+FOLDED_FRAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
+
+
+class Summary(object):
+    def __init__(self, m):
+        self.samples = int(m.group("samples"))
+        self.dropped = int(m.group("dropped") or 0)
+        self.why = m.group("why")
+        self.seconds = float(m.group("seconds"))
+        self.hz = float(m.group("hz"))
+        self.path = m.group("path")
+        self.ended = m.groupdict().get("ended")
+
+
+def parse_summary(stderr, describe, strict=False):
+    """The one summary line; it must be the last line spyc wrote."""
+    lines = [l for l in stderr.splitlines() if l.startswith("spyc: ")]
+    regex = SUMMARY_RE if strict else LENIENT_SUMMARY_RE
+    matches = [regex.match(l) for l in lines]
+    matches = [m for m in matches if m]
+    assert len(matches) == 1, (
+        "expected exactly one summary line 'spyc: N samples, ... -> FILE'\n"
+        + describe)
+    assert lines[-1] == matches[0].group(0), (
+        "the summary line should be spyc's last line\n" + describe)
+    return Summary(matches[0])
+
+
+# --- output parsers: each returns [(thread label or None, [(name, file,
+# line)] root first, weight)] ---
+
+_schema = None
+
+
+def speedscope_schema():
+    global _schema
+    if _schema is None:
+        if not os.path.exists(SPEEDSCOPE_SCHEMA):
+            return None
+        with open(SPEEDSCOPE_SCHEMA) as f:
+            _schema = json.load(f)
+    return _schema
+
+
+def parse_speedscope(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    schema = speedscope_schema()
+    if schema is not None:
+        import jsonschema
+        jsonschema.validate(doc, schema)
+    frames = doc["shared"]["frames"]
+    stacks = []
+    for prof in doc["profiles"]:
+        assert prof["type"] == "sampled", prof["type"]
+        assert prof["unit"] == "seconds", (
+            "weights must be in seconds, unit is %r" % prof["unit"])
+        assert len(prof["samples"]) == len(prof["weights"])
+        for sample, weight in zip(prof["samples"], prof["weights"]):
+            assert weight > 0
+            stack = [(frames[i]["name"], frames[i].get("file"),
+                      frames[i].get("line")) for i in sample]
+            stacks.append((prof.get("name"), stack, weight))
+    return doc, stacks
+
+
+def parse_folded(path, threads=False):
+    stacks = []
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    assert text.endswith("\n") or not text, "folded file must end in newline"
+    for n, line in enumerate(text.splitlines(), 1):
+        assert " " in line, "folded line %d has no count: %r" % (n, line)
+        stack, count = line.rsplit(" ", 1)
+        assert re.match(r"^[0-9]+$", count) and int(count) > 0, (
+            "folded line %d: bad count: %r" % (n, line))
+        parts = stack.split(";")
+        label = parts.pop(0) if threads else None
+        frames = []
+        for p in parts:
+            m = FOLDED_FRAME_RE.match(p)
+            assert m, "folded line %d: frame %r is not 'name (file:line)'" % (
+                n, p)
+            frames.append((m.group("name"), m.group("file"),
+                           int(m.group("line"))))
+        stacks.append((label, frames, int(count)))
+    return stacks
+
+
+def check_svg(path, chain):
+    dom = xml.dom.minidom.parse(path)
+    assert dom.documentElement.tagName == "svg"
+    text = []
+
+    def walk(node):
+        for c in node.childNodes:
+            if c.nodeType in (c.TEXT_NODE, c.CDATA_SECTION_NODE):
+                text.append(c.data)
+            walk(c)
+    walk(dom.documentElement)
+    text = "\n".join(text)
+    # The root (<module>) is left out: how an SVG escapes "<" is its own
+    # business (an entity, or \u003c inside embedded data).
+    for entry in chain[1:]:
+        assert entry["name"] in text, (
+            "SVG does not mention %r" % entry["name"])
+
+
+def chain_share(stacks, chain, full_filenames):
+    """Share of weight whose stack starts (root first) with chain."""
+    def same_file(got, want):
+        if full_filenames:
+            return got == want
+        return os.path.basename(got or "") == os.path.basename(want)
+
+    total = hit = 0
+    for _, frames, weight in stacks:
+        total += weight
+        if len(frames) >= len(chain) and all(
+                f[0] == c["name"] and same_file(f[1], c["file"])
+                for f, c in zip(frames, chain)):
+            hit += weight
+    return (hit / total if total else 0.0), total
+
+
+def format_stacks(stacks, limit=8):
+    top = sorted(stacks, key=lambda s: -s[2])[:limit]
+    return "\n".join("  %s x %s: %s" % (
+        label or "", weight, ";".join("%s (%s:%s)" % f for f in frames))
+        for label, frames, weight in top)
+
+
+def check_merged_weights(stacks, summary, describe):
+    """Speedscope samples with identical stacks may be merged into one whose
+    weight is their total time.  Then the weights must be whole multiples of
+    one sampling interval, about 1/Hz, and count summary.samples in all."""
+    weights = [s[2] for s in stacks]
+    unit = sum(weights) / summary.samples
+    assert 0.85 / summary.hz <= unit <= 1.15 / summary.hz, (
+        "file holds %d samples weighing %.3f s: %.2f ms per sample of the "
+        "summary's %d, but sampling was at %.1f Hz\n%s" % (
+            len(stacks), sum(weights), 1000 * unit, summary.samples,
+            summary.hz, describe))
+    off = [w for w in weights if abs(w / unit - round(w / unit)) > 0.05]
+    assert not off, (
+        "the file does not hold the summary's %d samples: its weights add "
+        "up to %.3f s, and %s are not whole multiples of %.3f ms (that "
+        "total / %d)\n%s" % (
+            summary.samples, sum(weights), off[:5], 1000 * unit,
+            summary.samples, describe))
+
+
+def check_profile(out, fmt, chain, summary, describe, full_filenames=False):
+    """Validate the output file; return its stacks."""
+    assert os.path.exists(out), "no output file\n" + describe
+    leftovers = [n for n in os.listdir(os.path.dirname(out))
+                 if n != os.path.basename(out)]
+    assert not leftovers, "left behind next to the output: %s" % leftovers
+    assert summary.path == out or os.path.abspath(summary.path) == out or \
+        os.path.basename(summary.path) == os.path.basename(out), describe
+    assert summary.samples > 0, describe
+    if fmt == "svg":
+        check_svg(out, chain)
+        return None
+    if fmt == "speedscope":
+        _, stacks = parse_speedscope(out)
+    else:
+        stacks = parse_folded(out)
+    share, _ = chain_share(stacks, chain, full_filenames)
+    assert share >= MIN_CHAIN_SHARE, (
+        "only %.1f%% of samples have the chain %s\ntop stacks:\n%s\n%s" % (
+            100 * share, " -> ".join(c["name"] for c in chain),
+            format_stacks(stacks), describe))
+    if fmt == "speedscope":
+        weight = sum(s[2] for s in stacks)
+        assert 0.5 * summary.seconds <= weight <= 1.5 * summary.seconds, (
+            "speedscope weights add up to %.3f s for %.2f s sampled\n%s" % (
+                weight, summary.seconds, describe))
+        if len(stacks) != summary.samples:
+            check_merged_weights(stacks, summary, describe)
+    else:
+        n = sum(s[2] for s in stacks)
+        assert n == summary.samples, (
+            "file holds %d samples, summary says %d\n%s" % (
+                n, summary.samples, describe))
+    if fmt == "speedscope" and speedscope_schema() is None:
+        pytest.skip("speedscope schema not found (%s; see tests/build/"
+                    "package.json), the file was not validated against it; "
+                    "all other checks passed" % SPEEDSCOPE_SCHEMA)
+    return stacks
+
+
+FORMATS = [("speedscope", ".json", []),
+           ("folded", ".txt", ["--full-filenames"]),
+           ("svg", ".svg", [])]
+
+
+@pytest.mark.parametrize("fmt,ext,extra", FORMATS,
+                         ids=[f[0] for f in FORMATS])
+def test_record_pid(spyc, python, targets, tmp_path, fmt, ext, extra):
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "out" / ("profile" + ext))
+    os.mkdir(os.path.dirname(out))
+    res = spyc.run(["record", "--pid", hot.pid, "--duration", 2, "-o", out]
+                   + extra, timeout=30)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe())
+    assert 1.5 <= summary.seconds <= 3.5, res.describe()
+    assert hot.proc.poll() is None, "recording must not stop the target"
+    check_profile(out, fmt, hot.info["chain"], summary, res.describe(),
+                  full_filenames="--full-filenames" in extra)
+
+
+def test_summary_line_format(spyc, python, targets, tmp_path):
+    """The summary line is exactly as documented (see SUMMARY_RE)."""
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "profile.txt")
+    res = spyc.run(["record", "--pid", hot.pid, "--duration", 0.5, "-o", out],
+                   timeout=30)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe(), strict=True)
+    assert summary.path == out, res.describe()
+    assert summary.ended == "--duration elapsed", res.describe()
+    assert (summary.dropped > 0) == (summary.why is not None), (
+        "the parenthesis after 'N dropped' belongs there only when N > 0\n"
+        + res.describe())
+
+
+def test_record_rate(spyc, python, targets, tmp_path):
+    """--rate is honoured and the summary is self-consistent."""
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "out" / "profile.txt")
+    os.mkdir(os.path.dirname(out))
+    res = spyc.run(["record", "--pid", hot.pid, "--duration", 1, "--rate",
+                    250, "--format", "folded", "-o", out], timeout=30)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe())
+    assert 125 <= summary.hz <= 300, (
+        "asked for 250 Hz\n" + res.describe())
+    expected = summary.seconds * summary.hz
+    assert abs(summary.samples + summary.dropped - expected) <= \
+        max(3, 0.05 * expected), (
+            "samples (+dropped) should be about seconds x Hz\n"
+            + res.describe())
+    check_profile(out, "folded", hot.info["chain"], summary, res.describe())
+
+
+def test_record_threads(spyc, python, targets, tmp_path):
+    """--threads puts a thread label first in every folded stack."""
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "out" / "profile.folded")
+    os.mkdir(os.path.dirname(out))
+    res = spyc.run(["record", "--pid", hot.pid, "--duration", 1, "--threads",
+                    "-o", out], timeout=30)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe())
+    stacks = parse_folded(out, threads=True)
+    assert sum(s[2] for s in stacks) == summary.samples
+    labels = set(s[0] for s in stacks)
+    assert len(labels) == 1, "one thread, one label: %s" % sorted(labels)
+    label = labels.pop()
+    info = hot.info
+    ident = info["thread_id"]
+    # The main thread's native id is the pid, on every version.
+    names = [str(info["native_id"] or hot.pid), "%x" % ident, str(ident),
+             info["thread_name"]]
+    assert any(n in label for n in names), (
+        "thread label %r names none of %s" % (label, names))
+    share, _ = chain_share(stacks, info["chain"], False)
+    assert share >= MIN_CHAIN_SHARE, format_stacks(stacks)
+
+
+def test_record_launch(spyc, python, tmp_path):
+    """record -- PY hot.py 2: profile the whole run; the program's own
+    output is the same as without spyc."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    out = str(outdir / "out.json")
+    report = str(workdir / "report.json")
+    hot = os.path.join(os.path.dirname(__file__), "targets", "hot.py")
+    env = target_env()
+    # The unprofiled run goes at the same time, to keep the suite fast.
+    plain = subprocess.Popen([python.path, hot, "2"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        res = spyc.run(["record", "-o", out, "--", python.path, hot, "2",
+                        report], env=env, timeout=60)
+        plain_out, plain_err = plain.communicate(timeout=60)
+    finally:
+        if plain.poll() is None:
+            plain.kill()
+            plain.wait()
+    assert plain.returncode == 0, plain_err
+    res.assert_ok()
+    assert res.stdout == plain_out.decode(), (
+        "the program's output changed under spyc\n" + res.describe())
+    summary = parse_summary(res.stderr, res.describe())
+    assert 1.5 <= summary.seconds <= 5, res.describe()
+    with open(report) as f:
+        info = json.load(f)
+    assert wait_gone(info["pid"], 1), "the child is still running"
+    check_profile(out, "speedscope", info["chain"], summary, res.describe())
+
+
+# --- stopping: signals and the target's own exit ---
+
+@pytest.fixture
+def any_python():
+    py = newest_python()
+    if py is None:
+        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+    return py
+
+
+def finish(proc, timeout=30):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail("spyc did not stop within %d s\nstderr: %s" % (
+            timeout, err.decode(errors="replace")))
+    describe = "exit code %s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+        proc.returncode, out.decode(errors="replace"),
+        err.decode(errors="replace"))
+    return out.decode(errors="replace"), err.decode(errors="replace"), \
+        describe
+
+
+@pytest.mark.parametrize("sig,fmt,ext", [
+    (signal.SIGINT, "speedscope", ".json"),
+    (signal.SIGTERM, "folded", ".txt"),
+], ids=["SIGINT", "SIGTERM"])
+def test_stop_pid_by_signal(spyc, any_python, targets, tmp_path, sig, fmt,
+                            ext):
+    hot = targets.start(any_python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "out" / ("profile" + ext))
+    os.mkdir(os.path.dirname(out))
+    proc = spyc.popen(["record", "--pid", hot.pid, "-o", out],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    send_signal(proc, sig)
+    _, err, describe = finish(proc)
+    assert proc.returncode == 0, describe
+    assert hot.proc.poll() is None, "stopping spyc must not stop the target"
+    summary = parse_summary(err, describe)
+    assert 0.5 <= summary.seconds <= 5, describe
+    check_profile(out, fmt, hot.info["chain"], summary, describe)
+
+
+def test_stop_pid_target_exits(spyc, any_python, targets, tmp_path):
+    hot = targets.start(any_python, "hot.py", 1.5, "{report}")
+    out = str(tmp_path / "out" / "profile.svg")
+    os.mkdir(os.path.dirname(out))
+    res = spyc.run(["record", "--pid", hot.pid, "-o", out], timeout=30)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe())
+    assert summary.seconds <= 3, res.describe()
+    check_profile(out, "svg", hot.info["chain"], summary, res.describe())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM],
+                         ids=["SIGINT", "SIGTERM"])
+def test_stop_launch_by_signal(spyc, any_python, tmp_path, sig):
+    """In launch mode the signal is forwarded to the child."""
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    out = str(outdir / "profile.json")
+    report = str(tmp_path / "report.json")
+    hot = os.path.join(os.path.dirname(__file__), "targets", "hot.py")
+    proc = spyc.popen(["record", "-o", out, "--", any_python.path, hot, "0",
+                       report], env=target_env(),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 20
+        while not os.path.exists(report):
+            assert proc.poll() is None, "spyc exited early: %s" % (
+                proc.stderr.read().decode(errors="replace"))
+            assert time.time() < deadline, "the child never started"
+            time.sleep(0.05)
+        with open(report) as f:
+            info = json.load(f)
+        time.sleep(1.0)
+        send_signal(proc, sig)
+        stdout, err, describe = finish(proc)
+        child_gone = wait_gone(info["pid"], 5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        # Never leave a hot.py spinning forever, whatever went wrong.
+        if os.path.exists(report):
+            with open(report) as f:
+                pid = json.load(f)["pid"]
+            if not wait_gone(pid, 0.1):
+                os.kill(pid, signal.SIGKILL)
+    assert child_gone, "the child was left running\n" + describe
+    if sig == signal.SIGINT:
+        assert "interrupted" in stdout, (
+            "the child did not get SIGINT (hot.py prints 'interrupted')\n"
+            + describe)
+    assert proc.returncode == 0, describe
+    summary = parse_summary(err, describe)
+    check_profile(out, "speedscope", info["chain"], summary, describe)
