@@ -27,7 +27,8 @@ from conftest import (SPEEDSCOPE_SCHEMA, newest_python, send_signal,
 MIN_CHAIN_SHARE = 0.95
 # The documented summary line, exactly:
 #  spyc: 1234 samples, 5 dropped (5 torn reads), 12.34 s at 99.8 Hz -> out.json
-# with the parenthesis only when something was dropped.
+# with the parenthesis only when something was dropped, and optionally why
+# sampling ended, in parentheses after the file name.
 SUMMARY_RE = re.compile(
     r"^spyc: (?P<samples>\d+) samples"
     r", (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?"
