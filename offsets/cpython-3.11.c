@@ -58,4 +58,5 @@ const struct py_offsets py_offsets_3_11 = {
 	.state_ascii_shift = 6,
 	.debug_size = -1,
 	.debug_version_at = -1,
+	.debug_free_threaded_at = -1,
 };

@@ -90,6 +90,7 @@ const struct py_offsets py_offsets_3_13 = {
 	.state_ascii_shift = 6,
 	.debug_size = 584,
 	.debug_version_at = 8,
+	.debug_free_threaded_at = 16,
 	.debug_fields = debug_fields_3_13,
 	.nr_debug_fields = sizeof(debug_fields_3_13) / sizeof(debug_fields_3_13[0]),
 };

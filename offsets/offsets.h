@@ -102,6 +102,7 @@ struct py_offsets {
 	/* The layout of _Py_DebugOffsets in this version (3.13+) */
 	long debug_size;        /* sizeof(_Py_DebugOffsets), or OFF_NONE */
 	long debug_version_at;  /* offset of its version field */
+	long debug_free_threaded_at; /* and of free_threaded */
 	const struct py_debug_field *debug_fields;
 	size_t nr_debug_fields;
 };

@@ -234,12 +234,14 @@ int main(int argc, char **argv)
 #if PY_VERSION_HEX >= 0x030D0000
 	field("debug_size", (long)sizeof(_Py_DebugOffsets));
 	field("debug_version_at", OFF(_Py_DebugOffsets, version));
+	field("debug_free_threaded_at", OFF(_Py_DebugOffsets, free_threaded));
 	printf("\t.debug_fields = debug_fields_%s,\n", ident);
 	printf("\t.nr_debug_fields = sizeof(debug_fields_%s) / "
 	       "sizeof(debug_fields_%s[0]),\n", ident, ident);
 #else
 	field("debug_size", NONE);
 	field("debug_version_at", NONE);
+	field("debug_free_threaded_at", NONE);
 #endif
 	printf("};\n");
 	return 0;

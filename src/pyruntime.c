@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Finding a target's CPython interpreter: its runtime symbols, version and offsets. */
+/* Finding a target's CPython interpreter: its runtime symbols, version and
+ * offsets. */
 #include "pyruntime.h"
 
 #include <errno.h>
@@ -21,7 +22,7 @@
 #define PLAUSIBLE_STRUCT_SIZE (1L << 20)
 
 static int fail(struct pyruntime *rt, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct pyruntime *rt, int status, const char *fmt, ...)
 {
@@ -67,8 +68,8 @@ unsigned long py_version_parse(const char *s)
 
 static void version_format(unsigned long hex, char *buf, size_t size)
 {
-	static const char *const levels[16] = { [0xA] = "a", [0xB] = "b",
-						[0xC] = "rc" };
+	static const char *const levels[16] = {
+	    [0xA] = "a", [0xB] = "b", [0xC] = "rc"};
 	unsigned int level = (hex >> 4) & 0xF;
 
 	if (level == 0xF || !levels[level])
@@ -92,15 +93,14 @@ py_offsets_select(const struct py_offsets *const *tables, size_t n,
 
 		if (hexversion < t->first_hex || hexversion > t->last_hex)
 			continue;
-		if (!best ||
-		    t->last_hex - t->first_hex < best->last_hex - best->first_hex)
+		if (!best || t->last_hex - t->first_hex <
+				 best->last_hex - best->first_hex)
 			best = t;
 	}
 	return best;
 }
 
-int py_offsets_from_debug(struct py_offsets *out,
-			  const struct py_offsets *base,
+int py_offsets_from_debug(struct py_offsets *out, const struct py_offsets *base,
 			  const unsigned char *raw, size_t len)
 {
 	uint64_t version;
@@ -127,7 +127,7 @@ int py_offsets_from_debug(struct py_offsets *out,
 		memcpy(&v, raw + f->debug_at, sizeof(v));
 		if (v >= (uint64_t)PLAUSIBLE_STRUCT_SIZE)
 			return -1;
-		memcpy((char *)out + f->field_at, &(long){ (long)v },
+		memcpy((char *)out + f->field_at, &(long){(long)v},
 		       sizeof(long));
 	}
 	/* Sizes first; every offset must lie inside its struct. */
@@ -141,7 +141,7 @@ int py_offsets_from_debug(struct py_offsets *out,
 		return -1;
 	if (out->compact_size == OFF_NONE)
 		out->compact_size =
-			out->ascii_size + (base->compact_size - base->ascii_size);
+		    out->ascii_size + (base->compact_size - base->ascii_size);
 	return 0;
 }
 
@@ -201,9 +201,9 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 		if (m->perms[1] != 'w' || m->end - m->start > (64u << 20))
 			continue;
 		for (at = m->start; at < m->end && found < 2; at += 65536) {
-			size_t len = m->end - at < sizeof(chunk) ?
-					     (size_t)(m->end - at) :
-					     sizeof(chunk);
+			size_t len = m->end - at < sizeof(chunk)
+					 ? (size_t)(m->end - at)
+					 : sizeof(chunk);
 			size_t j;
 
 			if (proc_read(pid, at, chunk, len))
@@ -216,16 +216,18 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 				    chunk[j + 1] != '.' ||
 				    (j && chunk[j - 1] != '\0'))
 					continue;
-				while (k < len && k - j < 24 && chunk[k] != ' ' &&
-				       chunk[k])
+				while (k < len && k - j < 24 &&
+				       chunk[k] != ' ' && chunk[k])
 					k++;
 				if (k + 1 >= len || chunk[k] != ' ' ||
 				    chunk[k + 1] != '(' || k - j >= size ||
-				    !is_version_string((char *)chunk + j, k - j))
+				    !is_version_string((char *)chunk + j,
+						       k - j))
 					continue;
-				wanted = want_prefix &&
-					 !strncmp((char *)chunk + j, want_prefix,
-						  strlen(want_prefix));
+				wanted =
+				    want_prefix &&
+				    !strncmp((char *)chunk + j, want_prefix,
+					     strlen(want_prefix));
 				if (found && !wanted)
 					continue;
 				memcpy(buf, chunk + j, k - j);
@@ -317,6 +319,31 @@ out:
 	return ret;
 }
 
+/*
+ * Offsets read through a _Py_DebugOffsets layout spyc only assumes must
+ * prove themselves: the first thread state must point back at its
+ * interpreter.  1 if they do not (or cannot be checked yet: 0).
+ */
+static int layout_mismatch(const struct pyruntime *rt,
+			   const struct py_offsets *off)
+{
+	uint64_t interp = 0, tstate = 0, back = 0;
+
+	if (proc_read(rt->pid,
+		      rt->runtime + (uint64_t)off->runtime_interpreters_head,
+		      &interp, sizeof(interp)) ||
+	    !interp)
+		return 0;
+	if (proc_read(rt->pid, interp + (uint64_t)off->interp_threads_head,
+		      &tstate, sizeof(tstate)) ||
+	    !tstate)
+		return 0;
+	if (proc_read(rt->pid, tstate + (uint64_t)off->tstate_interp, &back,
+		      sizeof(back)))
+		return 1;
+	return back != interp;
+}
+
 static int choose_offsets(struct pyruntime *rt)
 {
 	const struct py_offsets *table = NULL, *base;
@@ -325,17 +352,16 @@ static int choose_offsets(struct pyruntime *rt)
 	int r;
 
 	if (!no_tables || !*no_tables || !strcmp(no_tables, "0"))
-		table = py_offsets_select(py_offset_tables,
-					  py_offset_tables_count,
-					  rt->hexversion);
+		table = py_offsets_select(
+		    py_offset_tables, py_offset_tables_count, rt->hexversion);
 	if (rt->hexversion < DEBUG_OFFSETS_SINCE) {
 		if (!table)
-			return fail(rt, PYRT_UNSUPPORTED,
-				    "Python %s in pid %d is not supported: "
-				    "spyc has no offset table for it%s",
-				    rt->version, (int)rt->pid,
-				    no_tables ? " (SPYC_NO_OFFSET_TABLES is set)" :
-						"");
+			return fail(
+			    rt, PYRT_UNSUPPORTED,
+			    "Python %s in pid %d is not supported: "
+			    "spyc has no offset table for it%s",
+			    rt->version, (int)rt->pid,
+			    no_tables ? " (SPYC_NO_OFFSET_TABLES is set)" : "");
 		rt->off = table;
 		return PYRT_OK;
 	}
@@ -350,11 +376,28 @@ static int choose_offsets(struct pyruntime *rt)
 		return no_permission(rt);
 	if (r < 0)
 		return fail(rt, PYRT_NO_PROCESS,
-			    "cannot read _PyRuntime of pid %d: %s", (int)rt->pid,
-			    strerror(-r));
+			    "cannot read _PyRuntime of pid %d: %s",
+			    (int)rt->pid, strerror(-r));
 	if (py_offsets_from_debug(&rt->debug_off, base, raw,
 				  (size_t)base->debug_size))
 		goto unsupported;
+	{
+		uint64_t free_threaded;
+
+		memcpy(&free_threaded, raw + base->debug_free_threaded_at,
+		       sizeof(free_threaded));
+		if (free_threaded)
+			return fail(rt, PYRT_UNSUPPORTED,
+				    "Python %s in pid %d is a free-threaded "
+				    "build, which spyc does not support yet",
+				    rt->version, (int)rt->pid);
+	}
+	if (!table && layout_mismatch(rt, &rt->debug_off))
+		return fail(rt, PYRT_UNSUPPORTED,
+			    "Python %s in pid %d is not supported: its "
+			    "_Py_DebugOffsets layout is newer than this spyc "
+			    "knows (newest: %s)",
+			    rt->version, (int)rt->pid, base->version);
 	rt->debug_off.version = rt->version;
 	rt->off = &rt->debug_off;
 	rt->from_debug_offsets = 1;
@@ -398,7 +441,7 @@ unsupported:
 
 int pyruntime_find(struct pyruntime *rt, pid_t pid)
 {
-	struct proc_maps maps = { 0 };
+	struct proc_maps maps = {0};
 	char exe[4096];
 	size_t i;
 	int ret, found = 0;
@@ -483,7 +526,7 @@ out:
 
 int pyruntime_still_valid(const struct pyruntime *rt)
 {
-	struct proc_maps maps = { 0 };
+	struct proc_maps maps = {0};
 	int valid;
 
 	if (proc_exe_inode(rt->pid) != rt->exe_inode ||
@@ -502,10 +545,10 @@ int pyruntime_interp_head(const struct pyruntime *rt, uint64_t *interp)
 
 	*interp = 0;
 	if (rt->runtime)
-		return proc_read(rt->pid,
-				 rt->runtime +
-					 (uint64_t)rt->off->runtime_interpreters_head,
-				 interp, sizeof(*interp));
+		return proc_read(
+		    rt->pid,
+		    rt->runtime + (uint64_t)rt->off->runtime_interpreters_head,
+		    interp, sizeof(*interp));
 	if (rt->interp_head)
 		return proc_read(rt->pid, rt->interp_head, interp,
 				 sizeof(*interp));
