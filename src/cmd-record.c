@@ -278,6 +278,13 @@ static void sample_loop(struct recorder *r)
 		uint64_t now;
 
 		why = py_sampler_sample(&r->ps, &r->sample);
+		/*
+		 * A torn read means the stack was changing under us: one
+		 * immediate retry usually sees it settled, and dropping
+		 * instead would bias against code that calls a lot.
+		 */
+		if (why != DROP_NONE && why != DROP_GONE)
+			why = py_sampler_sample(&r->ps, &r->sample);
 		if (why == DROP_NONE) {
 			/* Before the first frame and after the last: nothing. */
 			if (add_sample(r))
