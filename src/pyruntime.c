@@ -374,8 +374,9 @@ static int choose_offsets(struct pyruntime *rt)
 	r = proc_read(rt->pid, rt->runtime, raw, (size_t)base->debug_size);
 	if (r == -EPERM)
 		return no_permission(rt);
+	/* The loader may not have mapped the data segment yet. */
 	if (r < 0)
-		return fail(rt, PYRT_NO_PROCESS,
+		return fail(rt, r == -ESRCH ? PYRT_NO_PROCESS : PYRT_NOT_READY,
 			    "cannot read _PyRuntime of pid %d: %s",
 			    (int)rt->pid, strerror(-r));
 	if (py_offsets_from_debug(&rt->debug_off, base, raw,

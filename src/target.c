@@ -19,6 +19,8 @@
 #define LAUNCH_GIVE_UP_NS (10ULL * 1000000000ULL)
 /* How long attaching waits for a starting interpreter to tell its version. */
 #define ATTACH_WAIT_NS (2ULL * 1000000000ULL)
+/* How long an "unsupported" answer must last while a program starts. */
+#define LAUNCH_SETTLE_NS (500ULL * 1000000ULL)
 /* How often to look for the interpreter while a program starts. */
 #define LAUNCH_POLL_NS 500000L
 
@@ -66,7 +68,7 @@ pid_t launch_or_die(struct pyruntime *rt, char **argv)
 	int pipefd[2], err = 0, status;
 	pid_t pid;
 	ssize_t n;
-	uint64_t exe_inode = 0, since = now_ns();
+	uint64_t exe_inode = 0, since = now_ns(), unsupported_since = 0;
 
 	if (pipe2(pipefd, O_CLOEXEC))
 		die("cannot create a pipe: %s", strerror(errno));
@@ -103,7 +105,17 @@ pid_t launch_or_die(struct pyruntime *rt, char **argv)
 		ret = pyruntime_find(rt, pid);
 		if (ret == PYRT_OK)
 			break;
-		if (ret == PYRT_UNSUPPORTED || ret == PYRT_NO_PERMISSION) {
+		/*
+		 * While the loader maps libraries, a half-mapped one can
+		 * look unsupported: believe it only once it stays so.
+		 */
+		if (ret != PYRT_UNSUPPORTED)
+			unsupported_since = 0;
+		else if (!unsupported_since)
+			unsupported_since = now_ns();
+		if ((unsupported_since &&
+		     now_ns() - unsupported_since > LAUNCH_SETTLE_NS) ||
+		    ret == PYRT_NO_PERMISSION) {
 			kill(pid, SIGTERM);
 			waitpid(pid, NULL, 0);
 			die("%s", rt->message);

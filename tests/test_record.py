@@ -316,8 +316,9 @@ def test_record_threads(spyc, python, targets, tmp_path):
 
 
 def test_record_launch(spyc, python, tmp_path):
-    """record -- PY hot.py 2: profile the whole run; the program's own
-    output is the same as without spyc."""
+    """record -- PY hot.py 4: profile the whole run; the program's own
+    output is the same as without spyc.  Start-up (site, .pth files) is
+    sampled too, so the run is long enough to keep it under 5%."""
     workdir = tmp_path / "work"
     workdir.mkdir()
     outdir = tmp_path / "out"
@@ -327,10 +328,10 @@ def test_record_launch(spyc, python, tmp_path):
     hot = os.path.join(os.path.dirname(__file__), "targets", "hot.py")
     env = target_env()
     # The unprofiled run goes at the same time, to keep the suite fast.
-    plain = subprocess.Popen([python.path, hot, "2"], env=env,
+    plain = subprocess.Popen([python.path, hot, "4"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        res = spyc.run(["record", "-o", out, "--", python.path, hot, "2",
+        res = spyc.run(["record", "-o", out, "--", python.path, hot, "4",
                         report], env=env, timeout=60)
         plain_out, plain_err = plain.communicate(timeout=60)
     finally:
@@ -342,7 +343,7 @@ def test_record_launch(spyc, python, tmp_path):
     assert res.stdout == plain_out.decode(), (
         "the program's output changed under spyc\n" + res.describe())
     summary = parse_summary(res.stderr, res.describe())
-    assert 1.5 <= summary.seconds <= 5, res.describe()
+    assert 3.5 <= summary.seconds <= 8, res.describe()
     with open(report) as f:
         info = json.load(f)
     assert wait_gone(info["pid"], 1), "the child is still running"
