@@ -16,18 +16,18 @@
 #define DUMP_ATTEMPTS 20
 
 static const char usage_text[] =
-	"usage: spyc dump --pid PID [--json]\n"
-	"\n"
-	"Print every Python thread of PID with its stack, innermost frame\n"
-	"first, as 'function (file:line)'.\n"
-	"\n"
-	"  -p, --pid PID   the process to inspect\n"
-	"  -j, --json      print JSON instead of text\n"
-	"  -h, --help      this help\n"
-	"\n"
-	"exit codes: 0 ok, 1 the stacks could not be read cleanly,\n"
-	"2 failed (no such process, not Python, no permission, unsupported),\n"
-	"64 usage error\n";
+    "usage: spyc dump --pid PID [--json]\n"
+    "\n"
+    "Print every Python thread of PID with its stack, innermost frame\n"
+    "first, as 'function (file:line)'.\n"
+    "\n"
+    "  -p, --pid PID   the process to inspect\n"
+    "  -j, --json      print JSON instead of text\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "exit codes: 0 ok, 1 the stacks could not be read cleanly,\n"
+    "2 failed (no such process, not Python, no permission, unsupported),\n"
+    "64 usage error\n";
 
 static int print_json(const struct pyruntime *rt, const struct py_sample *s)
 {
@@ -53,8 +53,8 @@ static int print_json(const struct pyruntime *rt, const struct py_sample *s)
 		if (!cJSON_AddNumberToObject(th, "thread_id", (double)t->ident))
 			goto out;
 		if (t->tid ? !cJSON_AddNumberToObject(th, "native_id",
-						      (double)t->tid) :
-			     !cJSON_AddNullToObject(th, "native_id"))
+						      (double)t->tid)
+			   : !cJSON_AddNullToObject(th, "native_id"))
 			goto out;
 		frames = cJSON_AddArrayToObject(th, "frames");
 		if (!frames)
@@ -64,7 +64,8 @@ static int print_json(const struct pyruntime *rt, const struct py_sample *s)
 			cJSON *fr = cJSON_CreateObject();
 
 			if (!fr || !cJSON_AddItemToArray(frames, fr) ||
-			    !cJSON_AddStringToObject(fr, "name", f->code->name) ||
+			    !cJSON_AddStringToObject(fr, "name",
+						     f->code->name) ||
 			    !cJSON_AddStringToObject(fr, "file",
 						     f->code->filename) ||
 			    !cJSON_AddNumberToObject(fr, "line", f->line))
@@ -113,14 +114,14 @@ static void print_text(const struct pyruntime *rt, const struct py_sample *s)
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"pid", required_argument, NULL, 'p'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct pyruntime rt;
 	struct py_sampler ps;
-	struct py_sample sample = { 0 };
+	struct py_sample sample = {0};
 	enum drop_reason why = DROP_NONE;
 	pid_t pid = 0;
 	int json = 0, c, attempt, ret = EXIT_OK;
@@ -142,13 +143,14 @@ int cmd_dump(int argc, char **argv)
 		}
 	}
 	if (!pid || optind != argc) {
-		fprintf(stderr, "spyc: dump needs --pid PID and nothing else\n");
+		fprintf(stderr,
+			"spyc: dump needs --pid PID and nothing else\n");
 		return EXIT_USAGE;
 	}
 	attach_or_die(&rt, pid);
 	py_sampler_init(&ps, &rt);
 	for (attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
-		struct timespec ts = { 0, 2000000 };
+		struct timespec ts = {0, 2000000};
 
 		why = py_sampler_sample(&ps, &sample);
 		if (why == DROP_NONE || why == DROP_GONE)

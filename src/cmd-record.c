@@ -27,26 +27,26 @@
 #define DROP_TOLERANCE 0.01
 
 static const char usage_text[] =
-	"usage: spyc record [options] --pid PID\n"
-	"       spyc record [options] -- PROGRAM [ARGS...]\n"
-	"\n"
-	"Sample a running process (or launch PROGRAM and sample it from its\n"
-	"first Python frame) until Ctrl-C, SIGTERM, --duration, or the\n"
-	"target's exit; then write a profile.\n"
-	"\n"
-	"  -p, --pid PID         sample this process\n"
-	"  -o, --output FILE     where to write (default spyc-PID.json)\n"
-	"  -f, --format FORMAT   speedscope, folded or svg (default: from the\n"
-	"                        output's extension: .json, .txt/.folded, .svg)\n"
-	"  -r, --rate HZ         samples per second (default 100)\n"
-	"  -d, --duration SECS   stop after this many seconds\n"
-	"  -t, --threads         folded and SVG: one stack prefix per thread\n"
-	"                        (speedscope always has one profile per thread)\n"
-	"  -F, --full-filenames  keep whole file names (default: shortened)\n"
-	"  -h, --help            this help\n"
-	"\n"
-	"exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
-	"were dropped or none was taken, 2 failed, 64 usage error\n";
+    "usage: spyc record [options] --pid PID\n"
+    "       spyc record [options] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Sample a running process (or launch PROGRAM and sample it from its\n"
+    "first Python frame) until Ctrl-C, SIGTERM, --duration, or the\n"
+    "target's exit; then write a profile.\n"
+    "\n"
+    "  -p, --pid PID         sample this process\n"
+    "  -o, --output FILE     where to write (default spyc-PID.json)\n"
+    "  -f, --format FORMAT   speedscope, folded or svg (default: from the\n"
+    "                        output's extension: .json, .txt/.folded, .svg)\n"
+    "  -r, --rate HZ         samples per second (default 100)\n"
+    "  -d, --duration SECS   stop after this many seconds\n"
+    "  -t, --threads         folded and SVG: one stack prefix per thread\n"
+    "                        (speedscope always has one profile per thread)\n"
+    "  -F, --full-filenames  keep whole file names (default: shortened)\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
+    "were dropped or none was taken, 2 failed, 64 usage error\n";
 
 static volatile sig_atomic_t stop_signal;
 
@@ -97,22 +97,22 @@ static double parse_positive(const char *opt, const char *arg, double max)
 static void parse_options(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "threads", no_argument, NULL, 't' },
-		{ "full-filenames", no_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"pid", required_argument, NULL, 'p'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"rate", required_argument, NULL, 'r'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"threads", no_argument, NULL, 't'},
+	    {"full-filenames", no_argument, NULL, 'F'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
-	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFh", options,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFh", options, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'p':
 			o->pid = parse_pid(optarg);
@@ -123,10 +123,11 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case 'f':
 			o->format = output_format_parse(optarg);
 			if (o->format == FORMAT_NONE) {
-				fprintf(stderr,
-					"spyc: unknown format '%s' (speedscope, "
-					"folded or svg)\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "spyc: unknown format '%s' (speedscope, "
+				    "folded or svg)\n",
+				    optarg);
 				exit(EXIT_USAGE);
 			}
 			break;
@@ -178,8 +179,8 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
  */
 static const char *short_filename(const struct recorder *r, const char *file)
 {
-	static const char *const markers[] = { "/site-packages/",
-					       "/dist-packages/" };
+	static const char *const markers[] = {"/site-packages/",
+					      "/dist-packages/"};
 	const char *p, *best = NULL;
 	size_t i, n;
 
@@ -212,9 +213,9 @@ static uint32_t frame_id(struct recorder *r, struct pycode *code, int line)
 	l = &code->lines[code->nr_lines++];
 	l->line = line;
 	l->id = stacks_frame(&r->stacks, code->name,
-			     r->opts->full_filenames ?
-				     code->filename :
-				     short_filename(r, code->filename),
+			     r->opts->full_filenames
+				 ? code->filename
+				 : short_filename(r, code->filename),
 			     line);
 	return l->id;
 }
@@ -234,7 +235,7 @@ static size_t add_sample(struct recorder *r)
 		th = stacks_thread(&r->stacks, t->ident, t->tid, NULL);
 		for (j = 0; j < t->depth; j++) {
 			const struct py_frame *f =
-				&s->frames[t->first + t->depth - 1 - j];
+			    &s->frames[t->first + t->depth - 1 - j];
 
 			r->scratch[j] = frame_id(r, f->code, f->line);
 		}
@@ -268,9 +269,9 @@ static void sample_loop(struct recorder *r)
 {
 	uint64_t interval = (uint64_t)(1e9 / r->opts->rate);
 	uint64_t start = now_ns(), next = start, last_check = start;
-	uint64_t end = r->opts->duration > 0 ?
-			       start + (uint64_t)(r->opts->duration * 1e9) :
-			       UINT64_MAX;
+	uint64_t end = r->opts->duration > 0
+			   ? start + (uint64_t)(r->opts->duration * 1e9)
+			   : UINT64_MAX;
 
 	while (!stop_signal) {
 		struct timespec ts;
@@ -286,7 +287,8 @@ static void sample_loop(struct recorder *r)
 		if (why != DROP_NONE && why != DROP_GONE)
 			why = py_sampler_sample(&r->ps, &r->sample);
 		if (why == DROP_NONE) {
-			/* Before the first frame and after the last: nothing. */
+			/* Before the first frame and after the last: nothing.
+			 */
 			if (add_sample(r))
 				r->samples++;
 			else
@@ -340,9 +342,9 @@ static void install_signals(void)
 static void default_output(struct record_opts *o, pid_t pid, char *buf,
 			   size_t size)
 {
-	static const char *const ext[] = { [FORMAT_SPEEDSCOPE] = "json",
-					   [FORMAT_FOLDED] = "txt",
-					   [FORMAT_SVG] = "svg" };
+	static const char *const ext[] = {[FORMAT_SPEEDSCOPE] = "json",
+					  [FORMAT_FOLDED] = "txt",
+					  [FORMAT_SVG] = "svg"};
 
 	snprintf(buf, size, "spyc-%d.%s", (int)pid, ext[o->format]);
 	o->output = buf;
@@ -421,9 +423,10 @@ int cmd_record(int argc, char **argv)
 		if (dropped)
 			strbuf_addch(&sb, ')');
 		strbuf_addf(&sb, ", %.2f s at %.1f Hz -> %s", elapsed,
-			    elapsed > 0 ? (double)(r.samples + r.empty + dropped) /
-						  elapsed :
-					  0.0,
+			    elapsed > 0
+				? (double)(r.samples + r.empty + dropped) /
+				      elapsed
+				: 0.0,
 			    opts.output);
 		if (r.ended)
 			strbuf_addf(&sb, " (%s)", r.ended);
@@ -440,12 +443,12 @@ out:
 	 */
 	if (r.child && !r.child_reaped) {
 		if (stop_signal == SIGINT) {
-			struct timespec ts = { 0, 100000000 };
+			struct timespec ts = {0, 100000000};
 
 			nanosleep(&ts, NULL);
 		}
-		if (stop_signal && waitpid(r.child, &r.child_status,
-					   WNOHANG) != r.child)
+		if (stop_signal &&
+		    waitpid(r.child, &r.child_status, WNOHANG) != r.child)
 			kill(r.child, stop_signal);
 		waitpid(r.child, &r.child_status, 0);
 	}

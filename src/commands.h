@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The subcommands, and what they share: exit codes and attaching to a target. */
+/* The subcommands, and what they share: exit codes and attaching to a target.
+ */
 #ifndef SPYC_COMMANDS_H
 #define SPYC_COMMANDS_H
 

@@ -36,7 +36,8 @@ int elfsym_open(struct elfsym *es, const char *path)
 	for (i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(es->elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+		if (gelf_getphdr(es->elf, (int)i, &ph) &&
+		    ph.p_type == PT_LOAD) {
 			es->first_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
 			break;
 		}
@@ -131,8 +132,8 @@ plus:
 	return i == len;
 }
 
-int elfsym_find_version(struct elfsym *es, const char *want_prefix,
-			char *buf, size_t size)
+int elfsym_find_version(struct elfsym *es, const char *want_prefix, char *buf,
+			size_t size)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -157,9 +158,11 @@ int elfsym_find_version(struct elfsym *es, const char *want_prefix,
 		end = p + data->d_size;
 		while (p < end) {
 			const char *nul = memchr(p, '\0', (size_t)(end - p));
-			size_t len = nul ? (size_t)(nul - p) : (size_t)(end - p);
+			size_t len =
+			    nul ? (size_t)(nul - p) : (size_t)(end - p);
 
-			if (len >= 5 && len < size && is_version_string(p, len) &&
+			if (len >= 5 && len < size &&
+			    is_version_string(p, len) &&
 			    (p == data->d_buf || p[-1] == '\0')) {
 				int wanted = want_prefix &&
 					     !strncmp(p, want_prefix,

@@ -9,7 +9,7 @@
 struct elfsym {
 	int fd;
 	struct Elf *elf;
-	int is_exec;         /* ET_EXEC: linked at a fixed address */
+	int is_exec;	      /* ET_EXEC: linked at a fixed address */
 	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned */
 };
 
@@ -29,8 +29,8 @@ int elfsym_lookup(struct elfsym *es, const char *name, uint64_t *value);
  * want_prefix (e.g. "3.9." from a library name; may be NULL).  Returns 0
  * with the string in buf, or -1 if there is none.
  */
-int elfsym_find_version(struct elfsym *es, const char *want_prefix,
-			char *buf, size_t size);
+int elfsym_find_version(struct elfsym *es, const char *want_prefix, char *buf,
+			size_t size);
 
 /*
  * Whether s is exactly a CPython version: N.N.N with an optional

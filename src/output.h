@@ -11,11 +11,11 @@ struct strbuf;
 
 /* What outputs say about the whole profile. */
 struct profile_meta {
-	const char *title;      /* e.g. "python train.py (pid 123)" */
+	const char *title; /* e.g. "python train.py (pid 123)" */
 	const char *python_version;
-	double rate_hz;         /* requested sampling rate */
-	double duration_s;      /* wall time sampled */
-	int thread_prefix;      /* folded/SVG: put the thread as the root */
+	double rate_hz;	   /* requested sampling rate */
+	double duration_s; /* wall time sampled */
+	int thread_prefix; /* folded/SVG: put the thread as the root */
 };
 
 /*

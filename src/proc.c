@@ -18,8 +18,7 @@
 /* A maps file larger than this is not a process we want to parse. */
 #define MAPS_MAX_BYTES (64u << 20)
 
-static int read_whole_file(const char *path, struct strbuf *sb,
-			   size_t max)
+static int read_whole_file(const char *path, struct strbuf *sb, size_t max)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
@@ -115,8 +114,8 @@ out:
 
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	struct iovec local = {buf, len};
+	struct iovec remote = {(void *)(uintptr_t)addr, len};
 	ssize_t n;
 
 	if (!len)
@@ -129,8 +128,8 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-int proc_readv(pid_t pid, const struct iovec *local,
-	       const struct iovec *remote, size_t n)
+int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
+	       size_t n)
 {
 	size_t done = 0;
 	int whole = 0;

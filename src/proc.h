@@ -42,8 +42,8 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
  * Regions that could not be read are zero-filled; returns the number of
  * regions read whole, or a negative errno when nothing could be read.
  */
-int proc_readv(pid_t pid, const struct iovec *local,
-	       const struct iovec *remote, size_t n);
+int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
+	       size_t n);
 
 /* 1 if pid exists (even as a zombie we may not trace), else 0. */
 int proc_exists(pid_t pid);

@@ -36,9 +36,9 @@ static int get_int(const unsigned char *buf, long at)
 void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
 {
 	const struct py_offsets *off = rt->off;
-	long fields[] = { off->object_type,    off->code_filename,
-			  off->code_name,      off->code_qualname,
-			  off->code_linetable, off->code_firstlineno };
+	long fields[] = {off->object_type,    off->code_filename,
+			 off->code_name,      off->code_qualname,
+			 off->code_linetable, off->code_firstlineno};
 	size_t i;
 	long end = 0;
 
@@ -201,9 +201,9 @@ int pystring_read(pid_t pid, const struct py_offsets *off, uint64_t addr,
 	unsigned char head[128];
 	unsigned char stack_buf[1024];
 	unsigned char *data = stack_buf;
-	size_t head_len = (size_t)(off->compact_size != OFF_NONE ?
-					   off->compact_size :
-					   off->ascii_size);
+	size_t head_len =
+	    (size_t)(off->compact_size != OFF_NONE ? off->compact_size
+						   : off->ascii_size);
 	uint32_t state;
 	int64_t length;
 	int kind, compact, ascii, r;
@@ -290,8 +290,8 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	const struct py_offsets *off = cache->off;
 	struct pycode *code = xcalloc(1, sizeof(*code));
 	struct strbuf sb = STRBUF_INIT;
-	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname :
-							 off->code_name;
+	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
+						      : off->code_name;
 
 	code->addr = addr;
 	code->name_ptr = get_ptr(header, name_at);
@@ -319,8 +319,8 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header)
 {
 	const struct py_offsets *off = cache->off;
-	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname :
-							 off->code_name;
+	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
+						      : off->code_name;
 	struct pycode **slot;
 	struct pycode *code;
 
@@ -332,7 +332,7 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 		if (code->name_ptr == get_ptr(header, name_at) &&
 		    code->filename_ptr == get_ptr(header, off->code_filename) &&
 		    code->linetable_ptr ==
-			    get_ptr(header, off->code_linetable) &&
+			get_ptr(header, off->code_linetable) &&
 		    code->firstlineno == get_int(header, off->code_firstlineno))
 			return code;
 		/* The address now holds another code object. */
@@ -353,9 +353,9 @@ int pycode_line(struct pycode_cache *cache, struct pycode *code, long addrq)
 {
 	if (addrq == code->last_addrq)
 		return code->last_line;
-	code->last_line = linetable_addr2line(cache->kind, code->linetable,
-					      code->linetable_len,
-					      code->firstlineno, addrq);
+	code->last_line =
+	    linetable_addr2line(cache->kind, code->linetable,
+				code->linetable_len, code->firstlineno, addrq);
 	code->last_addrq = addrq;
 	return code->last_line;
 }

@@ -12,7 +12,7 @@
 /* How a version maps bytecode offsets to lines. */
 enum linetable_kind {
 	LINETABLE_LNOTAB,    /* co_lnotab, 3.6 to 3.9 */
-	LINETABLE_310,       /* co_linetable, 3.10 */
+	LINETABLE_310,	     /* co_linetable, 3.10 */
 	LINETABLE_LOCATIONS, /* location table, 3.11+ */
 };
 

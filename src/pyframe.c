@@ -19,11 +19,9 @@
 #define STACKREF_TAG_MASK ((uint64_t)7)
 
 static const char *const drop_names[DROP_NR] = {
-	[DROP_NONE] = "none",
-	[DROP_READ] = "failed reads",
-	[DROP_INVALID] = "torn reads",
-	[DROP_DEPTH] = "too deep or looping",
-	[DROP_GONE] = "process gone",
+    [DROP_NONE] = "none",	   [DROP_READ] = "failed reads",
+    [DROP_INVALID] = "torn reads", [DROP_DEPTH] = "too deep or looping",
+    [DROP_GONE] = "process gone",
 };
 
 const char *drop_reason_name(enum drop_reason reason)
@@ -56,8 +54,8 @@ void py_sample_release(struct py_sample *s)
 void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 {
 	const struct py_offsets *off = rt->off;
-	long frame_len = off->frame_size != OFF_NONE ? off->frame_size :
-						       off->iframe_size;
+	long frame_len =
+	    off->frame_size != OFF_NONE ? off->frame_size : off->iframe_size;
 
 	memset(ps, 0, sizeof(*ps));
 	ps->rt = rt;
@@ -91,9 +89,8 @@ void py_sampler_release(struct py_sampler *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-static enum drop_reason push_frame(struct py_sampler *ps,
-				   struct py_sample *out, uint64_t code,
-				   long addrq)
+static enum drop_reason push_frame(struct py_sampler *ps, struct py_sample *out,
+				   uint64_t code, long addrq)
 {
 	if (out->nr_frames >= PY_MAX_DEPTH * 4)
 		return DROP_DEPTH;
@@ -111,8 +108,7 @@ static enum drop_reason push_frame(struct py_sampler *ps,
 	return DROP_NONE;
 }
 
-static struct py_frame_memo *frame_memo(struct py_sampler *ps,
-					 uint64_t tstate)
+static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
 {
 	struct py_frame_memo *m;
 	size_t i;
@@ -210,9 +206,9 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 		}
 		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		why = push_frame(ps, out, get_ptr(f, off->frame_code),
-				 lasti < 0 ? -1 :
-					     (long)lasti * (lasti_units ? 2 : 1));
+		why = push_frame(
+		    ps, out, get_ptr(f, off->frame_code),
+		    lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1));
 		if (why)
 			break;
 		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
@@ -317,7 +313,8 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 		for (i = 0; i < ps->nr_chunks; i++) {
 			const struct py_region *rg = &ps->chunks[i];
 
-			if (addr >= rg->addr && addr + len <= rg->addr + rg->len)
+			if (addr >= rg->addr &&
+			    addr + len <= rg->addr + rg->len)
 				return rg->buf + (addr - rg->addr);
 		}
 		/* Frames of generators live outside the chunks. */
@@ -351,13 +348,15 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			return read_error(err);
 		owner = f[off->iframe_owner];
 		code = get_ptr(f, off->iframe_code) & ~STACKREF_TAG_MASK;
-		if (off->owner_cstack == OFF_NONE || owner != off->owner_cstack) {
+		if (off->owner_cstack == OFF_NONE ||
+		    owner != off->owner_cstack) {
 			uint64_t instr = get_ptr(f, off->iframe_instr);
-			uint64_t start = code + (uint64_t)off->code_code_adaptive;
+			uint64_t start =
+			    code + (uint64_t)off->code_code_adaptive;
 
 			why = push_frame(ps, out, code,
-					 instr >= start ? (long)(instr - start) :
-							  -1);
+					 instr >= start ? (long)(instr - start)
+							: -1);
 			if (why)
 				return why;
 		}
@@ -375,15 +374,16 @@ static enum drop_reason walk_thread(struct py_sampler *ps, uint64_t tstate,
 
 	if (off->tstate_frame != OFF_NONE)
 		return walk_frame_objects(
-			ps, tstate, get_ptr(ps->tstate_buf, off->tstate_frame),
-			out);
+		    ps, tstate, get_ptr(ps->tstate_buf, off->tstate_frame),
+		    out);
 	if (off->tstate_cframe != OFF_NONE) {
 		uint64_t cframe = get_ptr(ps->tstate_buf, off->tstate_cframe);
 
 		frame = 0;
 		if (cframe) {
 			r = proc_read(ps->rt->pid,
-				      cframe + (uint64_t)off->cframe_current_frame,
+				      cframe +
+					  (uint64_t)off->cframe_current_frame,
 				      &frame, sizeof(frame));
 			if (r)
 				return read_error(r);
@@ -448,9 +448,8 @@ static enum drop_reason resolve_codes(struct py_sampler *ps,
 				return DROP_INVALID;
 			out->frames[i].code = code;
 		}
-		out->frames[i].line = pycode_line(&ps->codes,
-						  out->frames[i].code,
-						  ps->addrqs[i]);
+		out->frames[i].line =
+		    pycode_line(&ps->codes, out->frames[i].code, ps->addrqs[i]);
 	}
 	return DROP_NONE;
 }
@@ -528,8 +527,8 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		ps->local[nio].iov_base = &tids[nio];
 		ps->local[nio].iov_len = 4;
 		ps->remote[nio].iov_base =
-			(void *)(uintptr_t)(out->threads[i].ident +
-					    (uint64_t)ps->pthread_tid_at);
+		    (void *)(uintptr_t)(out->threads[i].ident +
+					(uint64_t)ps->pthread_tid_at);
 		ps->remote[nio].iov_len = 4;
 		nio++;
 	}
@@ -539,8 +538,7 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		out->threads[i].tid = tids[i] > 0 ? tids[i] : 0;
 }
 
-enum drop_reason py_sampler_sample(struct py_sampler *ps,
-				   struct py_sample *out)
+enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t interp;
@@ -578,16 +576,19 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps,
 				      (size_t)off->tstate_size);
 			if (r)
 				return read_error(r);
-			if (get_ptr(ps->tstate_buf, off->tstate_interp) != interp)
+			if (get_ptr(ps->tstate_buf, off->tstate_interp) !=
+			    interp)
 				return DROP_INVALID;
 			ALLOC_GROW(out->threads, out->nr_threads + 1,
 				   out->alloc_threads);
 			t = &out->threads[out->nr_threads++];
-			t->ident = get_ptr(ps->tstate_buf, off->tstate_thread_id);
-			t->tid = off->tstate_native_thread_id == OFF_NONE ?
-					 0 :
-					 (long)get_ptr(ps->tstate_buf,
-						       off->tstate_native_thread_id);
+			t->ident =
+			    get_ptr(ps->tstate_buf, off->tstate_thread_id);
+			t->tid =
+			    off->tstate_native_thread_id == OFF_NONE
+				? 0
+				: (long)get_ptr(ps->tstate_buf,
+						off->tstate_native_thread_id);
 			t->first = out->nr_frames;
 			why = walk_thread(ps, tstate, out);
 			if (why)

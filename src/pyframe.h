@@ -36,12 +36,13 @@ struct py_frame {
 
 struct py_thread {
 	uint64_t ident; /* threading ident (pthread_t) */
-	long tid;       /* native thread id, 0 if unknown */
-	size_t first;   /* frames[first .. first+depth) of the sample */
-	size_t depth;   /* innermost first */
+	long tid;	/* native thread id, 0 if unknown */
+	size_t first;	/* frames[first .. first+depth) of the sample */
+	size_t depth;	/* innermost first */
 };
 
-/* One sample of every thread.  Reused between samples: no allocation once warm. */
+/* One sample of every thread.  Reused between samples: no allocation once warm.
+ */
 struct py_sample {
 	struct py_thread *threads;
 	size_t nr_threads, alloc_threads;
@@ -84,7 +85,7 @@ struct py_sampler {
 		uint64_t tstate;
 		uint64_t *addrs;
 		size_t nr, alloc;
-	} *memos;
+	} * memos;
 	size_t nr_memos, alloc_memos;
 	unsigned char *batch;
 	size_t alloc_batch;
@@ -92,7 +93,10 @@ struct py_sampler {
 	size_t alloc_walk_frames;
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;
-	struct { uint64_t ident; long tid; } *tids;
+	struct {
+		uint64_t ident;
+		long tid;
+	} * tids;
 	size_t nr_tids, alloc_tids;
 };
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Finding a target's CPython interpreter: its runtime symbols, version and offsets. */
+/* Finding a target's CPython interpreter: its runtime symbols, version and
+ * offsets. */
 #ifndef SPYC_PYRUNTIME_H
 #define SPYC_PYRUNTIME_H
 
@@ -11,31 +12,32 @@
 /* Why pyruntime_find failed. */
 enum pyruntime_status {
 	PYRT_OK = 0,
-	PYRT_NO_PROCESS = -1,   /* no such pid */
+	PYRT_NO_PROCESS = -1, /* no such pid */
 	PYRT_NO_PERMISSION = -2,
-	PYRT_NOT_PYTHON = -3,   /* no interpreter found (yet) */
-	PYRT_UNSUPPORTED = -4,  /* an interpreter we cannot read */
-	PYRT_NOT_READY = -5,    /* interpreter not started far enough to tell its version */
+	PYRT_NOT_PYTHON = -3,  /* no interpreter found (yet) */
+	PYRT_UNSUPPORTED = -4, /* an interpreter we cannot read */
+	PYRT_NOT_READY =
+	    -5, /* interpreter not started far enough to tell its version */
 };
 
 struct pyruntime {
 	pid_t pid;
-	char binary[4096];  /* the file holding the interpreter */
-	int shared;         /* 1 if binary is a libpython */
-	char version[32];   /* "3.11.7" */
+	char binary[4096]; /* the file holding the interpreter */
+	int shared;	   /* 1 if binary is a libpython */
+	char version[32];  /* "3.11.7" */
 	unsigned long hexversion;
-	uint64_t runtime;   /* address of _PyRuntime (3.7+), or 0 */
-	uint64_t interp_head; /* address of interp_head (3.6), or 0 */
+	uint64_t runtime;	 /* address of _PyRuntime (3.7+), or 0 */
+	uint64_t interp_head;	 /* address of interp_head (3.6), or 0 */
 	uint64_t tstate_current; /* address of _PyThreadState_Current (3.6) */
-	uint64_t code_type; /* address of PyCode_Type, or 0 if unknown */
-	uint64_t exe_inode; /* to notice an exec */
-	uint64_t base;      /* where binary is mapped: an exec moves it */
-	uint64_t arg_start; /* and the argument strings */
-	const struct py_offsets *off;  /* the offsets in use */
-	struct py_offsets debug_off;   /* built from _Py_DebugOffsets */
-	int from_debug_offsets;        /* off points at debug_off */
-	char notice[256];   /* a one-line notice for the user, or "" */
-	char message[512];  /* what went wrong, one line, for commands */
+	uint64_t code_type;	 /* address of PyCode_Type, or 0 if unknown */
+	uint64_t exe_inode;	 /* to notice an exec */
+	uint64_t base;		 /* where binary is mapped: an exec moves it */
+	uint64_t arg_start;	 /* and the argument strings */
+	const struct py_offsets *off; /* the offsets in use */
+	struct py_offsets debug_off;  /* built from _Py_DebugOffsets */
+	int from_debug_offsets;	      /* off points at debug_off */
+	char notice[256];  /* a one-line notice for the user, or "" */
+	char message[512]; /* what went wrong, one line, for commands */
 };
 
 /*
@@ -75,8 +77,7 @@ py_offsets_select(const struct py_offsets *const *tables, size_t n,
  * and base's values for what the target does not publish.  Returns 0,
  * or -1 if the cookie is wrong or an offset is implausible.  Pure.
  */
-int py_offsets_from_debug(struct py_offsets *out,
-			  const struct py_offsets *base,
+int py_offsets_from_debug(struct py_offsets *out, const struct py_offsets *base,
 			  const unsigned char *raw, size_t len);
 
 /* Parse "3.11.7" / "3.12.0rc1" into a PY_VERSION_HEX; 0 if malformed. */

@@ -10,8 +10,8 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{ "record", cmd_record, "sample a process and write a profile" },
-	{ "dump", cmd_dump, "print every thread's current Python stack" },
+    {"record", cmd_record, "sample a process and write a profile"},
+    {"dump", cmd_dump, "print every thread's current Python stack"},
 };
 
 static void usage(FILE *fp)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Aggregation of sampled stacks: interned frames, threads, and weighted unique stacks. */
+/* Aggregation of sampled stacks: interned frames, threads, and weighted unique
+ * stacks. */
 #ifndef SPYC_STACKS_H
 #define SPYC_STACKS_H
 
@@ -17,7 +18,7 @@ struct stack_frame {
 /* One sampled thread.  name may be NULL. */
 struct stack_thread {
 	uint64_t ident; /* Python's threading ident (pthread_t) */
-	long tid;       /* native thread id, 0 when unknown */
+	long tid;	/* native thread id, 0 when unknown */
 	char *name;
 	uint64_t samples;
 };
@@ -75,7 +76,6 @@ void stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
 		size_t depth, uint64_t count);
 
 /* Label for a thread in outputs: "name (tid N)" or "thread 0x... (tid N)". */
-void stacks_thread_label(const struct stack_thread *t, char *buf,
-			 size_t size);
+void stacks_thread_label(const struct stack_thread *t, char *buf, size_t size);
 
 #endif

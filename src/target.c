@@ -52,7 +52,7 @@ void attach_or_die(struct pyruntime *rt, pid_t pid)
 	/* A process that is just starting may not know its version yet. */
 	while ((ret = pyruntime_find(rt, pid)) == PYRT_NOT_READY &&
 	       now_ns() < give_up) {
-		struct timespec ts = { 0, LAUNCH_POLL_NS };
+		struct timespec ts = {0, LAUNCH_POLL_NS};
 
 		nanosleep(&ts, NULL);
 	}
@@ -95,7 +95,7 @@ pid_t launch_or_die(struct pyruntime *rt, char **argv)
 
 	/* A wrapper (a pyenv shim, a shell script) may exec Python later. */
 	for (;;) {
-		struct timespec ts = { 0, LAUNCH_POLL_NS };
+		struct timespec ts = {0, LAUNCH_POLL_NS};
 		uint64_t inode;
 		int ret;
 

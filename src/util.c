@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers every subsystem uses: aborting allocators, error reporting, strbuf. */
+/* Small helpers every subsystem uses: aborting allocators, error reporting,
+ * strbuf. */
 #include "util.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers every subsystem uses: aborting allocators, error reporting, strbuf. */
+/* Small helpers every subsystem uses: aborting allocators, error reporting,
+ * strbuf. */
 #ifndef SPYC_UTIL_H
 #define SPYC_UTIL_H
 
@@ -22,7 +23,7 @@ char *xstrndup(const char *s, size_t n);
  * holds at least need elements.  Doubles, so appends are amortised O(1).
  */
 void grow_array(void **ptr, size_t *alloc, size_t need, size_t elem_size);
-#define ALLOC_GROW(ptr, need, alloc)                                       \
+#define ALLOC_GROW(ptr, need, alloc)                                           \
 	grow_array((void **)&(ptr), &(alloc), (need), sizeof(*(ptr)))
 
 /* Print "spyc: <message>" to stderr and return -1.  For library code. */
@@ -30,8 +31,7 @@ int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "spyc: warning: <message>" to stderr. */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "spyc: <message>" to stderr and exit(2).  For commands only. */
-void die(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* When set, error() and warning() print nothing (used by tests/benches). */
 extern int quiet;
@@ -42,7 +42,10 @@ struct strbuf {
 	size_t alloc;
 	char *buf;
 };
-#define STRBUF_INIT { 0, 0, strbuf_empty }
+#define STRBUF_INIT                                                            \
+	{                                                                      \
+		0, 0, strbuf_empty                                             \
+	}
 extern char strbuf_empty[];
 
 void strbuf_init(struct strbuf *sb, size_t hint);
@@ -56,7 +59,7 @@ void strbuf_add(struct strbuf *sb, const void *data, size_t len);
 void strbuf_addstr(struct strbuf *sb, const char *s);
 void strbuf_addch(struct strbuf *sb, int c);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* FNV-1a over len bytes, continuing from h (start with FNV_INIT). */
 #define FNV_INIT 0xcbf29ce484222325ULL

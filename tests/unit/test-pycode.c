@@ -17,21 +17,21 @@
 
 static int failures;
 
-#define CHECK(expr)                                                        \
-	do {                                                               \
-		if (!(expr)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #expr);                \
-			failures++;                                        \
-		}                                                          \
+#define CHECK(expr)                                                            \
+	do {                                                                   \
+		if (!(expr)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #expr);                              \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 static void test_utf8(void)
 {
 	struct strbuf sb = STRBUF_INIT;
-	const unsigned char latin1[] = { 'c', 'a', 'f', 0xE9 };
-	const uint16_t ucs2[] = { 0x51FD, 0x6570 };
-	const uint32_t ucs4[] = { 0x1D523, 'x', 0xD800 };
+	const unsigned char latin1[] = {'c', 'a', 'f', 0xE9};
+	const uint16_t ucs2[] = {0x51FD, 0x6570};
+	const uint32_t ucs4[] = {0x1D523, 'x', 0xD800};
 
 	CHECK(unicode_to_utf8(&sb, 1, latin1, 4) == 0);
 	CHECK(!strcmp(sb.buf, "caf\xC3\xA9"));
@@ -48,14 +48,14 @@ static void test_utf8(void)
 
 static void test_maps(void)
 {
-	struct proc_maps maps = { 0 };
+	struct proc_maps maps = {0};
 	const char *text =
-		"55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 1234   "
-		"/usr/bin/python3.11\n"
-		"7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
-		"7ffd1000-7ffd2000 rw-p 00000000 00:00 0     [stack]\n"
-		"7f1000000000-7f1000001000 r-xp 00001000 fd:01 99 "
-		"/lib/with space/libpython3.9.so.1.0 (deleted)\n";
+	    "55d0c0a00000-55d0c0a01000 r--p 00000000 fd:01 1234   "
+	    "/usr/bin/python3.11\n"
+	    "7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+	    "7ffd1000-7ffd2000 rw-p 00000000 00:00 0     [stack]\n"
+	    "7f1000000000-7f1000001000 r-xp 00001000 fd:01 99 "
+	    "/lib/with space/libpython3.9.so.1.0 (deleted)\n";
 
 	CHECK(proc_maps_parse(&maps, text) == 4);
 	CHECK(maps.maps[0].start == 0x55d0c0a00000ULL);
@@ -111,7 +111,7 @@ static void test_select(void)
 static void test_debug_offsets(void)
 {
 	const struct py_offsets *t =
-		py_offset_tables[py_offset_tables_count - 1];
+	    py_offset_tables[py_offset_tables_count - 1];
 	struct py_offsets out;
 	unsigned char raw[4096];
 	uint64_t v;
@@ -178,9 +178,9 @@ static int check_vectors(const char *path)
 
 		if (sscanf(line, "%15s %d %n", kind, &first, &n) < 2)
 			continue;
-		k = !strcmp(kind, "lnotab") ? LINETABLE_LNOTAB :
-		    !strcmp(kind, "310")    ? LINETABLE_310 :
-					      LINETABLE_LOCATIONS;
+		k = !strcmp(kind, "lnotab") ? LINETABLE_LNOTAB
+		    : !strcmp(kind, "310")  ? LINETABLE_310
+					    : LINETABLE_LOCATIONS;
 		hex = line + n;
 		p = strchr(hex, ' ');
 		if (!p)
