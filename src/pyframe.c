@@ -15,6 +15,8 @@
 #define CHUNKS_MAX 64
 /* Bytes of glibc's struct pthread searched for the tid field. */
 #define PTHREAD_SCAN_BYTES 1024
+/* Largest span of PyInterpreterState read for next and the threads. */
+#define INTERP_HEAD_MAX 4096
 /* Code object pointers on 3.14+ are tagged _PyStackRef: low bits. */
 #define STACKREF_TAG_MASK ((uint64_t)7)
 
@@ -552,21 +554,27 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	if (r)
 		return read_error(r);
 	while (interp) {
-		uint64_t head[2], tstate;
+		/* Both fields in one read: they sit near the start. */
+		unsigned char head[INTERP_HEAD_MAX];
+		long lo = off->interp_next < off->interp_threads_head ?
+				  off->interp_next :
+				  off->interp_threads_head;
+		long hi = off->interp_next < off->interp_threads_head ?
+				  off->interp_threads_head :
+				  off->interp_next;
+		uint64_t tstate, next_interp;
 		size_t threads = 0;
 
 		if (++interps > PY_MAX_INTERPS)
 			return DROP_DEPTH;
-		r = proc_read(ps->rt->pid,
-			      interp + (uint64_t)off->interp_threads_head,
-			      &head[0], 8);
-		if (!r)
-			r = proc_read(ps->rt->pid,
-				      interp + (uint64_t)off->interp_next,
-				      &head[1], 8);
+		if (hi + 8 - lo > INTERP_HEAD_MAX)
+			return DROP_INVALID;
+		r = proc_read(ps->rt->pid, interp + (uint64_t)lo, head,
+			      (size_t)(hi + 8 - lo));
 		if (r)
 			return read_error(r);
-		tstate = head[0];
+		tstate = get_ptr(head, off->interp_threads_head - lo);
+		next_interp = get_ptr(head, off->interp_next - lo);
 		while (tstate) {
 			struct py_thread *t;
 
@@ -596,7 +604,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 			t->depth = out->nr_frames - t->first;
 			tstate = get_ptr(ps->tstate_buf, off->tstate_next);
 		}
-		interp = head[1];
+		interp = next_interp;
 	}
 	why = resolve_codes(ps, out);
 	if (why)
