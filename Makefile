@@ -72,6 +72,6 @@ offsets:
 	scripts/gen-offsets
 
 clean:
-	rm -f spyc $(OBJS) $(OBJS:.o=.d) $(UNIT_BINS)
+	rm -f spyc $(OBJS) $(OBJS:.o=.d) $(UNIT_BINS) $(UNIT_BINS:=.d)
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(UNIT_BINS:=.d)

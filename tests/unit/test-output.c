@@ -16,21 +16,13 @@
 #include "stacks.h"
 #include "util.h"
 
+#include "check.h"
+
 /* speedscope's own schema, installed by the live tests' npm step. */
 #define SPEEDSCOPE_SCHEMA_FILE                                                 \
 	"tests/build/node_modules/speedscope/dist/release/"                    \
 	"file-format-schema.json"
 
-static int failed;
-
-#define CHECK(expr)                                                            \
-	do {                                                                   \
-		if (!(expr)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #expr);                              \
-			failed = 1;                                            \
-		}                                                              \
-	} while (0)
 
 static char tmpdir[] = "/tmp/spyc-test-output.XXXXXX";
 

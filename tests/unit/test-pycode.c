@@ -15,16 +15,8 @@
 #include "pyruntime.h"
 #include "util.h"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(expr)                                                            \
-	do {                                                                   \
-		if (!(expr)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #expr);                              \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static void test_utf8(void)
 {
@@ -208,7 +200,7 @@ static int check_vectors(const char *path)
 					"%s table (first line %d) at offset "
 					"%ld: got line %d, want %d\n",
 					kind, first, off, got, want);
-				failures++;
+				failed++;
 			}
 		}
 		free(table);
@@ -217,8 +209,8 @@ static int check_vectors(const char *path)
 	fclose(fp);
 	printf("checked %zu offsets in %zu code objects\n", points, codes);
 	if (!codes)
-		failures++;
-	return failures ? 1 : 0;
+		failed++;
+	return failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -230,8 +222,8 @@ int main(int argc, char **argv)
 	test_versions();
 	test_select();
 	test_debug_offsets();
-	if (failures) {
-		fprintf(stderr, "test-pycode: %d checks failed\n", failures);
+	if (failed) {
+		fprintf(stderr, "test-pycode: %d checks failed\n", failed);
 		return 1;
 	}
 	printf("test-pycode: all checks passed\n");

@@ -9,16 +9,8 @@
 #include "stacks.h"
 #include "util.h"
 
-static int failed;
+#include "check.h"
 
-#define CHECK(expr)                                                            \
-	do {                                                                   \
-		if (!(expr)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #expr);                              \
-			failed = 1;                                            \
-		}                                                              \
-	} while (0)
 
 static void test_frames(void)
 {
