@@ -34,9 +34,19 @@ struct py_frame {
 	int line;
 };
 
+/* What a thread was doing when sampled (when the sampler was asked). */
+enum py_thread_state {
+	THREAD_UNKNOWN = 0,
+	THREAD_RUNNING,  /* on a CPU, or runnable */
+	THREAD_IDLE,     /* sleeping or blocked */
+	THREAD_GIL_WAIT, /* blocked, waiting for the GIL */
+};
+
 struct py_thread {
 	uint64_t ident; /* threading ident (pthread_t) */
 	long tid;	/* native thread id, 0 if unknown */
+	enum py_thread_state state;
+	int holds_gil;	/* 1 if this thread held the GIL */
 	size_t first;	/* frames[first .. first+depth) of the sample */
 	size_t depth;	/* innermost first */
 };
