@@ -72,6 +72,19 @@ struct py_offsets {
 	long chunk_top;
 	long chunk_data;
 
+	/*
+	 * The GIL's struct _gil_runtime_state: inside _PyRuntimeState
+	 * (3.7-3.11), or through the pointer in PyInterpreterState's ceval
+	 * (3.12+; interp_gil is the interpreter's own, which _Py_DebugOffsets
+	 * describes).  gil_locked and gil_last_holder are inside the struct.
+	 */
+	long runtime_gil;
+	long interp_gil_ptr;
+	long interp_gil;
+	long gil_size;
+	long gil_locked;
+	long gil_last_holder;
+
 	/* PyCodeObject */
 	long code_size;
 	long code_filename;

@@ -69,6 +69,10 @@ int main(int argc, char **argv)
 	DEBUG_FIELD(runtime_interpreters_head, runtime_state.interpreters_head);
 	DEBUG_FIELD(interp_next, interpreter_state.next);
 	DEBUG_FIELD(interp_threads_head, interpreter_state.threads_head);
+	DEBUG_FIELD(interp_gil, interpreter_state.gil_runtime_state);
+	DEBUG_FIELD(gil_locked, interpreter_state.gil_runtime_state_locked);
+	DEBUG_FIELD(gil_last_holder,
+		    interpreter_state.gil_runtime_state_holder);
 	DEBUG_FIELD(tstate_size, thread_state.size);
 	DEBUG_FIELD(tstate_next, thread_state.next);
 	DEBUG_FIELD(tstate_interp, thread_state.interp);
@@ -196,6 +200,33 @@ int main(int argc, char **argv)
 	field("chunk_size", NONE);
 	field("chunk_top", NONE);
 	field("chunk_data", NONE);
+#endif
+
+	/* The GIL: embedded in _PyRuntime.ceval (3.7-3.11), or pointed to by
+	 * the interpreter's ceval (3.12+); 3.6 keeps it in static variables. */
+#if PY_VERSION_HEX >= 0x030C0000
+	field("runtime_gil", NONE);
+	field("interp_gil_ptr", OFF(PyInterpreterState, ceval.gil));
+#elif PY_VERSION_HEX >= 0x03070000
+	field("runtime_gil", OFF(_PyRuntimeState, ceval.gil));
+	field("interp_gil_ptr", NONE);
+#else
+	field("runtime_gil", NONE);
+	field("interp_gil_ptr", NONE);
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+	field("interp_gil", OFF(PyInterpreterState, _gil));
+#else
+	field("interp_gil", NONE);
+#endif
+#if PY_VERSION_HEX >= 0x03070000
+	field("gil_size", (long)sizeof(struct _gil_runtime_state));
+	field("gil_locked", OFF(struct _gil_runtime_state, locked));
+	field("gil_last_holder", OFF(struct _gil_runtime_state, last_holder));
+#else
+	field("gil_size", NONE);
+	field("gil_locked", NONE);
+	field("gil_last_holder", NONE);
 #endif
 
 	field("code_size", (long)sizeof(PyCodeObject));

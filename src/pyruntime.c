@@ -139,6 +139,13 @@ int py_offsets_from_debug(struct py_offsets *out, const struct py_offsets *base,
 	    out->code_name >= out->code_size ||
 	    out->code_linetable >= out->code_size)
 		return -1;
+	/* The target gives the GIL's fields from the interpreter's start. */
+	if (out->interp_gil != OFF_NONE && out->gil_locked >= out->interp_gil &&
+	    out->gil_last_holder >= out->interp_gil) {
+		out->gil_locked -= out->interp_gil;
+		out->gil_last_holder -= out->interp_gil;
+	}
+	out->interp_gil_ptr = OFF_NONE;
 	if (out->compact_size == OFF_NONE)
 		out->compact_size =
 		    out->ascii_size + (base->compact_size - base->ascii_size);

@@ -5,6 +5,7 @@
  * "--vectors FILE", checks line-table vectors that tests/test_linetable.py
  * took from real interpreters instead.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,12 @@ static void test_debug_offsets(void)
 
 		memcpy(&val, (const char *)t + t->debug_fields[i].field_at,
 		       sizeof(val));
+		/* The target gives the GIL's fields from the interpreter. */
+		if (t->debug_fields[i].field_at ==
+			    offsetof(struct py_offsets, gil_locked) ||
+		    t->debug_fields[i].field_at ==
+			    offsetof(struct py_offsets, gil_last_holder))
+			val += t->interp_gil;
 		v = (uint64_t)val;
 		memcpy(raw + t->debug_fields[i].debug_at, &v, 8);
 	}
@@ -132,6 +139,10 @@ static void test_debug_offsets(void)
 	CHECK(out.iframe_previous == t->iframe_previous);
 	CHECK(out.tstate_datastack_top == OFF_NONE);
 	CHECK(out.compact_size == t->compact_size);
+	CHECK(out.interp_gil == t->interp_gil);
+	CHECK(out.gil_locked == t->gil_locked);
+	CHECK(out.gil_last_holder == t->gil_last_holder);
+	CHECK(out.interp_gil_ptr == OFF_NONE);
 
 	/* A wrong cookie or an absurd offset is refused. */
 	raw[0] = 'X';
