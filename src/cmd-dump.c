@@ -56,6 +56,10 @@ static int print_json(const struct pyruntime *rt, const struct py_sample *s)
 						      (double)t->tid)
 			   : !cJSON_AddNullToObject(th, "native_id"))
 			goto out;
+		if (!cJSON_AddStringToObject(th, "state",
+					     thread_state_name(t->state)) ||
+		    !cJSON_AddBoolToObject(th, "holds_gil", t->holds_gil))
+			goto out;
 		frames = cJSON_AddArrayToObject(th, "frames");
 		if (!frames)
 			goto out;
@@ -99,7 +103,8 @@ static void print_text(const struct pyruntime *rt, const struct py_sample *s)
 		printf("\nThread 0x%llx", (unsigned long long)t->ident);
 		if (t->tid)
 			printf(" (tid %ld)", t->tid);
-		printf("\n");
+		printf(": %s%s\n", thread_state_name(t->state),
+		       t->holds_gil ? ", holds the GIL" : "");
 		if (!t->depth)
 			printf("    (no Python frames)\n");
 		for (j = 0; j < t->depth; j++) {
@@ -149,6 +154,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	attach_or_die(&rt, pid);
 	py_sampler_init(&ps, &rt);
+	ps.want_state = 1;
+	ps.want_gil = 1;
 	for (attempt = 0; attempt < DUMP_ATTEMPTS; attempt++) {
 		struct timespec ts = {0, 2000000};
 

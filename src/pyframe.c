@@ -3,6 +3,9 @@
 #include "pyframe.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,20 @@ static const char *const drop_names[DROP_NR] = {
     [DROP_INVALID] = "torn reads", [DROP_DEPTH] = "too deep or looping",
     [DROP_GONE] = "process gone",
 };
+
+const char *thread_state_name(enum py_thread_state state)
+{
+	static const char *const names[] = {
+		[THREAD_UNKNOWN] = "unknown",
+		[THREAD_RUNNING] = "running",
+		[THREAD_IDLE] = "idle",
+		[THREAD_GIL_WAIT] = "waiting for the GIL",
+	};
+
+	if (state < 0 || state >= (int)ARRAY_SIZE(names))
+		return "unknown";
+	return names[state];
+}
 
 const char *drop_reason_name(enum drop_reason reason)
 {
@@ -88,6 +105,9 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->memos);
 	free(ps->batch);
 	free(ps->walk_frames);
+	for (i = 0; i < ps->nr_task_files; i++)
+		close(ps->task_files[i].fd);
+	free(ps->task_files);
 	memset(ps, 0, sizeof(*ps));
 }
 
@@ -540,11 +560,189 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		out->threads[i].tid = tids[i] > 0 ? tids[i] : 0;
 }
 
+/* The GIL of one interpreter, as this sample saw it. */
+struct gil_view {
+	int locked;
+	uint64_t holder;    /* PyThreadState * of the last holder */
+	uint64_t lo, hi;    /* its struct: where waiters' futexes are */
+};
+
+/* Read the GIL serving interp.  Leaves g zeroed if unknown. */
+static void read_gil(struct py_sampler *ps, uint64_t interp,
+		     struct gil_view *g)
+{
+	const struct pyruntime *rt = ps->rt;
+	const struct py_offsets *off = rt->off;
+	unsigned char buf[64];
+	uint64_t gil = 0;
+	int32_t locked;
+	long span;
+
+	memset(g, 0, sizeof(*g));
+	if (rt->gil_locked && rt->gil_last_holder) {
+		/* 3.6: static variables in ceval_gil.h */
+		if (proc_read(rt->pid, rt->gil_locked, &locked,
+			      sizeof(locked)) ||
+		    proc_read(rt->pid, rt->gil_last_holder, &g->holder,
+			      sizeof(g->holder)))
+			return;
+		g->locked = locked > 0;
+		if (rt->gil_mutex && rt->gil_cond) {
+			g->lo = rt->gil_mutex < rt->gil_cond ? rt->gil_mutex :
+							       rt->gil_cond;
+			g->hi = (rt->gil_mutex < rt->gil_cond ? rt->gil_cond :
+								rt->gil_mutex) +
+				sizeof(buf);
+		}
+		return;
+	}
+	if (off->gil_locked == OFF_NONE || off->gil_last_holder == OFF_NONE)
+		return;
+	if (off->runtime_gil != OFF_NONE && rt->runtime)
+		gil = rt->runtime + (uint64_t)off->runtime_gil;
+	else if (off->interp_gil_ptr != OFF_NONE)
+		proc_read(rt->pid, interp + (uint64_t)off->interp_gil_ptr, &gil,
+			  sizeof(gil));
+	else if (off->interp_gil != OFF_NONE)
+		gil = interp + (uint64_t)off->interp_gil;
+	span = (off->gil_locked > off->gil_last_holder ? off->gil_locked :
+							 off->gil_last_holder) +
+	       8;
+	if (!gil || span > (long)sizeof(buf) ||
+	    proc_read(rt->pid, gil, buf, (size_t)span))
+		return;
+	memcpy(&locked, buf + off->gil_locked, sizeof(locked));
+	g->locked = locked > 0;
+	g->holder = get_ptr(buf, off->gil_last_holder);
+	g->lo = gil;
+	g->hi = gil + (uint64_t)(off->gil_size != OFF_NONE ? off->gil_size :
+							      span);
+}
+
+/* An open /proc/PID/task/TID/stat for tid, or -1. */
+static int task_stat_fd(struct py_sampler *ps, long tid)
+{
+	char path[64];
+	size_t i;
+	int fd;
+
+	for (i = 0; i < ps->nr_task_files; i++)
+		if (ps->task_files[i].tid == tid)
+			return ps->task_files[i].fd;
+	/* Threads come and go: start over rather than grow forever. */
+	if (ps->nr_task_files >= PY_MAX_THREADS) {
+		for (i = 0; i < ps->nr_task_files; i++)
+			close(ps->task_files[i].fd);
+		ps->nr_task_files = 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat",
+		 (int)ps->rt->pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1,
+		   ps->alloc_task_files);
+	ps->task_files[ps->nr_task_files].tid = tid;
+	ps->task_files[ps->nr_task_files].fd = fd;
+	ps->nr_task_files++;
+	return fd;
+}
+
+static void forget_task(struct py_sampler *ps, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_task_files; i++) {
+		if (ps->task_files[i].tid != tid)
+			continue;
+		close(ps->task_files[i].fd);
+		ps->task_files[i] = ps->task_files[--ps->nr_task_files];
+		return;
+	}
+}
+
+/* The scheduler state letter of a thread (proc(5): R, S, D, ...), or 0. */
+static char task_state(struct py_sampler *ps, long tid)
+{
+	char buf[512], *p;
+	ssize_t n;
+	int fd = task_stat_fd(ps, tid);
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		forget_task(ps, tid);
+		return 0;
+	}
+	buf[n] = '\0';
+	/* The state follows the last ')': the name may hold one. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* x86-64's futex(2); /proc/PID/task/TID/syscall gives its first argument. */
+#define SYSCALL_FUTEX 202
+
+/* Is tid blocked in a futex inside [lo, hi)?  That is a GIL wait. */
+static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
+{
+	char path[64], buf[256];
+	unsigned long long uaddr;
+	long nr;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall", (int)pid,
+		 tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%ld %llx", &nr, &uaddr) != 2 || nr != SYSCALL_FUTEX)
+		return 0;
+	return uaddr >= lo && uaddr < hi;
+}
+
+/* Fill in what the commands asked for: states, GIL holder and waiters. */
+static void annotate_threads(struct py_sampler *ps, struct py_sample *out,
+			     const struct gil_view *gil)
+{
+	size_t i;
+
+	for (i = 0; i < out->nr_threads; i++) {
+		struct py_thread *t = &out->threads[i];
+		char st;
+
+		t->holds_gil = ps->want_gil && gil->locked &&
+			       gil->holder == t->tstate;
+		t->state = THREAD_UNKNOWN;
+		if (!ps->want_state || !t->tid)
+			continue;
+		st = task_state(ps, t->tid);
+		if (!st)
+			continue;
+		/* R runs or is runnable; D is in the kernel on its behalf. */
+		if (st == 'R' || st == 'D' || t->holds_gil)
+			t->state = THREAD_RUNNING;
+		else if (ps->want_gil && gil->hi &&
+			 waits_on(ps->rt->pid, t->tid, gil->lo, gil->hi))
+			t->state = THREAD_GIL_WAIT;
+		else
+			t->state = THREAD_IDLE;
+	}
+}
+
 enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t interp;
 	size_t interps = 0;
+	struct gil_view gil;
 	enum drop_reason why;
 	int r;
 
@@ -553,6 +751,10 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	r = pyruntime_interp_head(ps->rt, &interp);
 	if (r)
 		return read_error(r);
+	/* The main interpreter's GIL: the one Python threads share. */
+	memset(&gil, 0, sizeof(gil));
+	if (ps->want_gil && interp)
+		read_gil(ps, interp, &gil);
 	while (interp) {
 		/* Both fields in one read: they sit near the start. */
 		unsigned char head[INTERP_HEAD_MAX];
@@ -597,6 +799,9 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 				? 0
 				: (long)get_ptr(ps->tstate_buf,
 						off->tstate_native_thread_id);
+			t->tstate = tstate;
+			t->state = THREAD_UNKNOWN;
+			t->holds_gil = 0;
 			t->first = out->nr_frames;
 			why = walk_thread(ps, tstate, out);
 			if (why)
@@ -611,5 +816,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		return why;
 	if (off->tstate_native_thread_id == OFF_NONE)
 		fill_native_tids(ps, out);
+	if (ps->want_state || ps->want_gil)
+		annotate_threads(ps, out, &gil);
 	return DROP_NONE;
 }

@@ -42,11 +42,15 @@ enum py_thread_state {
 	THREAD_GIL_WAIT, /* blocked, waiting for the GIL */
 };
 
+/* "running", "idle", "waiting for the GIL" or "unknown". */
+const char *thread_state_name(enum py_thread_state state);
+
 struct py_thread {
 	uint64_t ident; /* threading ident (pthread_t) */
 	long tid;	/* native thread id, 0 if unknown */
+	uint64_t tstate; /* its PyThreadState */
 	enum py_thread_state state;
-	int holds_gil;	/* 1 if this thread held the GIL */
+	int holds_gil; /* 1 if this thread held the GIL */
 	size_t first;	/* frames[first .. first+depth) of the sample */
 	size_t depth;	/* innermost first */
 };
@@ -101,6 +105,14 @@ struct py_sampler {
 	size_t alloc_batch;
 	uint64_t *walk_frames;
 	size_t alloc_walk_frames;
+	/* What else to find out per thread; set by commands. */
+	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
+	int want_gil;	/* who holds the GIL, and who waits for it */
+	struct py_task_file {
+		long tid;
+		int fd;
+	} *task_files;
+	size_t nr_task_files, alloc_task_files;
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;
 	struct {

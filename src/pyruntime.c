@@ -284,6 +284,19 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 		goto out_close;
 	elfsym_lookup(&es, "Py_Version", &pyver);
 	elfsym_lookup(&es, "PyCode_Type", &code);
+	{
+		/* 3.6's ceval_gil.h: static, so only in .symtab. */
+		static const char *const gil_names[] = {
+			"gil_locked", "gil_last_holder", "gil_mutex", "gil_cond"
+		};
+		uint64_t *gil_addrs[] = { &rt->gil_locked,
+					  &rt->gil_last_holder, &rt->gil_mutex,
+					  &rt->gil_cond };
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(gil_names); i++)
+			elfsym_lookup(&es, gil_names[i], gil_addrs[i]);
+	}
 
 	base = map_base(maps, path);
 	bias = es.is_exec ? 0 : base - es.first_vaddr;
@@ -294,6 +307,15 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	rt->interp_head = head ? head + bias : 0;
 	rt->tstate_current = current ? current + bias : 0;
 	rt->code_type = code ? code + bias : 0;
+	{
+		uint64_t *gil_addrs[] = { &rt->gil_locked, &rt->gil_last_holder,
+					  &rt->gil_mutex, &rt->gil_cond };
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(gil_addrs); i++)
+			if (*gil_addrs[i])
+				*gil_addrs[i] += bias;
+	}
 
 	if (pyver) {
 		uint64_t v = 0;
