@@ -43,6 +43,9 @@ static const char usage_text[] =
     "  -t, --threads         folded and SVG: one stack prefix per thread\n"
     "                        (speedscope always has one profile per thread)\n"
     "  -F, --full-filenames  keep whole file names (default: shortened)\n"
+    "  -i, --idle            keep threads that are sleeping or blocked\n"
+    "                        (default: only threads running on a CPU)\n"
+    "  -g, --gil             keep only the thread holding the GIL\n"
     "  -h, --help            this help\n"
     "\n"
     "exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
@@ -63,6 +66,8 @@ struct record_opts {
 	double duration;
 	int threads;
 	int full_filenames;
+	int idle; /* keep threads that are not on a CPU too */
+	int gil;  /* keep only the thread holding the GIL */
 	char **argv; /* launch mode */
 };
 
@@ -104,6 +109,8 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"threads", no_argument, NULL, 't'},
 	    {"full-filenames", no_argument, NULL, 'F'},
+	    {"idle", no_argument, NULL, 'i'},
+	    {"gil", no_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -111,7 +118,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
-	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFh", options, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFigh", options, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'p':
@@ -142,6 +149,12 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			break;
 		case 'F':
 			o->full_filenames = 1;
+			break;
+		case 'i':
+			o->idle = 1;
+			break;
+		case 'g':
+			o->gil = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -220,6 +233,15 @@ static uint32_t frame_id(struct recorder *r, struct pycode *code, int line)
 	return l->id;
 }
 
+/* Does the user want this thread's stack (--idle, --gil)? */
+static int wanted(const struct record_opts *o, const struct py_thread *t)
+{
+	if (o->gil)
+		return t->holds_gil;
+	return o->idle || t->state == THREAD_RUNNING ||
+	       t->state == THREAD_UNKNOWN;
+}
+
 /* Count the sample's stacks; returns how many threads had one. */
 static size_t add_sample(struct recorder *r)
 {
@@ -230,7 +252,7 @@ static size_t add_sample(struct recorder *r)
 		const struct py_thread *t = &s->threads[i];
 		uint32_t th;
 
-		if (!t->depth)
+		if (!t->depth || !wanted(r->opts, t))
 			continue;
 		th = stacks_thread(&r->stacks, t->ident, t->tid, NULL);
 		for (j = 0; j < t->depth; j++) {
@@ -384,6 +406,8 @@ int cmd_record(int argc, char **argv)
 	}
 	proc_cmdline(r.rt.pid, cmdline, sizeof(cmdline));
 	py_sampler_init(&r.ps, &r.rt);
+	r.ps.want_state = !opts.idle;
+	r.ps.want_gil = opts.gil;
 	stacks_init(&r.stacks);
 	r.scratch = xmalloc(PY_MAX_DEPTH * sizeof(*r.scratch));
 
