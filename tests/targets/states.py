@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+"""Thread-state target: threads in known states, which report themselves.
+
+Usage: states.py REPORT.json [gil]
+
+Threads: "sleeper" blocks in time.sleep, "locker" blocks on a
+threading.Lock, "spinner" runs pure Python forever; with "gil", also
+"compressor", which spends its time in zlib.compress, a C call that
+releases the GIL while it works.  The main thread waits on an Event.
+Once all are in place, a reporter writes {pid, roles: {role: {ident,
+top: [name, file, line]}}} with each thread's innermost frame
+as the interpreter itself sees it.  Must run unchanged on 3.6 .. 3.13.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import zlib
+
+report_path = sys.argv[1]
+with_gil = len(sys.argv) > 2 and sys.argv[2] == "gil"
+held = threading.Lock()
+held.acquire()
+ready = {}
+ready_cond = threading.Condition()
+never = threading.Event()
+
+
+def mark(role):
+    with ready_cond:
+        ready[role] = threading.get_ident()
+        ready_cond.notify_all()
+
+
+def sleeper():
+    mark("sleeper")
+    time.sleep(3600)
+
+
+def locker():
+    mark("locker")
+    held.acquire()
+
+
+def spinner():
+    mark("spinner")
+    x = 0
+    while True:
+        x += 1
+
+
+def compressor():
+    data = bytes(bytearray((i * 7919) % 251 for i in range(1 << 20)))
+    mark("compressor")
+    while True:
+        zlib.compress(data, 9)
+
+
+def native_id():
+    get = getattr(threading, "get_native_id", None)
+    return get() if get is not None else None
+
+
+def report(roles):
+    with ready_cond:
+        while len(ready) < len(roles):
+            ready_cond.wait()
+    time.sleep(0.5)
+    frames = sys._current_frames()
+    out = {"pid": os.getpid(), "roles": {}}
+    for role, ident in ready.items():
+        f = frames[ident]
+        code = f.f_code
+        out["roles"][role] = {
+            "ident": ident,
+            "top": [getattr(code, "co_qualname", code.co_name),
+                    code.co_filename, f.f_lineno]}
+    tmp = report_path + ".tmp"
+    with open(tmp, "w") as fp:
+        json.dump(out, fp)
+    os.rename(tmp, report_path)
+
+
+roles = [sleeper, locker, spinner] + ([compressor] if with_gil else [])
+for fn in roles:
+    threading.Thread(target=fn, name=fn.__name__, daemon=True).start()
+threading.Thread(target=report, args=(roles,), daemon=True).start()
+never.wait()

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+"""Thread states and the GIL, on every CPython slot.
+
+tests/targets/states.py runs a thread blocked in time.sleep, one blocked on
+a threading.Lock and one spinning in pure Python (and, in "gil" mode, one
+working inside zlib.compress with the GIL released), and reports each
+thread's ident and innermost frame as the interpreter sees it.
+"""
+
+import os
+
+from conftest import spyc_json_threads  # noqa: F401 (documents the format)
+
+
+def folded(path):
+    """[(frames root first, count)] of a folded file."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            out.append((stack.split(";"), int(count)))
+    return out
+
+
+def leaf_names(stacks):
+    return set(frames[-1].split(" (")[0] for frames, _ in stacks)
+
+
+def share(stacks, leaf):
+    """Share of the samples whose innermost frame is function leaf."""
+    total = sum(c for _, c in stacks)
+    hit = sum(c for frames, c in stacks
+              if frames[-1].split(" (")[0] == leaf)
+    return float(hit) / total if total else 0.0
+
+
+def frame_text(top):
+    return "%s (%s:%d)" % (top[0], top[1], top[2])
+
+
+def record(spyc, pid, path, *extra):
+    res = spyc.run(["record", "--pid", pid, "--duration", 1,
+                    "--full-filenames", "-o", path] + list(extra),
+                   timeout=30)
+    res.assert_ok()
+    return folded(path)
+
+
+def test_dump_marks_states(spyc, python, targets):
+    t = targets.start(python, "states.py", "{report}")
+    roles = t.info["roles"]
+    doc, res = spyc.dump_json(t.pid)
+    by_ident = dict((th["thread_id"], th) for th in doc["threads"])
+    for role in ("sleeper", "locker"):
+        th = by_ident[roles[role]["ident"]]
+        assert th["state"] == "idle", (role, th)
+        assert not th["holds_gil"], (role, th)
+    spin = by_ident[roles["spinner"]["ident"]]
+    # The only thread that wants the GIL never has to give it up.
+    assert spin["state"] == "running", spin
+    assert spin["holds_gil"], spin
+    assert sum(1 for th in doc["threads"] if th["holds_gil"]) == 1
+    # The text form says the same.
+    res = spyc.run(["dump", "--pid", t.pid])
+    res.assert_ok()
+    lines = res.stdout.splitlines()
+    for role, want in (("sleeper", ": idle"), ("locker", ": idle"),
+                       ("spinner", ": running, holds the GIL")):
+        header = [l for l in lines
+                  if l.startswith("Thread 0x%x" % roles[role]["ident"])]
+        assert len(header) == 1 and header[0].endswith(want), (role, lines)
+
+
+def test_record_idle_filter(spyc, python, targets, tmp_path):
+    t = targets.start(python, "states.py", "{report}")
+    roles = t.info["roles"]
+    busy = record(spyc, t.pid, str(tmp_path / "busy.txt"))
+    assert leaf_names(busy) == {"spinner"}, busy
+    every = record(spyc, t.pid, str(tmp_path / "idle.txt"), "--idle")
+    leaves = set(frames[-1] for frames, _ in every)
+    # Idle threads show where they wait, exactly as they report it.
+    for role in ("sleeper", "locker"):
+        assert frame_text(roles[role]["top"]) in leaves, (role, leaves)
+    assert "spinner" in leaf_names(every)
+
+
+def test_record_gil(spyc, python, targets, tmp_path):
+    t = targets.start(python, "states.py", "{report}", "gil")
+    roles = t.info["roles"]
+    busy = record(spyc, t.pid, str(tmp_path / "busy.txt"))
+    # Both work on a CPU: the filter below must have something to remove.
+    assert leaf_names(busy) == {"spinner", "compressor"}, busy
+    gil = record(spyc, t.pid, str(tmp_path / "gil.txt"), "--gil")
+    # The compressor holds the GIL only between two compress calls.
+    assert share(busy, "compressor") > 0.25, busy
+    assert share(gil, "compressor") < 0.1, gil
+    assert share(gil, "spinner") > 0.9, gil
+    holders = []
+    for _ in range(5):
+        doc, res = spyc.dump_json(t.pid)
+        holders += [th["thread_id"] for th in doc["threads"]
+                    if th["holds_gil"]]
+    assert holders.count(roles["spinner"]["ident"]) >= 3, holders
+    assert set(holders) <= {roles["spinner"]["ident"],
+                            roles["compressor"]["ident"]}, holders
