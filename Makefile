@@ -20,7 +20,7 @@ CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	  -Wpointer-arith -Wformat=2 -Wvla -Wundef
 endif
 
-PKGS = libelf libdw libcjson
+PKGS = libelf libdw libcjson ncursesw
 DEPS_OK := $(shell scripts/install-deps --check >/dev/null 2>&1 && echo yes)
 
 SRCS = $(wildcard src/*.c) $(wildcard offsets/*.c)

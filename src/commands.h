@@ -18,12 +18,20 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /*
  * Parse a pid argument.  Returns the pid, or dies with a usage error
  * (exit 64) naming the bad value.
  */
 pid_t parse_pid(const char *arg);
+
+/*
+ * Parse the value of option opt (e.g. "--rate"): a number above 0 and at
+ * most max.  Returns it, or dies with a usage error (exit 64) naming the
+ * bad value.
+ */
+double parse_positive_arg(const char *opt, const char *arg, double max);
 
 /*
  * Find the interpreter of a running pid; on failure print rt->message

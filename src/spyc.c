@@ -12,6 +12,7 @@ static const struct command {
 } commands[] = {
     {"record", cmd_record, "sample a process and write a profile"},
     {"dump", cmd_dump, "print every thread's current Python stack"},
+    {"top", cmd_top, "show a live table of the functions running"},
 };
 
 static void usage(FILE *fp)
