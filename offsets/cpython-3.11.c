@@ -32,6 +32,7 @@ const struct py_offsets py_offsets_3_11 = {
 	.iframe_instr = 56,
 	.iframe_previous = 48,
 	.iframe_owner = 69,
+	.iframe_is_entry = 68,
 	.owner_cstack = -1,
 	.chunk_previous = 0,
 	.chunk_size = 8,

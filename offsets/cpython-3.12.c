@@ -32,6 +32,7 @@ const struct py_offsets py_offsets_3_12 = {
 	.iframe_instr = 56,
 	.iframe_previous = 8,
 	.iframe_owner = 70,
+	.iframe_is_entry = -1,
 	.owner_cstack = 3,
 	.chunk_previous = 0,
 	.chunk_size = 8,

@@ -32,6 +32,7 @@ const struct py_offsets py_offsets_3_7 = {
 	.iframe_instr = -1,
 	.iframe_previous = -1,
 	.iframe_owner = -1,
+	.iframe_is_entry = -1,
 	.owner_cstack = -1,
 	.chunk_previous = -1,
 	.chunk_size = -1,

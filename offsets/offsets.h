@@ -64,6 +64,7 @@ struct py_offsets {
 	long iframe_previous;
 	long iframe_instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
 	long iframe_owner;
+	long iframe_is_entry; /* 3.11: first frame of a C eval call */
 	long owner_cstack; /* FRAME_OWNED_BY_CSTACK, or OFF_NONE */
 
 	/* _PyStackChunk (3.11+) */

@@ -180,6 +180,11 @@ int main(int argc, char **argv)
 #endif
 	field("iframe_previous", OFF(_PyInterpreterFrame, previous));
 	field("iframe_owner", OFF(_PyInterpreterFrame, owner));
+#if PY_VERSION_HEX < 0x030C0000
+	field("iframe_is_entry", OFF(_PyInterpreterFrame, is_entry));
+#else
+	field("iframe_is_entry", NONE);
+#endif
 #if PY_VERSION_HEX >= 0x030C0000
 	field("owner_cstack", (long)FRAME_OWNED_BY_CSTACK);
 #else
@@ -195,6 +200,7 @@ int main(int argc, char **argv)
 	field("iframe_instr", NONE);
 	field("iframe_previous", NONE);
 	field("iframe_owner", NONE);
+	field("iframe_is_entry", NONE);
 	field("owner_cstack", NONE);
 	field("chunk_previous", NONE);
 	field("chunk_size", NONE);

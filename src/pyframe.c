@@ -96,6 +96,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->chunks);
 	free(ps->code_addrs);
 	free(ps->addrqs);
+	free(ps->entries);
 	free(ps->headers);
 	free(ps->local);
 	free(ps->remote);
@@ -111,8 +112,12 @@ void py_sampler_release(struct py_sampler *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
+/*
+ * entry: the frame is the first one its C-level evaluation call ran
+ * (always up to 3.10, where each frame has its own call).
+ */
 static enum drop_reason push_frame(struct py_sampler *ps, struct py_sample *out,
-				   uint64_t code, long addrq)
+				   uint64_t code, long addrq, int entry)
 {
 	if (out->nr_frames >= PY_MAX_DEPTH * 4)
 		return DROP_DEPTH;
@@ -122,10 +127,13 @@ static enum drop_reason push_frame(struct py_sampler *ps, struct py_sample *out,
 		ALLOC_GROW(ps->code_addrs, out->nr_frames + 1, n);
 		n = ps->alloc_walk;
 		ALLOC_GROW(ps->addrqs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->entries, out->nr_frames + 1, n);
 		ps->alloc_walk = n;
 	}
 	ps->code_addrs[out->nr_frames] = code;
 	ps->addrqs[out->nr_frames] = addrq;
+	ps->entries[out->nr_frames] = (unsigned char)entry;
 	out->nr_frames++;
 	return DROP_NONE;
 }
@@ -230,7 +238,7 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
 		why = push_frame(
 		    ps, out, get_ptr(f, off->frame_code),
-		    lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1));
+		    lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1), 1);
 		if (why)
 			break;
 		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
@@ -352,6 +360,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 						uint64_t frame,
 						struct py_sample *out)
 {
+	size_t first = out->nr_frames;
 	const struct py_offsets *off = ps->rt->off;
 	size_t depth = 0;
 	enum drop_reason why;
@@ -376,11 +385,16 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			uint64_t start =
 			    code + (uint64_t)off->code_code_adaptive;
 
-			why = push_frame(ps, out, code,
-					 instr >= start ? (long)(instr - start)
-							: -1);
+			why = push_frame(
+			    ps, out, code,
+			    instr >= start ? (long)(instr - start) : -1,
+			    off->iframe_is_entry != OFF_NONE &&
+				f[off->iframe_is_entry]);
 			if (why)
 				return why;
+		} else if (out->nr_frames > first) {
+			/* 3.12+: a C-stack shim starts each eval call. */
+			ps->entries[out->nr_frames - 1] = 1;
 		}
 		frame = get_ptr(f, off->iframe_previous);
 	}
@@ -470,6 +484,7 @@ static enum drop_reason resolve_codes(struct py_sampler *ps,
 				return DROP_INVALID;
 			out->frames[i].code = code;
 		}
+		out->frames[i].entry = ps->entries[i];
 		out->frames[i].line =
 		    pycode_line(&ps->codes, out->frames[i].code, ps->addrqs[i]);
 	}

@@ -32,6 +32,7 @@ const char *drop_reason_name(enum drop_reason reason);
 struct py_frame {
 	struct pycode *code;
 	int line;
+	int entry; /* the first frame its C eval call ran: see push_frame */
 };
 
 /* What a thread was doing when sampled (when the sampler was asked). */
@@ -85,6 +86,7 @@ struct py_sampler {
 	uint64_t next_chunk; /* older chunk not read yet, 0 when none */
 	uint64_t *code_addrs;
 	long *addrqs;
+	unsigned char *entries;
 	size_t alloc_walk;
 	unsigned char *headers;
 	size_t alloc_headers;
