@@ -20,7 +20,7 @@ CFLAGS += -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	  -Wpointer-arith -Wformat=2 -Wvla -Wundef
 endif
 
-PKGS = libelf libdw libcjson ncursesw
+PKGS = libelf libdw libcjson ncursesw libunwind-ptrace libunwind-generic
 DEPS_OK := $(shell scripts/install-deps --check >/dev/null 2>&1 && echo yes)
 
 SRCS = $(wildcard src/*.c) $(wildcard offsets/*.c)
@@ -42,7 +42,7 @@ endif
 $(OBJS): | deps
 
 CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-LDLIBS += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lelf -ldw -lcjson) -lm
+LDLIBS += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lelf -ldw -lcjson) -lstdc++ -lm
 
 spyc: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)

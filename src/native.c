@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming frames with libdw, and merging with Python frames. */
+#include "native.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <libunwind-ptrace.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "proc.h"
+#include "util.h"
+
+/* Bytes of a stopped thread's stack copied in one read: most unwinds need no more. */
+#define STACK_COPY_BYTES (64u << 10)
+/* x86-64 SysV: leaf functions may use 128 bytes below the stack pointer. */
+#define RED_ZONE 128
+#define PAGE_BYTES 4096u
+#define NR_PAGES 16u
+/* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
+			    int *status);
+
+/* libunwind hands accessors the UPT context: ours is found here. */
+static struct native_unwinder *active;
+
+static struct native_thread *find_thread(struct native_unwinder *nu, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < nu->nr_threads; i++)
+		if (nu->threads[i].tid == tid)
+			return &nu->threads[i];
+	return NULL;
+}
+
+static int read_word(struct native_unwinder *nu, uint64_t addr, uint64_t *val)
+{
+	struct native_thread *t = nu->current;
+	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
+	unsigned int i;
+
+	if (t && addr >= t->stack_lo && addr + 8 <= t->stack_lo + t->stack_len) {
+		memcpy(val, t->stack + (addr - t->stack_lo), 8);
+		return 0;
+	}
+	if (addr + 8 > page + PAGE_BYTES)
+		return proc_read(nu->pid, addr, val, 8);
+	for (i = 0; i < NR_PAGES; i++)
+		if (nu->pages[i] == page)
+			break;
+	if (i == NR_PAGES) {
+		i = nu->next_page++ % NR_PAGES;
+		if (proc_read(nu->pid, page, nu->page_data + i * PAGE_BYTES,
+			      PAGE_BYTES)) {
+			nu->pages[i] = 0;
+			return proc_read(nu->pid, addr, val, 8);
+		}
+		nu->pages[i] = page;
+	}
+	memcpy(val, nu->page_data + i * PAGE_BYTES + (addr - page), 8);
+	return 0;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
+		      int write, void *arg)
+{
+	uint64_t v;
+
+	if (write || !active)
+		return -UNW_EINVAL;
+	if (read_word(active, addr, &v))
+		return -UNW_EINVAL;
+	*val = v;
+	return 0;
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
+		      int write, void *arg)
+{
+	const struct user_regs_struct *r;
+
+	if (write || !active || !active->current)
+		return -UNW_EBADREG;
+	r = &active->current->regs;
+	switch (reg) {
+	case UNW_X86_64_RAX: *val = r->rax; break;
+	case UNW_X86_64_RDX: *val = r->rdx; break;
+	case UNW_X86_64_RCX: *val = r->rcx; break;
+	case UNW_X86_64_RBX: *val = r->rbx; break;
+	case UNW_X86_64_RSI: *val = r->rsi; break;
+	case UNW_X86_64_RDI: *val = r->rdi; break;
+	case UNW_X86_64_RBP: *val = r->rbp; break;
+	case UNW_X86_64_RSP: *val = r->rsp; break;
+	case UNW_X86_64_R8: *val = r->r8; break;
+	case UNW_X86_64_R9: *val = r->r9; break;
+	case UNW_X86_64_R10: *val = r->r10; break;
+	case UNW_X86_64_R11: *val = r->r11; break;
+	case UNW_X86_64_R12: *val = r->r12; break;
+	case UNW_X86_64_R13: *val = r->r13; break;
+	case UNW_X86_64_R14: *val = r->r14; break;
+	case UNW_X86_64_R15: *val = r->r15; break;
+	case UNW_X86_64_RIP: *val = r->rip; break;
+	default: return -UNW_EBADREG;
+	}
+	return 0;
+}
+
+int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
+{
+	static const Dwfl_Callbacks callbacks = {
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+	};
+	unw_accessors_t acc = _UPT_accessors;
+	Dwfl *dwfl;
+
+	memset(nu, 0, sizeof(*nu));
+	nu->pid = rt->pid;
+	nu->rt = rt;
+	/* libunwind finds unwind tables; spyc reads the memory and registers. */
+	acc.access_mem = access_mem;
+	acc.access_reg = access_reg;
+	nu->as = unw_create_addr_space(&acc, 0);
+	if (!nu->as)
+		return error("libunwind cannot create an address space");
+	unw_set_caching_policy(nu->as, UNW_CACHE_GLOBAL);
+	dwfl = dwfl_begin(&callbacks);
+	if (!dwfl || dwfl_linux_proc_report(dwfl, rt->pid) ||
+	    dwfl_report_end(dwfl, NULL, NULL)) {
+		if (dwfl)
+			dwfl_end(dwfl);
+		unw_destroy_addr_space(nu->as);
+		nu->as = NULL;
+		return error("libdw cannot read the modules of pid %d",
+			     (int)rt->pid);
+	}
+	nu->dwfl = dwfl;
+	nu->syms_size = 1024;
+	nu->syms = xcalloc(nu->syms_size, sizeof(*nu->syms));
+	nu->page_data = xmalloc(NR_PAGES * PAGE_BYTES);
+	return 0;
+}
+
+void native_release(struct native_unwinder *nu)
+{
+	size_t i;
+
+	native_resume_all(nu);
+	for (i = 0; i < nu->syms_size && nu->syms; i++) {
+		if (!nu->syms[i])
+			continue;
+		free(nu->syms[i]->name);
+		free(nu->syms[i]->file);
+		free(nu->syms[i]);
+	}
+	free(nu->syms);
+	for (i = 0; i < nu->alloc_threads; i++)
+		free(nu->threads[i].stack);
+	free(nu->threads);
+	if (nu->upt)
+		_UPT_destroy(nu->upt);
+	if (nu->dwfl)
+		dwfl_end(nu->dwfl);
+	if (nu->as)
+		unw_destroy_addr_space(nu->as);
+	free(nu->page_data);
+	memset(nu, 0, sizeof(*nu));
+}
+
+/* Stop one thread; 0 if stopped, -1 if it is gone or cannot be. */
+static int stop_one(struct native_unwinder *nu, struct native_thread *t)
+{
+	int status;
+
+	t->pending_signal = 0;
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
+		return -1;
+	t->stopped = 1; /* attached: must be detached whatever happens */
+	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
+		return -1;
+	for (;;) {
+		pid_t r = waitpid((pid_t)t->tid, &status, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(status)) {
+			t->stopped = 0; /* it exited: nothing to detach */
+			return -1;
+		}
+		/*
+		 * Our interrupt shows as PTRACE_EVENT_STOP; anything else is
+		 * a signal on its way to the target: hold it, deliver it on
+		 * detach.  Either way the thread is stopped now.
+		 */
+		if ((status >> 16) != PTRACE_EVENT_STOP)
+			t->pending_signal = WSTOPSIG(status);
+		break;
+	}
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
+		return -1;
+	return 0;
+}
+
+/* Copy the top of a stopped thread's stack: one read, shrinking on a fault. */
+static void copy_stack(struct native_unwinder *nu, struct native_thread *t)
+{
+	size_t len = STACK_COPY_BYTES;
+
+	if (t->stack_alloc < len) {
+		free(t->stack);
+		t->stack = xmalloc(len);
+		t->stack_alloc = len;
+	}
+	t->stack_lo = t->regs.rsp - RED_ZONE;
+	for (; len >= PAGE_BYTES; len /= 2) {
+		/* Stop at the end of the stack's mapping. */
+		if (!proc_read(nu->pid, t->stack_lo, t->stack, len)) {
+			t->stack_len = len;
+			return;
+		}
+	}
+	t->stack_len = 0;
+}
+
+size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
+{
+	size_t i, stopped = 0;
+
+	native_resume_all(nu);
+	for (i = 0; i < n; i++) {
+		struct native_thread *t;
+		size_t old = nu->alloc_threads;
+
+		if (!tids[i])
+			continue;
+		ALLOC_GROW(nu->threads, nu->nr_threads + 1, nu->alloc_threads);
+		if (nu->alloc_threads > old)
+			memset(nu->threads + old, 0,
+			       (nu->alloc_threads - old) * sizeof(*nu->threads));
+		t = &nu->threads[nu->nr_threads++];
+		t->tid = tids[i];
+		if (stop_one(nu, t)) {
+			if (t->stopped)
+				ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
+			t->stopped = 0;
+			nu->nr_threads--;
+			continue;
+		}
+		copy_stack(nu, t);
+		stopped++;
+	}
+	memset(nu->pages, 0, sizeof(nu->pages));
+	return stopped;
+}
+
+void native_resume_all(struct native_unwinder *nu)
+{
+	size_t i;
+
+	for (i = 0; i < nu->nr_threads; i++) {
+		struct native_thread *t = &nu->threads[i];
+
+		if (t->stopped)
+			ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
+		t->stopped = 0;
+	}
+	nu->nr_threads = 0;
+}
+
+size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
+		     size_t max)
+{
+	struct native_thread *t = find_thread(nu, tid);
+	unw_cursor_t cursor;
+	size_t n = 0;
+
+	if (!t || !t->stopped)
+		return 0;
+	if (nu->upt && nu->upt_tid != tid) {
+		_UPT_destroy(nu->upt);
+		nu->upt = NULL;
+	}
+	if (!nu->upt) {
+		nu->upt = _UPT_create((pid_t)tid);
+		nu->upt_tid = tid;
+		if (!nu->upt)
+			return 0;
+	}
+	active = nu;
+	nu->current = t;
+	if (unw_init_remote(&cursor, nu->as, nu->upt) == 0) {
+		do {
+			unw_word_t ip;
+
+			if (unw_get_reg(&cursor, UNW_REG_IP, &ip) || !ip)
+				break;
+			ips[n++] = ip;
+		} while (n < max && unw_step(&cursor) > 0);
+	}
+	nu->current = NULL;
+	active = NULL;
+	return n;
+}
+
+static size_t sym_slot(const struct native_unwinder *nu, uint64_t ip)
+{
+	return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 17) & (nu->syms_size - 1);
+}
+
+static void sym_insert(struct native_unwinder *nu, struct native_sym *s)
+{
+	size_t i;
+
+	if ((nu->nr_syms + 1) * 2 > nu->syms_size) {
+		struct native_sym **old = nu->syms;
+		size_t old_size = nu->syms_size;
+
+		nu->syms_size *= 2;
+		nu->syms = xcalloc(nu->syms_size, sizeof(*nu->syms));
+		for (i = 0; i < old_size; i++)
+			if (old[i])
+				sym_insert(nu, old[i]), nu->nr_syms--;
+		free(old);
+	}
+	i = sym_slot(nu, s->ip);
+	while (nu->syms[i])
+		i = (i + 1) & (nu->syms_size - 1);
+	nu->syms[i] = s;
+	nu->nr_syms++;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *p = strrchr(path, '/');
+
+	return p ? p + 1 : path;
+}
+
+static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
+{
+	struct native_sym *s = xcalloc(1, sizeof(*s));
+	Dwfl_Module *mod = dwfl_addrmodule(nu->dwfl, ip);
+	const char *name = NULL, *mainfile = NULL, *modname = NULL;
+	Dwarf_Addr start = 0;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	struct strbuf sb = STRBUF_INIT;
+
+	s->ip = ip;
+	if (!mod) {
+		/* A library loaded since: look again, once per new address. */
+		dwfl_report_begin_add(nu->dwfl);
+		dwfl_linux_proc_report(nu->dwfl, nu->pid);
+		dwfl_report_end(nu->dwfl, NULL, NULL);
+		mod = dwfl_addrmodule(nu->dwfl, ip);
+	}
+	if (mod) {
+		modname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL,
+					   &mainfile, NULL);
+		name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL,
+					    NULL);
+		if (mainfile)
+			s->in_interp = !strcmp(mainfile, nu->rt->binary) ||
+				       !strcmp(base_name(mainfile),
+					       base_name(nu->rt->binary));
+	}
+	if (name) {
+		int status = -1;
+		char *demangled = NULL;
+
+		if (name[0] == '_' && name[1] == 'Z')
+			demangled = __cxa_demangle(name, NULL, NULL, &status);
+		strbuf_addstr(&sb, demangled && !status ? demangled : name);
+		free(demangled);
+		s->is_eval = !strncmp(name, "_PyEval_EvalFrameDefault", 24);
+	} else {
+		strbuf_addf(&sb, "%s+0x%llx",
+			    modname ? base_name(modname) : "?",
+			    (unsigned long long)(ip - start));
+	}
+	s->name = strbuf_detach(&sb);
+	if (mod) {
+		Dwfl_Line *line = dwfl_module_getsrc(mod, ip);
+		int lineno = 0;
+		const char *file =
+			line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL,
+					     NULL) :
+			       NULL;
+
+		if (file) {
+			s->file = xstrdup(file);
+			s->line = lineno;
+		}
+	}
+	return s;
+}
+
+const struct native_sym *native_symbolize(struct native_unwinder *nu,
+					  uint64_t ip)
+{
+	size_t i = sym_slot(nu, ip);
+	struct native_sym *s;
+
+	while (nu->syms[i]) {
+		if (nu->syms[i]->ip == ip)
+			return nu->syms[i];
+		i = (i + 1) & (nu->syms_size - 1);
+	}
+	s = describe(nu, ip);
+	sym_insert(nu, s);
+	return s;
+}
+
+/* The symbol of frame i: a return address names its call, so look at ip-1. */
+static const struct native_sym *frame_sym(struct native_unwinder *nu,
+					  const uint64_t *ips, size_t i)
+{
+	return native_symbolize(nu, i ? ips[i] - 1 : ips[i]);
+}
+
+size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
+		    size_t nr_py, const uint64_t *ips, size_t nr_ips,
+		    struct merged_frame *out, size_t max, int *merged)
+{
+	size_t groups = 0, evals = 0, i, n = 0, innermost_eval = nr_ips;
+	size_t group_end;
+
+	for (i = 0; i < nr_py; i++)
+		groups += py[i].entry;
+	/* Python frames after the last entry mark belong to no call: odd. */
+	if (nr_py && !py[nr_py - 1].entry)
+		groups = (size_t)-1;
+	for (i = 0; i < nr_ips; i++) {
+		if (frame_sym(nu, ips, i)->is_eval) {
+			evals++;
+			if (innermost_eval == nr_ips)
+				innermost_eval = i;
+		}
+	}
+	*merged = groups == evals;
+	if (!*merged) {
+		for (i = nr_py; i-- > 0 && n < max;)
+			out[n++] = (struct merged_frame){ &py[i], NULL };
+		for (i = innermost_eval; i-- > 0 && n < max;)
+			out[n++] = (struct merged_frame){
+				NULL, frame_sym(nu, ips, i) };
+		return n;
+	}
+	/*
+	 * Root first: native frames from the outermost, each eval frame
+	 * replaced by its group of Python frames (outermost group first).
+	 */
+	group_end = nr_py;
+	for (i = nr_ips; i-- > 0 && n < max;) {
+		const struct native_sym *s = frame_sym(nu, ips, i);
+
+		if (s->is_eval) {
+			size_t start = group_end ? group_end - 1 : 0, j;
+
+			/* The group: inward until the next entry mark. */
+			while (start > 0 && !py[start - 1].entry)
+				start--;
+			for (j = group_end; j-- > start && n < max;)
+				out[n++] = (struct merged_frame){ &py[j], NULL };
+			group_end = start;
+			continue;
+		}
+		/* The interpreter's plumbing between Python frames is noise. */
+		if (s->in_interp && i > innermost_eval)
+			continue;
+		out[n++] = (struct merged_frame){ NULL, s };
+	}
+	return n;
+}

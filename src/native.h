@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming frames with libdw, and merging with Python frames. */
+#ifndef SPYC_NATIVE_H
+#define SPYC_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "pyframe.h"
+#include "pyruntime.h"
+
+/* Deepest native stack followed. */
+#define NATIVE_MAX_DEPTH 512
+
+/* A named native address.  Owned by the unwinder's cache. */
+struct native_sym {
+	uint64_t ip;
+	char *name;   /* "func", or "module+0xOFFSET" with no symbol */
+	char *file;   /* source file from DWARF, or NULL */
+	int line;
+	int is_eval;  /* _PyEval_EvalFrameDefault: runs Python frames */
+	int in_interp; /* inside the interpreter's own binary */
+};
+
+/* One stopped thread: its registers and a copy of the top of its stack. */
+struct native_thread {
+	long tid;
+	int stopped;
+	int pending_signal; /* a signal that arrived while we held it */
+	struct user_regs_struct regs;
+	uint64_t stack_lo;
+	size_t stack_len;
+	unsigned char *stack;
+	size_t stack_alloc;
+};
+
+struct native_unwinder {
+	pid_t pid;
+	const struct pyruntime *rt;
+	void *as;   /* unw_addr_space_t */
+	void *dwfl; /* Dwfl * */
+	struct native_sym **syms;
+	size_t syms_size, nr_syms;
+	struct native_thread *threads;
+	size_t nr_threads, alloc_threads;
+	struct native_thread *current; /* being unwound */
+	void *upt;                     /* _UPT_create() of current */
+	long upt_tid;
+	uint64_t pages[16];            /* a small cache of target pages */
+	unsigned char *page_data;
+	unsigned int next_page;
+};
+
+/*
+ * Prepare to unwind pid's threads.  Returns 0, or -1 after reporting.
+ * Frames in rt's binary are the interpreter's own.
+ */
+int native_init(struct native_unwinder *nu, const struct pyruntime *rt);
+void native_release(struct native_unwinder *nu);
+
+/*
+ * Stop the threads tids[0..n-1] (only those), capturing registers and
+ * the top of each stack.  Threads that are gone are skipped.  Returns
+ * how many are stopped; they must be resumed with native_resume_all()
+ * as soon as possible.
+ */
+size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n);
+/* Let every stopped thread run again, delivering any signal held back. */
+void native_resume_all(struct native_unwinder *nu);
+
+/*
+ * Unwind a stopped thread into ips (innermost first).  Returns the
+ * number of frames, 0 if tid is not stopped or cannot be unwound.
+ */
+size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
+		     size_t max);
+
+/* The name of a native address, cached.  Never NULL. */
+const struct native_sym *native_symbolize(struct native_unwinder *nu,
+					  uint64_t ip);
+
+/* One frame of a merged stack. */
+struct merged_frame {
+	const struct py_frame *py;     /* a Python frame, or NULL */
+	const struct native_sym *native; /* else a native one */
+};
+
+/*
+ * Merge a thread's Python frames (innermost first, with entry marks)
+ * and native frames (innermost first) into out, ROOT FIRST: each
+ * _PyEval_EvalFrameDefault is replaced by the Python frames it ran, and
+ * the interpreter's own frames between Python frames are left out.
+ * Returns the number of frames; *merged is 0 when the two did not line
+ * up, and then out holds the Python frames followed by the native ones
+ * above the innermost eval call.
+ */
+size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
+		    size_t nr_py, const uint64_t *ips, size_t nr_ips,
+		    struct merged_frame *out, size_t max, int *merged);
+
+#endif
