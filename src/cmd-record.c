@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "native.h"
 #include "output.h"
 #include "proc.h"
 #include "pyframe.h"
@@ -46,6 +47,10 @@ static const char usage_text[] =
     "  -i, --idle            keep threads that are sleeping or blocked\n"
     "                        (default: only threads running on a CPU)\n"
     "  -g, --gil             keep only the thread holding the GIL\n"
+    "  -n, --native          merge native frames (C extensions, libc, the\n"
+    "                        interpreter's helpers) into the Python stacks;\n"
+    "                        stops each sampled thread briefly to read its\n"
+    "                        registers (Python-only sampling never does)\n"
     "  -h, --help            this help\n"
     "\n"
     "exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
@@ -68,6 +73,7 @@ struct record_opts {
 	int full_filenames;
 	int idle; /* keep threads that are not on a CPU too */
 	int gil;  /* keep only the thread holding the GIL */
+	int native; /* merge native frames in */
 	char **argv; /* launch mode */
 };
 
@@ -80,6 +86,13 @@ struct recorder {
 	char cwd[4096];
 	uint32_t *scratch; /* root-first frame ids of one stack */
 	uint64_t samples, empty, dropped[DROP_NR];
+	uint64_t unmerged; /* --native stacks that did not line up */
+	struct native_unwinder nu;
+	struct merged_frame *merged; /* scratch for one merged stack */
+	long *tids;
+	size_t alloc_tids;
+	struct py_thread *before;
+	size_t alloc_before;
 	pid_t child; /* launch mode, else 0 */
 	int child_status, child_reaped;
 	const char *ended; /* why sampling stopped, for the summary */
@@ -111,6 +124,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"full-filenames", no_argument, NULL, 'F'},
 	    {"idle", no_argument, NULL, 'i'},
 	    {"gil", no_argument, NULL, 'g'},
+	    {"native", no_argument, NULL, 'n'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -118,7 +132,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
-	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFigh", options, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFignh", options, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'p':
@@ -152,6 +166,9 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			break;
 		case 'i':
 			o->idle = 1;
+			break;
+		case 'n':
+			o->native = 1;
 			break;
 		case 'g':
 			o->gil = 1;
@@ -243,28 +260,101 @@ static int wanted(const struct record_opts *o, const struct py_thread *t)
 }
 
 /* Count the sample's stacks; returns how many threads had one. */
-static size_t add_sample(struct recorder *r)
+/* The stacks frame id of a native frame, cached on its symbol. */
+static uint32_t native_frame_id(struct recorder *r, struct native_sym *sym)
+{
+	if (sym->user_id < 0)
+		sym->user_id = stacks_frame(&r->stacks, sym->name,
+					    sym->file ? sym->file : "",
+					    sym->file ? sym->line : 0);
+	return (uint32_t)sym->user_id;
+}
+
+/* Thread t's stack, root first, into r->scratch; returns its depth. */
+static size_t stack_ids(struct recorder *r, const struct py_thread *t)
 {
 	const struct py_sample *s = &r->sample;
-	size_t i, j, added = 0;
+	uint64_t ips[NATIVE_MAX_DEPTH];
+	size_t j, n, nips;
+	int merged;
 
-	for (i = 0; i < s->nr_threads; i++) {
-		const struct py_thread *t = &s->threads[i];
-		uint32_t th;
-
-		if (!t->depth || !wanted(r->opts, t))
-			continue;
-		th = stacks_thread(&r->stacks, t->ident, t->tid, NULL);
+	if (!r->opts->native || !t->tid ||
+	    !(nips = native_unwind(&r->nu, t->tid, ips, ARRAY_SIZE(ips)))) {
 		for (j = 0; j < t->depth; j++) {
 			const struct py_frame *f =
 			    &s->frames[t->first + t->depth - 1 - j];
 
 			r->scratch[j] = frame_id(r, f->code, f->line);
 		}
-		stacks_add(&r->stacks, th, r->scratch, t->depth, 1);
+		return t->depth;
+	}
+	n = native_merge(&r->nu, &s->frames[t->first], t->depth, ips, nips,
+			 r->merged, PY_MAX_DEPTH + NATIVE_MAX_DEPTH, &merged);
+	if (!merged)
+		r->unmerged++;
+	for (j = 0; j < n; j++)
+		r->scratch[j] =
+		    r->merged[j].py
+			? frame_id(r, r->merged[j].py->code, r->merged[j].py->line)
+			: native_frame_id(
+			      r, (struct native_sym *)r->merged[j].native);
+	return n;
+}
+
+static size_t add_sample(struct recorder *r)
+{
+	const struct py_sample *s = &r->sample;
+	size_t i, added = 0;
+
+	for (i = 0; i < s->nr_threads; i++) {
+		const struct py_thread *t = &s->threads[i];
+		uint32_t th;
+		size_t depth;
+
+		if (!t->depth || !wanted(r->opts, t))
+			continue;
+		depth = stack_ids(r, t);
+		th = stacks_thread(&r->stacks, t->ident, t->tid, NULL);
+		stacks_add(&r->stacks, th, r->scratch, depth, 1);
 		added++;
 	}
 	return added;
+}
+
+/*
+ * --native: stop just the threads that will be sampled, read their
+ * Python frames again while they are stopped (so both views are of one
+ * instant), keeping what they were doing before they were stopped.
+ */
+static enum drop_reason stop_wanted(struct recorder *r)
+{
+	struct py_sample *s = &r->sample;
+	size_t i, j, n = 0, nr = s->nr_threads;
+	enum drop_reason why;
+
+	ALLOC_GROW(r->tids, nr + 1, r->alloc_tids);
+	ALLOC_GROW(r->before, nr + 1, r->alloc_before);
+	for (i = 0; i < nr; i++)
+		if (s->threads[i].depth && s->threads[i].tid &&
+		    wanted(r->opts, &s->threads[i]))
+			r->tids[n++] = s->threads[i].tid;
+	if (!n)
+		return DROP_NONE;
+	memcpy(r->before, s->threads, nr * sizeof(*r->before));
+	native_stop(&r->nu, r->tids, n);
+	r->ps.want_state = r->ps.want_gil = 0;
+	why = py_sampler_sample(&r->ps, s);
+	r->ps.want_state = !r->opts->idle;
+	r->ps.want_gil = r->opts->gil;
+	for (i = 0; i < s->nr_threads; i++) {
+		for (j = 0; j < nr; j++) {
+			if (r->before[j].ident != s->threads[i].ident)
+				continue;
+			s->threads[i].state = r->before[j].state;
+			s->threads[i].holds_gil = r->before[j].holds_gil;
+		}
+	}
+	return why;
 }
 
 /* Has the target gone (exited, or exec'd another program)? */
@@ -308,20 +398,24 @@ static void sample_loop(struct recorder *r)
 		 */
 		if (why != DROP_NONE && why != DROP_GONE)
 			why = py_sampler_sample(&r->ps, &r->sample);
+		if (why == DROP_NONE && r->opts->native)
+			why = stop_wanted(r);
 		if (why == DROP_NONE) {
-			/* Before the first frame and after the last: nothing.
-			 */
+			/* Before the first frame and after the last: nothing. */
 			if (add_sample(r))
 				r->samples++;
 			else
 				r->empty++;
-		} else if (why == DROP_GONE || target_gone(r)) {
+		}
+		/* Stopped threads run again before anything else happens. */
+		native_resume_all(&r->nu);
+		if (why == DROP_GONE || (why != DROP_NONE && target_gone(r))) {
 			if (!r->ended)
 				r->ended = "the target exited";
 			break;
-		} else {
-			r->dropped[why]++;
 		}
+		if (why != DROP_NONE)
+			r->dropped[why]++;
 		now = now_ns();
 		if (now - last_check > EXEC_CHECK_NS) {
 			last_check = now;
@@ -409,7 +503,16 @@ int cmd_record(int argc, char **argv)
 	r.ps.want_state = !opts.idle;
 	r.ps.want_gil = opts.gil;
 	stacks_init(&r.stacks);
-	r.scratch = xmalloc(PY_MAX_DEPTH * sizeof(*r.scratch));
+	r.scratch = xmalloc((PY_MAX_DEPTH + NATIVE_MAX_DEPTH) *
+			    sizeof(*r.scratch));
+	if (opts.native) {
+		if (native_init(&r.nu, &r.rt)) {
+			ret = EXIT_FAILED;
+			goto out;
+		}
+		r.merged = xmalloc((PY_MAX_DEPTH + NATIVE_MAX_DEPTH) *
+				   sizeof(*r.merged));
+	}
 
 	started = now_ns();
 	sample_loop(&r);
@@ -452,7 +555,10 @@ int cmd_record(int argc, char **argv)
 				      elapsed
 				: 0.0,
 			    opts.output);
-		if (r.ended)
+		if (r.ended && opts.native)
+			strbuf_addf(&sb, " (%s; %llu native stacks unmerged)",
+				    r.ended, (unsigned long long)r.unmerged);
+		else if (r.ended)
 			strbuf_addf(&sb, " (%s)", r.ended);
 		fprintf(stderr, "%s\n", sb.buf);
 		strbuf_release(&sb);
@@ -477,6 +583,11 @@ out:
 		waitpid(r.child, &r.child_status, 0);
 	}
 	free(r.scratch);
+	free(r.merged);
+	free(r.tids);
+	free(r.before);
+	if (opts.native)
+		native_release(&r.nu);
 	stacks_release(&r.stacks);
 	py_sample_release(&r.sample);
 	py_sampler_release(&r.ps);

@@ -20,6 +20,8 @@
 /* x86-64 SysV: leaf functions may use 128 bytes below the stack pointer. */
 #define RED_ZONE 128
 #define PAGE_BYTES 4096u
+/* Addresses in no known module make spyc re-read the maps at most this often. */
+#define REREPORT_NS 1000000000ULL
 #define NR_PAGES 16u
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
@@ -352,8 +354,10 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 	struct strbuf sb = STRBUF_INIT;
 
 	s->ip = ip;
-	if (!mod) {
-		/* A library loaded since: look again, once per new address. */
+	s->user_id = -1;
+	if (!mod && now_ns() - nu->last_report > REREPORT_NS) {
+		/* A library loaded since?  Look again, now and then. */
+		nu->last_report = now_ns();
 		dwfl_report_begin_add(nu->dwfl);
 		dwfl_linux_proc_report(nu->dwfl, nu->pid);
 		dwfl_report_end(nu->dwfl, NULL, NULL);

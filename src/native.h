@@ -22,6 +22,7 @@ struct native_sym {
 	int line;
 	int is_eval;  /* _PyEval_EvalFrameDefault: runs Python frames */
 	int in_interp; /* inside the interpreter's own binary */
+	long user_id;  /* for callers to cache a number on; starts at -1 */
 };
 
 /* One stopped thread: its registers and a copy of the top of its stack. */
@@ -51,6 +52,7 @@ struct native_unwinder {
 	uint64_t pages[16];            /* a small cache of target pages */
 	unsigned char *page_data;
 	unsigned int next_page;
+	uint64_t last_report; /* when the module list was last refreshed */
 };
 
 /*

@@ -34,7 +34,8 @@ SUMMARY_RE = re.compile(
     r", (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?"
     r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
     r"(?: \((?P<ended>interrupted|terminated|--duration elapsed"
-    r"|the target exited|the target exec'd another program)\))?$")
+    r"|the target exited|the target exec'd another program)"
+    r"(?:; (?P<unmerged>\d+) native stacks unmerged)?\))?$")
 # What the other tests accept, so that a wording slip in the summary (checked
 # on its own by test_summary_line_format) does not hide everything else: the
 # same, optionally followed by a parenthesised remark after the file name.
@@ -55,6 +56,8 @@ class Summary(object):
         self.hz = float(m.group("hz"))
         self.path = m.group("path")
         self.ended = m.groupdict().get("ended")
+        unmerged = m.groupdict().get("unmerged")
+        self.unmerged = int(unmerged) if unmerged is not None else None
 
 
 def parse_summary(stderr, describe, strict=False):

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* Values of command-line options that several commands take. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "commands.h"
+
+double parse_positive_arg(const char *opt, const char *arg, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || end == arg || !(v > 0) || v > max) {
+		fprintf(stderr, "spyc: invalid %s '%s'\n", opt, arg);
+		exit(EXIT_USAGE);
+	}
+	return v;
+}

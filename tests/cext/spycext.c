@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A C extension for the --native tests: Python calls call_back(fn), a C
+ * function, which calls fn back in Python.  Built by the tests for every
+ * interpreter from that interpreter's own headers.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Kept out of line and not a tail call, so it has a frame of its own. */
+__attribute__((noinline)) static PyObject *
+spycext_call_back(PyObject *self, PyObject *fn)
+{
+	PyObject *result = PyObject_CallObject(fn, NULL);
+
+	if (!result)
+		return NULL;
+	Py_DECREF(result);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef spycext_methods[] = {
+	{ "call_back", spycext_call_back, METH_O,
+	  "call_back(fn): call fn() from C." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef spycext_module = {
+	PyModuleDef_HEAD_INIT, "spycext", NULL, -1, spycext_methods,
+	NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit_spycext(void)
+{
+	return PyModule_Create(&spycext_module);
+}
