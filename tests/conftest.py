@@ -167,9 +167,10 @@ class Spyc(object):
         return subprocess.Popen([self.path] + [str(a) for a in args],
                                 env=env, **kw)
 
-    def dump_json(self, pid, env=None):
+    def dump_json(self, pid, env=None, extra=()):
         """(parsed JSON, SpycResult) of `spyc dump --pid PID --json`."""
-        res = self.run(["dump", "--pid", pid, "--json"], env=env)
+        res = self.run(["dump", "--pid", pid, "--json"] + list(extra),
+                       env=env)
         res.assert_ok()
         try:
             doc = json.loads(res.stdout)

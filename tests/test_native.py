@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""--native on every CPython slot: a test C extension (tests/cext), built
+here from each interpreter's own headers, calls back into Python; spyc
+must show Python -> the C function, by its real name -> the Python
+callback, in that order, and leave the target exactly as it was."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TARGETS, REPO, newest_python, target_env
+from test_record import parse_summary
+
+CEXT = os.path.join(REPO, "tests", "cext", "spycext.c")
+# Only inside the interpreter under test; works on 3.6.
+CONFIG = ("import sysconfig; print(sysconfig.get_paths()['include']); "
+          "print(sysconfig.get_config_var('EXT_SUFFIX'))")
+
+
+def build_extension(python, outdir):
+    """Build spycext for python into outdir; skip if it has no headers."""
+    out = subprocess.run([python.path, "-c", CONFIG], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True, timeout=60)
+    include, suffix = out.stdout.split("\n")[:2]
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        pytest.skip("CPython %s has no headers (%s) to build the test "
+                    "extension" % (python.version, include))
+    target = os.path.join(outdir, "spycext" + suffix)
+    subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O0", "-I", include,
+                    "-o", target, CEXT], check=True, timeout=120)
+    return outdir
+
+
+@pytest.fixture
+def ext_dir(python, tmp_path):
+    return build_extension(python, str(tmp_path))
+
+
+def chain_positions(names, want):
+    """Index of each name of want in names, or None if one is missing."""
+    try:
+        return [names.index(w) for w in want]
+    except ValueError:
+        return None
+
+
+def test_dump_native_order(spyc, python, targets, ext_dir):
+    t = targets.start(python, "native_cb.py", ext_dir, "{report}")
+    doc, res = spyc.dump_json(t.pid, extra=["--native"])
+    main = [th for th in doc["threads"]
+            if th["thread_id"] == t.info["thread_id"]]
+    assert len(main) == 1, res.describe()
+    main = main[0]
+    assert main["merged"], res.describe()
+    frames = main["frames"]
+    # The Python frames are exactly what the interpreter says...
+    py = [[f["name"], f["file"], f["line"]] for f in frames
+          if not f.get("native")]
+    assert py == t.info["frames"], res.describe()
+    # ...and the C function sits between them, by its own name.
+    names = [f["name"] for f in frames]
+    where = chain_positions(names, ["inner", "spycext_call_back", "outer"])
+    assert where is not None and where == sorted(where), names
+    cfunc = frames[where[1]]
+    assert cfunc["native"] and cfunc["file"].endswith("spycext.c"), cfunc
+    # Native frames above the callback: how it blocks (time.sleep's C).
+    assert any(f.get("native") for f in frames[:where[0]]), names
+
+
+def test_record_native_order(spyc, python, targets, ext_dir, tmp_path):
+    t = targets.start(python, "native_cb.py", ext_dir, "{report}", "spin")
+    out = str(tmp_path / "native.txt")
+    res = spyc.run(["record", "--native", "--pid", t.pid, "--duration", 1,
+                    "-o", out], timeout=60)
+    res.assert_ok()
+    summary = parse_summary(res.stderr, res.describe(), strict=True)
+    assert summary.unmerged == 0, res.describe()
+    total = hit = 0
+    with open(out) as f:
+        for line in f:
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            names = [fr.split(" (")[0] for fr in stack.split(";")]
+            total += int(count)
+            where = chain_positions(
+                names, ["outer", "spycext_call_back", "inner"])
+            if where is not None and where == sorted(where):
+                hit += int(count)
+    assert total > 0 and hit >= 0.95 * total, (hit, total)
+
+
+@pytest.fixture
+def newest():
+    py = newest_python()
+    if py is None:
+        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+    return py
+
+
+def thread_states(pid):
+    states = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states[tid] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            pass
+    return states
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_sigkill_never_leaves_target_stopped(spyc, newest, targets,
+                                             tmp_path):
+    """SIGKILL spyc while it samples --native at a high rate, many times:
+    the target must never be left stopped (state t/T) and keeps running."""
+    t = targets.start(newest, "states.py", "{report}")
+    for i in range(20):
+        proc = spyc.popen(["record", "--native", "--rate", "2000",
+                           "--pid", t.pid, "-o",
+                           str(tmp_path / ("k%d.txt" % i))])
+        time.sleep(0.05 + 0.013 * i)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    time.sleep(0.2)
+    states = thread_states(t.pid)
+    assert not [s for s in states.values() if s in ("t", "T")], states
+    before = cpu_ticks(t.pid)
+    time.sleep(0.5)
+    assert cpu_ticks(t.pid) > before, "the target no longer runs"
+
+
+def test_result_unchanged_after_a_minute_of_native(spyc, newest, tmp_path):
+    """A minute of --native sampling at 100 Hz: the program computes
+    exactly what it computes unprofiled."""
+    script = os.path.join(TARGETS, "churn.py")
+    rounds = "3300"
+    plain = subprocess.run([newest.path, script, rounds],
+                           stdout=subprocess.PIPE, env=target_env(),
+                           universal_newlines=True, timeout=600)
+    assert plain.returncode == 0
+    out = str(tmp_path / "minute.txt")
+    res = spyc.run(["record", "--native", "--rate", "100", "--duration",
+                    "60", "-o", out, "--", newest.path, script, rounds],
+                   env=target_env(), timeout=900)
+    assert res.returncode in (0, 1), res.describe()
+    assert res.stdout == plain.stdout
+    summary = parse_summary(res.stderr, res.describe())
+    assert summary.samples > 0
