@@ -1,0 +1,578 @@
+# SPDX-License-Identifier: MIT
+"""`spyc top`, on screen (under tmux) and as plain-text snapshots.
+
+The screen tests run spyc top in a detached tmux server of their own (a
+private socket per test, killed at the end), type keys with send-keys and
+read the screen with capture-pane.  The targets say what spyc should show:
+hot.py spends ~all its time in hot(); nested.py's outer() spends 30% in
+its own loop and 70% in inner(), so own and total time order them
+differently.  The screen's first row is compared with what the target
+reports, never with a fixed name.
+
+Top's code does not depend on the Python version beyond what record and
+dump already test on every slot, so these run on two interpreters only:
+the newest found and one older than 3.11 (whose frames are laid out the
+old way).  Each is skipped by name when missing.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import pyfind
+from conftest import SLOTS, target_env, wait_gone
+
+SCREEN_TIMEOUT = 20.0
+# The plain-text format, as documented in spyc(1).
+PLAIN_KEYS = ["snapshot", "time", "pid", "command", "python", "threads",
+              "samples/s", "idle", "gil", "errors", "view"]
+COLUMNS_RE = re.compile(r"^\s*%OWN\s+%TOTAL\s+OWNTIME\s+TOTALTIME\s+"
+                        r"(?:THREAD\s+)?FUNCTION\s*$")
+ROW_RE = re.compile(
+    r"^\s*(?P<own>\d+\.\d)\s+(?P<total>\d+\.\d)"
+    r"\s+(?P<own_s>\d+(?:\.\d+)?)s\s+(?P<total_s>\d+(?:\.\d+)?)s"
+    r"\s+(?:(?P<thread>tid \d+|0x[0-9a-f]+)\s+)?(?P<function>\S.*?)\s*$")
+FUNCTION_RE = re.compile(r"^(?P<name>.+?) \((?P<file>.*):(?P<line>\d+)\)$")
+
+
+def _top_slots():
+    """The newest interpreter's slot and the oldest found before 3.11."""
+    slots = [s for s in SLOTS if s.name != "static"]
+    found = [s for s in slots if s.interpreter is not None]
+    newest = found[-1] if found else pyfind.Slot("newest", None)
+    old = [s for s in found if s.interpreter.version_info[:2] < (3, 11)]
+    old = old[0] if old else pyfind.Slot("pre-3.11", None)
+    return [newest] if old is newest else [newest, old]
+
+
+TOP_SLOTS = _top_slots()
+
+
+@pytest.fixture(params=TOP_SLOTS, ids=[s.id for s in TOP_SLOTS])
+def top_python(request):
+    return pyfind.require(request.param)
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not found (scripts/install-deps installs it)")
+    sessions = []
+
+    def start(argv, width=120, height=40):
+        t = Tmux(tmp_path, width, height)
+        sessions.append(t)
+        t.start(argv)
+        return t
+    try:
+        yield start
+    finally:
+        for t in sessions:
+            t.kill()
+
+
+class Tmux(object):
+    """One detached tmux server running one command in a pane; the
+    command's exit status lands in a file, then the pane idles so that
+    it can still be read."""
+
+    def __init__(self, tmp_path, width, height):
+        self.socket = "spyc-top-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
+        self.width = width
+        self.height = height
+        self.status_path = str(tmp_path / ("status-" + self.socket))
+        self.env = target_env()
+        self.env.pop("TMUX", None)
+        self.env["TERM"] = os.environ.get("TERM") or "xterm"
+
+    def tmux(self, *args, **kw):
+        return subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null"] + list(args),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, env=self.env, timeout=20, **kw)
+
+    def start(self, argv):
+        # A Ctrl-C reaches the whole foreground group, the shell too: the
+        # trap keeps it alive to record spyc's status (and, unlike an
+        # ignored signal, is not inherited).
+        cmd = "trap : INT; %s; echo $? > %s; exec sleep 600" % (
+            " ".join(shlex.quote(str(a)) for a in argv),
+            shlex.quote(self.status_path))
+        res = self.tmux("new-session", "-d", "-x", str(self.width),
+                        "-y", str(self.height), cmd)
+        assert res.returncode == 0, "tmux new-session failed: %s" % (
+            res.stderr)
+
+    def screen(self):
+        res = self.tmux("capture-pane", "-p")
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    def display(self, fmt):
+        return self.tmux("display", "-p", fmt).stdout.strip()
+
+    def keys(self, *keys):
+        res = self.tmux("send-keys", *keys)
+        assert res.returncode == 0, res.stderr
+
+    def resize(self, width, height):
+        res = self.tmux("resize-window", "-x", str(width), "-y",
+                        str(height))
+        assert res.returncode == 0, res.stderr
+
+    def wait_screen(self, what, predicate, timeout=SCREEN_TIMEOUT):
+        """Poll the screen until predicate(Screen) is true; returns it."""
+        deadline = time.time() + timeout
+        while True:
+            s = Screen(self.screen())
+            if predicate(s):
+                return s
+            if time.time() > deadline:
+                pytest.fail("the screen never showed %s in %.0f s; it "
+                            "shows:\n%s\nstatus: %s" % (
+                                what, timeout, s.text, self.status()))
+            time.sleep(0.1)
+
+    def status(self):
+        """spyc's exit status once it has ended, else None."""
+        try:
+            with open(self.status_path) as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        return int(text) if text else None
+
+    def wait_status(self, timeout=SCREEN_TIMEOUT):
+        deadline = time.time() + timeout
+        while self.status() is None:
+            if time.time() > deadline:
+                pytest.fail("spyc top did not exit in %.0f s; the screen "
+                            "shows:\n%s" % (timeout, self.screen()))
+            time.sleep(0.05)
+        return self.status()
+
+    def pane_children(self):
+        """Pids of the processes the pane's shell started."""
+        shell = int(self.display("#{pane_pid}"))
+        kids = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == shell:
+                kids.append(int(d))
+        return kids
+
+    def kill(self):
+        try:
+            self.tmux("kill-server")
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+
+class Screen(object):
+    """A captured screen of spyc top: header lines, then the table."""
+
+    def __init__(self, text):
+        self.text = text
+        self.lines = text.split("\n")
+        self.rows = []
+        self.columns_at = None
+        for i, line in enumerate(self.lines):
+            if COLUMNS_RE.match(line):
+                self.columns_at = i
+                break
+        if self.columns_at is None:
+            return
+        for line in self.lines[self.columns_at + 1:]:
+            m = ROW_RE.match(line)
+            if not m:
+                break
+            self.rows.append(parse_row(m))
+
+    def names(self):
+        return [r["name"] for r in self.rows]
+
+    def header_line(self, prefix):
+        for line in self.lines[:self.columns_at or len(self.lines)]:
+            if line.startswith(prefix):
+                return line
+        return None
+
+
+def parse_row(m):
+    row = m.groupdict()
+    f = FUNCTION_RE.match(row["function"])
+    if f:
+        row.update(f.groupdict())
+    else:
+        # Cut at the screen's edge: the name comes first.
+        row["name"] = row["function"].split(" (", 1)[0]
+        row["file"] = row["line"] = None
+    for k in ("own", "total", "own_s", "total_s"):
+        row[k] = float(row[k])
+    return row
+
+
+def file_matches(shown, real):
+    """Top shows file names shortened, and on a narrow screen elided at
+    the front ("...ets/hot.py")."""
+    if shown is None:
+        return True
+    if shown.startswith("..."):
+        return real.endswith(shown[3:])
+    return real == shown or real.endswith("/" + shown)
+
+
+def top_argv(spyc, *args):
+    return [spyc.path, "top"] + [str(a) for a in args]
+
+
+def check_first_row(screen, chain_entry, where):
+    assert screen.rows, "%s: no rows:\n%s" % (where, screen.text)
+    row = screen.rows[0]
+    assert row["name"] == chain_entry["name"], (
+        "%s: first row should be %s:\n%s" % (
+            where, chain_entry["name"], screen.text))
+    assert file_matches(row["file"], chain_entry["file"]), (
+        "%s: first row's file should be %s:\n%s" % (
+            where, chain_entry["file"], screen.text))
+
+
+def check_header(screen, info, where):
+    top = screen.lines[0]
+    assert re.search(r"\bpid %d\b" % info["pid"], top), (
+        "%s: the first line should give the pid %d:\n%s" % (
+            where, info["pid"], screen.text))
+    assert screen.header_line("Python %s " % info["python_version"]), (
+        "%s: a header line should start with 'Python %s':\n%s" % (
+            where, info["python_version"], screen.text))
+
+
+# --- on screen ---
+
+def test_screen_shows_hot_function(spyc, targets, top_python, tmux):
+    t = targets.start(top_python, "hot.py", 0)
+    hot = t.info["chain"][-1]
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2))
+    s = term.wait_screen("%s first" % hot["name"],
+                         lambda s: s.rows and s.rows[0]["name"] ==
+                         hot["name"])
+    check_header(s, t.info, "120x40")
+    check_first_row(s, hot, "120x40")
+    assert s.rows[0]["own"] > 50, s.text
+    # Its callers are on the stack as often, and never running.
+    for caller in t.info["chain"][:-1]:
+        row = [r for r in s.rows if r["name"] == caller["name"]]
+        assert row and row[0]["own"] < s.rows[0]["own"], (
+            "%s should be a row below %s:\n%s" % (
+                caller["name"], hot["name"], s.text))
+    assert term.display("#{alternate_on}") == "1", (
+        "spyc top should draw on the alternate screen")
+    term.keys("q")
+    assert term.wait_status() == 0
+    assert term.display("#{alternate_on}") == "0", (
+        "the terminal was left on the alternate screen:\n" + term.screen())
+    assert t.proc.poll() is None, "quitting top must not stop the target"
+
+
+def test_sort_keys_change_order(spyc, targets, top_python, tmux):
+    t = targets.start(top_python, "nested.py", 0)
+    chain = t.info["chain"]
+    inner, outer = chain[-1]["name"], chain[-2]["name"]
+    callers = set(c["name"] for c in chain[:-1])
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2))
+
+    s = term.wait_screen("%s first by own time" % inner,
+                         lambda s: s.names()[:2] == [inner, outer])
+    check_header(s, t.info, "sorted by own")
+    assert s.header_line("view:") and "sort OWNTIME" in s.header_line(
+        "view:"), s.text
+
+    term.keys("2")
+    s = term.wait_screen(
+        "a caller of %s first by total" % inner,
+        lambda s: "sort %TOTAL" in (s.header_line("view:") or "") and
+        s.rows and s.rows[0]["name"] in callers and
+        s.names().index(outer) < s.names().index(inner))
+    assert s.rows[0]["total"] >= s.rows[s.names().index(inner)]["total"]
+
+    # '<' moves the sort one column left: back to %OWN.
+    term.keys("<")
+    s = term.wait_screen("%s first again after '<'" % inner,
+                         lambda s: "sort %OWN" in (
+                             s.header_line("view:") or "") and
+                         s.rows and s.rows[0]["name"] == inner)
+
+    # Over the whole run, the shares are what the target says it does.
+    share = t.info["own_share"]
+
+    def near_shares(s):
+        own = dict((r["name"], r["own"]) for r in s.rows)
+        return ("whole run" in (s.header_line("view:") or "") and
+                all(abs(own.get(name, 0) - 100 * want) < 10
+                    for name, want in share.items()))
+    term.keys("r")
+    term.wait_screen("own shares near %r" % share, near_shares)
+    term.keys("q")
+    assert term.wait_status() == 0
+    assert term.display("#{alternate_on}") == "0"
+
+
+def test_views(spyc, targets, top_python, tmux):
+    """l, t, r and p change what the header says and the rows."""
+    t = targets.start(top_python, "hot.py", 0)
+    hot = t.info["chain"][-1]
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2))
+    term.wait_screen("%s first" % hot["name"],
+                     lambda s: s.rows and s.rows[0]["name"] == hot["name"])
+    term.keys("l")
+    s = term.wait_screen("a per-line view",
+                         lambda s: "per line" in (s.header_line("view:")
+                                                  or "") and s.rows)
+    term.keys("t")
+    s = term.wait_screen("a per-thread view",
+                         lambda s: "per thread" in (s.header_line("view:")
+                                                    or "") and s.rows and
+                         s.rows[0]["thread"])
+    if t.info["native_id"] is not None:
+        assert s.rows[0]["thread"] == "tid %d" % t.info["native_id"], s.text
+    term.keys("r")
+    term.wait_screen("the whole-run view",
+                     lambda s: "whole run" in (s.header_line("view:") or ""))
+    term.keys("p")
+    s = term.wait_screen("paused", lambda s: "PAUSED" in s.text)
+    term.keys("q")
+    assert term.wait_status() == 0
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigterm"])
+def test_signal_restores_terminal(spyc, targets, tmux, how):
+    py = pyfind.require(TOP_SLOTS[0])
+    t = targets.start(py, "hot.py", 0)
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2))
+    term.wait_screen("the table", lambda s: s.rows)
+    assert term.display("#{alternate_on}") == "1"
+    if how == "sigint":
+        term.keys("C-c")
+    else:
+        kids = term.pane_children()
+        assert len(kids) == 1, kids
+        os.kill(kids[0], signal.SIGTERM)
+    assert term.wait_status() == 0
+    assert term.display("#{alternate_on}") == "0", term.screen()
+    assert t.proc.poll() is None, "attached: the target must live on"
+
+
+def test_target_exit_ends_top(spyc, targets, top_python, tmux):
+    t = targets.start(top_python, "hot.py", 4)
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2))
+    term.wait_screen("the table", lambda s: s.rows)
+    assert term.wait_status() == 0
+    assert wait_gone(t.pid)
+    assert term.display("#{alternate_on}") == "0"
+    lines = [l for l in term.screen().splitlines() if l.strip()]
+    assert "spyc: pid %d exited" % t.pid in lines, "\n".join(lines)
+
+
+def test_launch_mode(spyc, top_python, tmux, tmp_path):
+    report = str(tmp_path / "report.json")
+    term = tmux(top_argv(spyc, "--interval", 0.2, "--", top_python.path,
+                         os.path.join(os.path.dirname(__file__), "targets",
+                                      "hot.py"), 0, report))
+    s = term.wait_screen("the table", lambda s: s.rows and os.path.exists(
+        report))
+    with open(report) as f:
+        info = json.load(f)
+    hot = info["chain"][-1]
+    s = term.wait_screen("%s first" % hot["name"],
+                         lambda s: s.rows and s.rows[0]["name"] ==
+                         hot["name"])
+    check_header(s, info, "launch mode")
+    term.keys("q")
+    assert term.wait_status() == 0
+    # Quitting ends the program top started.
+    assert wait_gone(info["pid"]), "the launched program is still running"
+
+
+def test_small_terminal_and_resize(spyc, targets, top_python, tmux):
+    t = targets.start(top_python, "hot.py", 0)
+    hot = t.info["chain"][-1]
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--interval", 0.2),
+                width=80, height=24)
+    s = term.wait_screen("%s first at 80x24" % hot["name"],
+                         lambda s: s.rows and s.rows[0]["name"] ==
+                         hot["name"])
+    check_header(s, t.info, "80x24")
+    check_first_row(s, hot, "80x24")
+    assert all(len(l) <= 80 for l in s.lines), s.text
+    assert "q quit" in s.lines[23], "the key help belongs on line 24"
+
+    term.resize(132, 50)
+    s = term.wait_screen("the key help on line 50 after a resize",
+                         lambda s: len(s.lines) >= 50 and
+                         "q quit" in s.lines[49] and s.rows)
+    check_first_row(s, hot, "132x50")
+    # tmux keeps the bottom of a shrunk pane: wait for spyc's redraw.
+    term.resize(80, 24)
+    s = term.wait_screen("a redraw at 80x24",
+                         lambda s: "q quit" in s.lines[23] and
+                         s.lines[0].startswith("spyc top") and s.rows)
+    check_header(s, t.info, "80x24 again")
+    term.keys("q")
+    assert term.wait_status() == 0
+
+
+# --- plain text ---
+
+def parse_plain(text):
+    """Plain-text snapshots: [(header dict, [row])], checking the format:
+    a header block of `key: value` lines, a blank line, the column
+    names, the rows, a blank line."""
+    blocks = text.split("\n\n")
+    assert blocks[-1] == "", "output must end with a blank line: %r" % (
+        text[-200:])
+    blocks.pop()
+    assert len(blocks) % 2 == 0, "header and table blocks must alternate"
+    snapshots = []
+    for head, table in zip(blocks[0::2], blocks[1::2]):
+        header = {}
+        keys = []
+        for line in head.split("\n"):
+            key, sep, value = line.partition(": ")
+            assert sep, "header line is not 'key: value': %r" % line
+            keys.append(key)
+            header[key] = value
+        assert keys == PLAIN_KEYS, "header keys: %r" % keys
+        lines = table.split("\n")
+        assert COLUMNS_RE.match(lines[0]), "column names: %r" % lines[0]
+        rows = []
+        for line in lines[1:]:
+            m = ROW_RE.match(line)
+            assert m, "not a table row: %r" % line
+            row = parse_row(m)
+            assert row["file"] is not None, "cut row: %r" % line
+            rows.append(row)
+        snapshots.append((header, rows))
+    assert [int(h["snapshot"]) for h, _ in snapshots] == list(
+        range(1, len(snapshots) + 1))
+    return snapshots
+
+
+def check_snapshots(snapshots, info, describe):
+    hot = info["chain"][-1]
+    assert len(snapshots) >= 2, "expected 2 snapshots or more\n" + describe
+    for header, rows in snapshots:
+        assert int(header["pid"]) == info["pid"]
+        assert header["python"] == info["python_version"]
+        assert int(header["threads"]) >= 1
+        assert float(header["samples/s"]) > 0
+        assert re.match(r"^(n/a|\d+\.\d%)$", header["idle"]), header
+        assert re.match(r"^(n/a|\d+\.\d%)$", header["gil"]), header
+        assert re.match(r"^\d+ dropped", header["errors"]), header
+        assert "hot.py" in header["command"]
+        assert rows, "a snapshot without rows\n" + describe
+        assert rows[0]["name"] == hot["name"], (
+            "first row should be %s\n%s" % (hot["name"], describe))
+        assert file_matches(rows[0]["file"], hot["file"]), describe
+        assert rows[0]["own"] > 50, describe
+        for r in rows:
+            assert r["own"] <= r["total"] + 0.05, describe
+
+
+def test_plain_snapshots_until_target_exits(spyc, targets, top_python):
+    t = targets.start(top_python, "hot.py", 2.5)
+    res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5],
+                   env=target_env(), timeout=30)
+    res.assert_ok()
+    assert "\x1b" not in res.stdout, "escape codes in plain-text mode"
+    check_snapshots(parse_plain(res.stdout), t.info, res.describe())
+    assert res.stderr_lines == ["spyc: pid %d exited" % t.pid], (
+        res.describe())
+
+
+def test_plain_snapshots_until_sigterm(spyc, targets, top_python, tmp_path):
+    t = targets.start(top_python, "hot.py", 0)
+    out_path = str(tmp_path / "top.out")
+    with open(out_path, "wb") as out:
+        proc = spyc.popen(["top", "--pid", t.pid, "--interval", 0.5],
+                          env=target_env(), stdout=out,
+                          stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                with open(out_path) as f:
+                    if f.read().count("snapshot: ") >= 2:
+                        break
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with open(out_path) as f:
+        text = f.read()
+    describe = "stdout:\n%s\nstderr:\n%s" % (text[-3000:], err)
+    assert proc.returncode == 0, describe
+    check_snapshots(parse_plain(text), t.info, describe)
+    assert t.proc.poll() is None, "the target must live on"
+
+
+def test_idle_and_gil_filters(spyc, targets, top_python):
+    """Idle threads are left out unless --idle; --gil keeps the holder.
+    Needs the sampler's thread states: skipped while it reports none."""
+    t = targets.start(top_python, "states.py")
+    roles = t.info["roles"]
+
+    def snapshots(*opts):
+        res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5] +
+                       list(opts), env=target_env(), timeout=30,
+                       prefix=["timeout", "--preserve-status", "-s", "INT",
+                               "1.3"])
+        assert res.returncode == 0, res.describe()
+        return parse_plain(res.stdout), res
+
+    snaps, res = snapshots()
+    header, rows = snaps[-1]
+    if header["idle"] == "n/a":
+        pytest.skip("the sampler does not report thread states yet")
+    names = set(r["name"] for r in rows)
+    assert roles["spinner"]["top"][0] in names, res.describe()
+    assert roles["sleeper"]["top"][0] not in names, res.describe()
+    assert float(header["idle"].rstrip("%")) > 0, res.describe()
+
+    snaps, res = snapshots("--idle")
+    names = set(r["name"] for r in snaps[-1][1])
+    for role in ("spinner", "sleeper", "locker"):
+        assert roles[role]["top"][0] in names, res.describe()
+
+    snaps, res = snapshots("--gil")
+    names = set(r["name"] for r in snaps[-1][1])
+    assert roles["sleeper"]["top"][0] not in names, res.describe()
+
+
+# --- usage ---
+
+def test_usage_errors(spyc):
+    spyc.run(["top", "--native", "--pid", 1]).assert_error(
+        64, "--native is not available yet")
+    spyc.run(["top"]).assert_error(64, "--pid")
+    spyc.run(["top", "--rate", "0", "--pid", 1]).assert_error(64, "--rate")
+    spyc.run(["top", "--interval", "x", "--pid", 1]).assert_error(
+        64, "--interval")
+    res = spyc.run(["top", "--help"])
+    res.assert_ok()
+    assert "--interval" in res.stdout and "q quit" in res.stdout
