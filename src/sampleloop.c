@@ -4,6 +4,7 @@
 #include "sampleloop.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -47,6 +48,8 @@ void sampleloop_init(struct sampleloop *sl, double rate_hz)
 
 void sampleloop_release(struct sampleloop *sl)
 {
+	free(sl->tids);
+	free(sl->before);
 	py_sample_release(&sl->sample);
 	py_sampler_release(&sl->ps);
 }
@@ -146,6 +149,42 @@ int thread_wanted(const struct py_thread *t, int idle, int gil)
 	if (gil)
 		return t->holds_gil;
 	return idle || t->state == THREAD_RUNNING || t->state == THREAD_UNKNOWN;
+}
+
+enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
+					struct native_unwinder *nu, int idle,
+					int gil)
+{
+	struct py_sample *s = &sl->sample;
+	size_t i, j, n = 0, nr = s->nr_threads;
+	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
+	enum drop_reason why;
+
+	ALLOC_GROW(sl->tids, nr + 1, sl->alloc_tids);
+	ALLOC_GROW(sl->before, nr + 1, sl->alloc_before);
+	for (i = 0; i < nr; i++)
+		if (s->threads[i].depth && s->threads[i].tid &&
+		    thread_wanted(&s->threads[i], idle, gil))
+			sl->tids[n++] = s->threads[i].tid;
+	if (!n)
+		return DROP_NONE;
+	memcpy(sl->before, s->threads, nr * sizeof(*sl->before));
+	native_stop(nu, sl->tids, n);
+	sl->ps.want_state = sl->ps.want_gil = 0;
+	why = py_sampler_sample(&sl->ps, s);
+	sl->ps.want_state = want_state;
+	sl->ps.want_gil = want_gil;
+	if (why != DROP_NONE && why != DROP_GONE)
+		sl->dropped[why]++;
+	for (i = 0; i < s->nr_threads; i++) {
+		for (j = 0; j < nr; j++) {
+			if (sl->before[j].ident != s->threads[i].ident)
+				continue;
+			s->threads[i].state = sl->before[j].state;
+			s->threads[i].holds_gil = sl->before[j].holds_gil;
+		}
+	}
+	return why;
 }
 
 void sampleloop_finish(struct sampleloop *sl, int sig)

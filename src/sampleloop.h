@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "native.h"
 #include "pyframe.h"
 #include "pyruntime.h"
 #include "util.h"
@@ -31,6 +32,11 @@ struct sampleloop {
 	uint64_t dropped[DROP_NR];
 	const char *ended; /* why the target is gone, for messages */
 	int execd;	   /* it is gone by exec'ing another program */
+	/* --native: scratch for sampleloop_stop_wanted() */
+	long *tids;
+	size_t alloc_tids;
+	struct py_thread *before;
+	size_t alloc_before;
 };
 
 /*
@@ -82,6 +88,19 @@ uint64_t sampleloop_describe_drops(const struct sampleloop *sl,
  * idle, always; else if it runs on a CPU, or nobody could tell.
  */
 int thread_wanted(const struct py_thread *t, int idle, int gil);
+
+/*
+ * --native, after sampleloop_take() returned DROP_NONE: stop just the
+ * threads whose stacks are wanted (thread_wanted), then read the Python
+ * frames again while they are stopped, so that Python and native frames
+ * are of one instant, keeping each thread's state and GIL from before it
+ * was stopped (a stopped thread looks idle).  Returns DROP_NONE, or the
+ * reason the new read was dropped (counted).  The caller unwinds, then
+ * calls native_resume_all() at once.
+ */
+enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
+					struct native_unwinder *nu, int idle,
+					int gil);
 
 /*
  * Launch mode: unless the child has exited, send it sig (if not 0), then
