@@ -13,6 +13,7 @@
 #include <wchar.h>
 
 #include "commands.h"
+#include "native.h"
 #include "framename.h"
 #include "proc.h"
 #include "pyframe.h"
@@ -59,7 +60,8 @@ static const char usage_text[] =
     "  -i, --idle            count threads that are sleeping or blocked too\n"
     "                        (default: only threads running on a CPU)\n"
     "  -g, --gil             count only the thread holding the GIL\n"
-    "      --native          native frames (not available yet)\n"
+    "      --native          merge native frames in, as record does (stops\n"
+    "                        each sampled thread briefly)\n"
     "  -h, --help            this help\n"
     "\n"
     "keys: 1-5 sort by a column, < > move the sort column, l per line or\n"
@@ -72,6 +74,9 @@ static const char usage_text[] =
 static const char help_line[] = "1-5 </> sort  l line/function  t threads  "
 				"r recent/whole  p pause  q quit";
 
+/* Longest stack counted: Python frames and the native ones merged in. */
+#define TOP_MAX_STACK (PY_MAX_DEPTH + NATIVE_MAX_DEPTH)
+
 struct top_opts {
 	pid_t pid;
 	char **argv; /* launch mode */
@@ -79,6 +84,7 @@ struct top_opts {
 	double interval;
 	int idle;
 	int gil;
+	int native;
 };
 
 /* Why the main loop ended. */
@@ -96,6 +102,8 @@ struct top {
 	struct top_view view;
 	struct top_snapshot snap;
 	uint32_t *sites; /* one stack's site ids, innermost first */
+	struct native_unwinder nu;   /* --native */
+	struct merged_frame *merged; /* one merged stack, root first */
 	char cwd[4096];
 	char cmdline[1024];
 	SCREEN *screen; /* NULL in plain-text mode */
@@ -125,7 +133,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, native = 0;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -150,7 +158,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			o->gil = 1;
 			break;
 		case OPT_NATIVE:
-			native = 1;
+			o->native = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -159,10 +167,6 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			fputs(usage_text, stderr);
 			exit(EXIT_USAGE);
 		}
-	}
-	if (native) {
-		fprintf(stderr, "spyc: --native is not available yet\n");
-		exit(EXIT_USAGE);
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
@@ -182,12 +186,54 @@ static uint32_t make_site(void *ctx, const struct pycode *code, int line)
 			     code->firstlineno);
 }
 
+/* The site of a native frame, cached on its symbol. */
+static uint32_t native_site(struct top *t, struct native_sym *sym)
+{
+	if (sym->user_id < 0)
+		sym->user_id = toptable_site(&t->tt, sym->name,
+					     sym->file ? sym->file : "",
+					     sym->file ? sym->line : 0, 0);
+	return (uint32_t)sym->user_id;
+}
+
+/* Thread th's stack into t->sites, innermost first; returns its depth. */
+static size_t stack_sites(struct top *t, const struct py_thread *th)
+{
+	const struct py_sample *s = &t->sl.sample;
+	uint64_t ips[NATIVE_MAX_DEPTH];
+	size_t j, n, nips = 0;
+	int merged;
+
+	if (t->opts->native && th->tid)
+		nips = native_unwind(&t->nu, th->tid, ips, ARRAY_SIZE(ips));
+	if (!nips) {
+		for (j = 0; j < th->depth; j++) {
+			const struct py_frame *f = &s->frames[th->first + j];
+
+			t->sites[j] =
+			    pycode_line_id(f->code, f->line, make_site, t);
+		}
+		return th->depth;
+	}
+	n = native_merge(&t->nu, &s->frames[th->first], th->depth, ips, nips,
+			 t->merged, TOP_MAX_STACK, &merged);
+	for (j = 0; j < n; j++) {
+		const struct merged_frame *m = &t->merged[n - 1 - j];
+
+		t->sites[j] =
+		    m->py ? pycode_line_id(m->py->code, m->py->line, make_site,
+					   t)
+			  : native_site(t, (struct native_sym *)m->native);
+	}
+	return n;
+}
+
 static void add_sample(struct top *t, uint64_t now)
 {
 	const struct py_sample *s = &t->sl.sample;
 	struct top_sample_info info;
 	double weight;
-	size_t i, j;
+	size_t i;
 
 	memset(&info, 0, sizeof(info));
 	for (i = 0; i < s->nr_threads; i++) {
@@ -216,15 +262,9 @@ static void add_sample(struct top *t, uint64_t now)
 		if (!th->depth ||
 		    !thread_wanted(th, t->opts->idle, t->opts->gil))
 			continue;
-		for (j = 0; j < th->depth; j++) {
-			const struct py_frame *f = &s->frames[th->first + j];
-
-			t->sites[j] =
-			    pycode_line_id(f->code, f->line, make_site, t);
-		}
 		toptable_add(&t->tt,
 			     toptable_thread(&t->tt, th->ident, th->tid),
-			     t->sites, th->depth);
+			     t->sites, stack_sites(t, th));
 	}
 }
 
@@ -674,8 +714,13 @@ static enum top_end run(struct top *t)
 			if (why == DROP_GONE)
 				return END_TARGET;
 			t->attempts++;
+			if (why == DROP_NONE && t->opts->native)
+				why = sampleloop_stop_wanted(
+				    &t->sl, &t->nu, t->opts->idle, t->opts->gil);
 			if (why == DROP_NONE)
 				add_sample(t, now_ns());
+			/* Stopped threads run again at once. */
+			native_resume_all(&t->nu);
 			sampleloop_schedule(&t->sl);
 		} else if (t->paused && now >= next_check) {
 			if (sampleloop_target_gone(&t->sl))
@@ -727,7 +772,12 @@ int cmd_top(int argc, char **argv)
 	target_cwd(t.sl.rt.pid, t.cwd, sizeof(t.cwd));
 	proc_cmdline(t.sl.rt.pid, t.cmdline, sizeof(t.cmdline));
 	toptable_init(&t.tt, HALF_LIFE_S);
-	t.sites = xmalloc(PY_MAX_DEPTH * sizeof(*t.sites));
+	t.sites = xmalloc(TOP_MAX_STACK * sizeof(*t.sites));
+	if (opts.native) {
+		if (native_init(&t.nu, &t.sl.rt))
+			return EXIT_FAILED;
+		t.merged = xmalloc(TOP_MAX_STACK * sizeof(*t.merged));
+	}
 	sampleloop_init(&t.sl, opts.rate);
 	/* The header's %idle and %GIL need both, whatever the options. */
 	t.sl.ps.want_state = 1;
@@ -776,6 +826,9 @@ out:
 		stop = SIGTERM;
 	sampleloop_finish(&t.sl, stop);
 	free(t.sites);
+	free(t.merged);
+	if (opts.native)
+		native_release(&t.nu);
 	top_snapshot_release(&t.snap);
 	toptable_release(&t.tt);
 	sampleloop_release(&t.sl);

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""Benchmark spyc against every CPython 3.6 .. 3.13 found, print one table.
+"""Benchmark spyc against every CPython 3.6 .. 3.13 found, print tables.
 
 Usage: python3 tests/bench.py [--quick] [--python X.Y[,X.Y...]] ...
 
 For each test slot of tests/pyfind.py (3.6 .. 3.13, newest of each minor,
-plus "static", the first non-shared build), one row:
+plus "static", the first non-shared build), one row of the first table:
 
   samples/s    the most samples per second spyc sustains: 4 threads, each
                50 calls deep and spinning in pure Python, --rate 100000;
@@ -19,6 +19,27 @@ plus "static", the first non-shared build), one row:
                itself around the workload, so start-up is left out
   noise        (max - min) / median of the unprofiled runs, to judge the
                ratios by
+
+and one row of the second table, the same measurements with `record
+--native` (each sampled thread stopped with ptrace, unwound with libunwind):
+
+  samples/s    sustained, same target and rate as above
+  drop         as above
+  us/sample    as above
+  unmerged     share of the stacks recorded in that run whose native frames
+               spyc could not merge (its summary's "N native stacks
+               unmerged" over the stack counts in the folded output)
+  x100Hz       target slowdown at --rate 100 --native, measured in the same
+               interleaved rounds as the first table's columns, against the
+               same unprofiled runs (so that table's noise applies)
+
+Then one last table, for the newest interpreter benchmarked only: a target
+with 100 threads blocked on a threading.Event and one thread spinning 50
+calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
+`record`, `record --idle`, `record --native` and `record --native --idle`:
+samples/s, drop, us/sample as above, and stacks/sample, the number of thread
+stacks each sample kept (1 when idle threads are filtered out, 101 with
+--idle).  With --native, those are the threads stopped for each sample.
 
 spyc's CPU time is the RUSAGE_CHILDREN delta around the spyc process, which
 is the only child reaped in between (it samples by --pid, so the target is
@@ -47,6 +68,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
 TARGETS = os.path.join(TESTS, "targets")
 BUSY = os.path.join(TARGETS, "bench_busy.py")
+IDLE = os.path.join(TARGETS, "bench_idle.py")
 WORK = os.path.join(TARGETS, "bench_work.py")
 SPYC = os.path.join(REPO, "spyc")
 
@@ -57,6 +79,10 @@ MAX_RATE = 100000           # the highest --rate spyc accepts
 THREADS_DEEP = (50, 4)      # the throughput run: depth, threads
 DEPTHS = (10, 100, 500)
 SLOW_RATES = (100, 1000)
+NATIVE_SLOW_RATES = (100,)  # the same, with record --native
+IDLE_DEEP = (100, 50)       # the idle-threads run: idle threads, busy depth
+# spyc options for the rows of the idle-threads table.
+IDLE_MODES = ((), ("--idle",), ("--native",), ("--native", "--idle"))
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
 CALIBRATE_ITERATIONS = 20000
@@ -68,13 +94,15 @@ READY_TIMEOUT = 30.0
 LAUNCH_TRIES = 10
 
 SETTINGS = {
-    # throughput run s, per-depth run s, workload s, runs per rate
+    # throughput run s (also --native and each idle-threads run),
+    # per-depth run s, workload s, runs per rate
     False: dict(rate_secs=2.0, depth_secs=1.5, work_secs=1.6, runs=7),
     True: dict(rate_secs=1.0, depth_secs=0.75, work_secs=0.5, runs=3),
 }
 
 SUMMARY_RE = re.compile(r"spyc: (\d+) samples, (\d+) dropped.*?, "
                         r"([0-9.]+) s at ([0-9.]+) Hz")
+UNMERGED_RE = re.compile(r"(\d+) native stacks? unmerged")
 
 # Every process we start, by pid, so that every path can kill what is left.
 live = {}
@@ -229,20 +257,33 @@ def wait_ready(proc, errpath):
             buf += chunk
 
 
-def sample_busy(python, depth, threads, secs, workdir):
-    """spyc at MAX_RATE for secs against bench_busy.py; returns
-    (samples/s, dropped %, CPU microseconds per sample)."""
+def count_stacks(path):
+    """Thread stacks recorded in a folded profile: the sum of the counts
+    that end its lines."""
+    total = 0
+    for line in read_file(path).splitlines():
+        head, _, count = line.rpartition(" ")
+        if head and count.isdigit():
+            total += int(count)
+    return total
+
+
+def sample_target(python, script_args, secs, workdir, options=()):
+    """spyc record at MAX_RATE, with options, for secs against the target
+    python script_args (bench_busy.py or bench_idle.py, which print "ready"
+    once settled); returns a dict: rate (samples/s), drop (%), us (CPU
+    microseconds per sample), stacks (thread stacks per sample) and
+    unmerged (% of those stacks; None when spyc reported none)."""
     errpath = os.path.join(workdir, "target.err")
     with open(errpath, "wb") as err:
-        target = start([python.path, BUSY, str(depth), str(threads),
-                        str(BUSY_LIFETIME)],
+        target = start([python.path] + list(script_args),
                        stdout=subprocess.PIPE, stderr=err)
+    outpath = os.path.join(workdir, "busy.txt")
     try:
         wait_ready(target, errpath)
         match, cpu, _ = run_spyc(
             ["record", "--pid", str(target.pid), "--rate", str(MAX_RATE),
-             "--duration", str(secs), "-o",
-             os.path.join(workdir, "busy.txt")],
+             "--duration", str(secs), "-o", outpath] + list(options),
             timeout=secs + 60, workdir=workdir)
         if target.poll() is not None:
             raise BenchError("target exited %s while sampled: %s"
@@ -254,19 +295,38 @@ def sample_busy(python, depth, threads, secs, workdir):
     elapsed = float(match.group(3))
     if samples == 0 or elapsed <= 0:
         raise BenchError("spyc took no samples: %s" % match.group(0))
-    return (samples / elapsed, 100.0 * dropped / (samples + dropped),
-            1e6 * cpu / samples)
+    stacks = count_stacks(outpath)
+    unmerged = UNMERGED_RE.search(read_file(os.path.join(workdir,
+                                                         "spyc.err")))
+    return dict(rate=samples / elapsed,
+                drop=100.0 * dropped / (samples + dropped),
+                us=1e6 * cpu / samples, stacks=float(stacks) / samples,
+                unmerged=(100.0 * int(unmerged.group(1)) / max(1, stacks)
+                          if unmerged else None))
+
+
+def sample_busy(python, depth, threads, secs, workdir, options=()):
+    """sample_target() on bench_busy.py: threads threads, depth deep."""
+    return sample_target(python, [BUSY, str(depth), str(threads),
+                                  str(BUSY_LIFETIME)], secs, workdir, options)
 
 
 ELAPSED_RE = re.compile(r"^elapsed ([0-9.]+) ", re.M)
 
 
-def time_work(python, iterations, rate, workdir, failures):
-    """Seconds the workload took by its own clock, profiled at rate (or not
-    profiled, when rate is None).  Each failed launch under spyc that was
-    retried adds its message to failures."""
+def mode_name(mode):
+    """A slowdown mode: None (unprofiled) or (rate, native)."""
+    if mode is None:
+        return "unprofiled"
+    return "%d Hz%s" % (mode[0], " --native" if mode[1] else "")
+
+
+def time_work(python, iterations, mode, workdir, failures):
+    """Seconds the workload took by its own clock, profiled in mode, a
+    (rate, native) pair, or not profiled, when mode is None.  Each failed
+    launch under spyc that was retried adds its message to failures."""
     argv = [python.path, WORK, str(iterations)]
-    if rate is None:
+    if mode is None:
         errpath = os.path.join(workdir, "work.err")
         with open(errpath, "wb") as err:
             proc = start(argv, stdout=subprocess.PIPE, stderr=err)
@@ -285,8 +345,9 @@ def time_work(python, iterations, rate, workdir, failures):
         for attempt in range(LAUNCH_TRIES):
             try:
                 _, _, out = run_spyc(
-                    ["record", "--rate", str(rate), "-o",
-                     os.path.join(workdir, "work.txt"), "--"] + argv,
+                    ["record", "--rate", str(mode[0])] +
+                    (["--native"] if mode[1] else []) +
+                    ["-o", os.path.join(workdir, "work.txt"), "--"] + argv,
                     timeout=120, workdir=workdir, stdout=subprocess.PIPE)
                 break
             except BenchError as e:
@@ -299,13 +360,18 @@ def time_work(python, iterations, rate, workdir, failures):
     return float(match.group(1))
 
 
+SLOW_MODES = ([(r, False) for r in SLOW_RATES] +
+              [(r, True) for r in NATIVE_SLOW_RATES])
+
+
 def slowdown(python, cfg, workdir, failures):
-    """{rate: median profiled / median unprofiled} for SLOW_RATES."""
+    """({mode: median profiled / median unprofiled} for SLOW_MODES,
+    spread of the unprofiled runs)."""
     # The faster of two, as the first run may pay for a cold page cache.
     t = min(time_work(python, CALIBRATE_ITERATIONS, None, workdir, failures)
             for _ in range(2))
     iterations = max(1, int(CALIBRATE_ITERATIONS * cfg["work_secs"] / t))
-    modes = [None] + list(SLOW_RATES)
+    modes = [None] + SLOW_MODES
     times = dict((m, []) for m in modes)
     for i in range(cfg["runs"]):
         # Rotate the order each round, so that no mode always runs first
@@ -317,9 +383,10 @@ def slowdown(python, cfg, workdir, failures):
     base = statistics.median(times[None])
     progress("    workload %d iterations; medians: unprofiled %.3f s, %s"
              % (iterations, base, ", ".join(
-                 "%d Hz %.3f s" % (r, statistics.median(times[r]))
-                 for r in SLOW_RATES)))
-    ratios = dict((r, statistics.median(times[r]) / base) for r in SLOW_RATES)
+                 "%s %.3f s" % (mode_name(m), statistics.median(times[m]))
+                 for m in SLOW_MODES)))
+    ratios = dict((m, statistics.median(times[m]) / base)
+                  for m in SLOW_MODES)
     spread = (max(times[None]) - min(times[None])) / base
     return ratios, spread
 
@@ -328,22 +395,35 @@ COLUMNS = (["python", "build", "samples/s", "drop",
             MICRO + "/sample"] +
            ["%s@%d" % (MICRO, d) for d in DEPTHS] +
            ["%s%dHz" % (TIMES, r) for r in SLOW_RATES] + ["noise"])
+NATIVE_COLUMNS = (["python", "build", "samples/s", "drop",
+                   MICRO + "/sample", "unmerged"] +
+                  ["%s%dHz" % (TIMES, r) for r in NATIVE_SLOW_RATES])
+IDLE_COLUMNS = ["python", "spyc", "samples/s", "drop",
+                MICRO + "/sample", "stacks/sample"]
+
+
+def measure(name, what, fn, errors):
+    """fn(), or None when it raised BenchError, which adds a line to
+    errors and to the progress output."""
+    try:
+        return fn()
+    except BenchError as e:
+        errors.append("%s %s: %s" % (name, what, e))
+        progress("    %s: error: %s" % (what, e))
+        return None
 
 
 def bench_slot(slot, cfg, errors, notes):
-    """One table row for the slot; failed cells read "error" and add a
-    line to errors; launches that worked only when retried add to notes."""
+    """The slot's rows of the first two tables; failed cells read "error"
+    and add a line to errors; launches that worked only when retried add
+    to notes."""
     python = slot.interpreter
     row = [slot.name, "%s %s" % (python.version, python.kind)]
+    native_row = list(row)
     workdir = tempfile.mkdtemp(prefix="spyc-bench-")
 
     def cell(what, fn):
-        try:
-            return fn()
-        except BenchError as e:
-            errors.append("%s %s: %s" % (slot.name, what, e))
-            progress("    %s: error: %s" % (what, e))
-            return None
+        return measure(slot.name, what, fn, errors)
 
     try:
         depth, threads = THREADS_DEEP
@@ -352,18 +432,31 @@ def bench_slot(slot, cfg, errors, notes):
                     cfg["rate_secs"]))
         r = cell("throughput", lambda: sample_busy(
             python, depth, threads, cfg["rate_secs"], workdir))
-        row += (["%.0f" % r[0], "%.1f%%" % r[1], "%.1f" % r[2]] if r
-                else ["error"] * 3)
+        row += (["%.0f" % r["rate"], "%.1f%%" % r["drop"], "%.1f" % r["us"]]
+                if r else ["error"] * 3)
         for d in DEPTHS:
             progress("    depth %d, 1 thread, %.2f s" % (d, cfg["depth_secs"]))
             r = cell("depth %d" % d, lambda: sample_busy(
                 python, d, 1, cfg["depth_secs"], workdir))
-            row.append("%.1f" % r[2] if r else "error")
+            row.append("%.1f" % r["us"] if r else "error")
+        progress("    --native: %d threads x %d deep, --rate %d, %.1f s"
+                 % (threads, depth, MAX_RATE, cfg["rate_secs"]))
+        r = cell("--native throughput", lambda: sample_busy(
+            python, depth, threads, cfg["rate_secs"], workdir,
+            ["--native"]))
+        if r:
+            native_row += ["%.0f" % r["rate"], "%.1f%%" % r["drop"],
+                           "%.1f" % r["us"],
+                           "?" if r["unmerged"] is None
+                           else "%.1f%%" % r["unmerged"]]
+        else:
+            native_row += ["error"] * 4
         progress("    slowdown: %d runs each of unprofiled, %s"
-                 % (cfg["runs"], ", ".join("%d Hz" % r for r in SLOW_RATES)))
+                 % (cfg["runs"], ", ".join(mode_name(m)
+                                           for m in SLOW_MODES)))
         failures = []
         r = cell("slowdown", lambda: slowdown(python, cfg, workdir, failures))
-        launches = cfg["runs"] * len(SLOW_RATES) + len(failures)
+        launches = cfg["runs"] * len(SLOW_MODES) + len(failures)
         # Group by message, leaving out the pid that differs every time.
         counts = {}
         for msg in failures:
@@ -372,20 +465,51 @@ def bench_slot(slot, cfg, errors, notes):
         for msg, n in sorted(counts.items()):
             notes.append("%s: %d of %d launches under spyc failed and were "
                          "retried: %s" % (slot.name, n, launches, msg))
-        row += (["%.2f%s" % (r[0][rate], TIMES) for rate in SLOW_RATES] +
-                ["%.0f%%" % (100 * r[1])] if r
+        row += (["%.2f%s" % (r[0][(rate, False)], TIMES)
+                 for rate in SLOW_RATES] + ["%.0f%%" % (100 * r[1])] if r
                 else ["error"] * (len(SLOW_RATES) + 1))
+        native_row += (["%.2f%s" % (r[0][(rate, True)], TIMES)
+                        for rate in NATIVE_SLOW_RATES] if r
+                       else ["error"] * len(NATIVE_SLOW_RATES))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return row
+    return row, native_row
 
 
-def print_table(rows):
+def idle_mode_name(options):
+    return " ".join(("record",) + tuple(options))
+
+
+def bench_idle(slot, cfg, errors):
+    """The rows of the idle-threads table, one per IDLE_MODES, for slot."""
+    python = slot.interpreter
+    nidle, depth = IDLE_DEEP
+    rows = []
+    workdir = tempfile.mkdtemp(prefix="spyc-bench-")
+    try:
+        for options in IDLE_MODES:
+            name = idle_mode_name(options)
+            progress("  %s: %d idle threads + 1 x %d deep, %s --rate %d, "
+                     "%.1f s" % (slot.name, nidle, depth, name, MAX_RATE,
+                                 cfg["rate_secs"]))
+            r = measure(slot.name, name, lambda: sample_target(
+                python, [IDLE, str(nidle), str(depth), str(BUSY_LIFETIME)],
+                cfg["rate_secs"], workdir, options), errors)
+            rows.append([slot.name if not rows else "", name] +
+                        (["%.0f" % r["rate"], "%.1f%%" % r["drop"],
+                          "%.1f" % r["us"], "%.1f" % r["stacks"]] if r
+                         else ["error"] * 4))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def print_table(columns, rows):
     """Aligned columns: names left, numbers right; short rows padded."""
-    rows = [r + [""] * (len(COLUMNS) - len(r)) for r in rows]
-    widths = [max(len(r[i]) for r in [COLUMNS] + rows)
-              for i in range(len(COLUMNS))]
-    for r in [COLUMNS] + rows:
+    rows = [r + [""] * (len(columns) - len(r)) for r in rows]
+    widths = [max(len(r[i]) for r in [columns] + rows)
+              for i in range(len(columns))]
+    for r in [columns] + rows:
         cells = [text.ljust(widths[i]) if i < 2 else text.rjust(widths[i])
                  for i, text in enumerate(r)]
         print("  ".join(cells).rstrip())
@@ -438,20 +562,74 @@ def print_header(cfg, quick):
         (TIMES + "R Hz", "median workload time under spyc --rate R / "
          "median unprofiled"),
         ("noise", "spread (max - min) / median of the unprofiled runs: "
-         "the ratios mean little\n%14s when it is near their distance "
-         "from 1" % ""),
+         "the ratios mean little\nwhen it is near their distance "
+         "from 1"),
     ]
+    print_legend(legend)
+
+
+def print_legend(legend):
+    """(name, text) pairs, texts aligned; a newline in a text continues
+    it under itself."""
+    width = max([11] + [len(name) for name, _ in legend])
     for name, text in legend:
-        print("  %-11s %s" % (name, text))
+        lines = text.split("\n")
+        print("  %-*s %s" % (width, name, lines[0]))
+        for line in lines[1:]:
+            print("  %-*s %s" % (width, "", line))
     print()
     sys.stdout.flush()
+
+
+def print_native_table(rows):
+    print("record --native (each sampled thread stopped with ptrace and "
+          "unwound with libunwind):")
+    print_legend([
+        ("samples/s", "sustained, same target and rate as above"),
+        ("drop", "as above"),
+        (MICRO + "/sample", "as above"),
+        ("unmerged", "share of the stacks recorded whose native frames "
+         "spyc could not merge"),
+        (TIMES + "R Hz", "median workload time under spyc --rate R --native "
+         "/ median unprofiled,\nfrom the same interleaved runs as "
+         "above (same noise)"),
+    ])
+    print_table(NATIVE_COLUMNS, rows)
+
+
+def print_idle_table(rows):
+    nidle, depth = IDLE_DEEP
+    print("idle threads: %d threads blocked on a threading.Event + 1 "
+          "spinning %d deep, --rate %d:" % (nidle, depth, MAX_RATE))
+    print_legend([
+        ("samples/s", "sustained"),
+        ("drop", "as above"),
+        (MICRO + "/sample", "as above"),
+        ("stacks/sample", "thread stacks each sample kept (idle threads "
+         "are left out unless --idle);\nwith --native, also the "
+         "threads stopped for each sample"),
+    ])
+    print_table(IDLE_COLUMNS, rows)
+
+
+def newest(slots):
+    """The slot with the newest interpreter (the first of equals), or
+    None when no slot has one."""
+    best = None
+    for slot in slots:
+        python = slot.interpreter
+        if python is not None and (
+                best is None or tuple(python.version_info) >
+                tuple(best.interpreter.version_info)):
+            best = slot
+    return best
 
 
 def parse_args(argv):
     names = [s.name for s in pyfind.slots()]
     p = argparse.ArgumentParser(
         prog="bench.py", description="Benchmark spyc against every "
-        "installed CPython 3.6 .. 3.13 and print one table.")
+        "installed CPython 3.6 .. 3.13 and print tables.")
     p.add_argument("--quick", action="store_true",
                    help="shorter runs and fewer of them (about a third of "
                    "the time)")
@@ -488,21 +666,32 @@ def main(argv):
              if not args.wanted or s.name in args.wanted]
     signal.signal(signal.SIGTERM, on_sigterm)
     print_header(cfg, args.quick)
-    rows, errors, notes = [], [], []
+    rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
     started = time.monotonic()
     try:
         for slot in slots:
             if slot.interpreter is None:
                 progress("  %s: not found" % slot.name)
                 rows.append([slot.name, "not found"])
+                native_rows.append([slot.name, "not found"])
             else:
-                rows.append(bench_slot(slot, cfg, errors, notes))
+                row, native_row = bench_slot(slot, cfg, errors, notes)
+                rows.append(row)
+                native_rows.append(native_row)
+        idle_slot = newest(slots)
+        if idle_slot is not None:
+            idle_rows = bench_idle(idle_slot, cfg, errors)
     except KeyboardInterrupt:
         progress("bench: interrupted")
         return 130
     finally:
         stop_all()
-    print_table(rows)
+    print_table(COLUMNS, rows)
+    print()
+    print_native_table(native_rows)
+    if idle_rows:
+        print()
+        print_idle_table(idle_rows)
     for title, lines in (("notes", notes), ("errors", errors)):
         if lines:
             print()
@@ -510,7 +699,9 @@ def main(argv):
             for line in lines:
                 print("  " + line)
     print()
-    print("took %.0f s" % (time.monotonic() - started))
+    print("took %.0f s; load average now %s" % (
+        time.monotonic() - started,
+        " ".join("%.2f" % x for x in os.getloadavg())))
     return 1 if errors else 0
 
 

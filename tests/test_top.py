@@ -566,9 +566,27 @@ def test_idle_and_gil_filters(spyc, targets, top_python):
 
 # --- usage ---
 
+def test_native_frames(spyc, targets, top_python, tmp_path):
+    """--native: the C function between Python frames shows up as a row,
+    by its own name, and the Python rows are still there."""
+    from test_native import build_extension
+    ext = build_extension(top_python, str(tmp_path))
+    t = targets.start(top_python, "native_cb.py", ext, "{report}", "spin")
+    res = spyc.run(["top", "--native", "--pid", t.pid, "--interval", 0.5],
+                   env=target_env(), timeout=30,
+                   prefix=["timeout", "--preserve-status", "-s", "INT",
+                           "1.3"])
+    assert res.returncode == 0, res.describe()
+    header, rows = parse_plain(res.stdout)[-1]
+    names = [r["name"] for r in rows]
+    for name in ("inner", "outer", "spycext_call_back"):
+        assert name in names, res.describe()
+    # The C function only waits for its callback: on the stack, not busy.
+    row = [r for r in rows if r["name"] == "spycext_call_back"][0]
+    assert row["total"] > 90 and row["own"] < 5, res.describe()
+
+
 def test_usage_errors(spyc):
-    spyc.run(["top", "--native", "--pid", 1]).assert_error(
-        64, "--native is not available yet")
     spyc.run(["top"]).assert_error(64, "--pid")
     spyc.run(["top", "--rate", "0", "--pid", 1]).assert_error(64, "--rate")
     spyc.run(["top", "--interval", "x", "--pid", 1]).assert_error(

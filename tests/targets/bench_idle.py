@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+"""Benchmark target: IDLE threads blocked for good, one thread spinning.
+
+Usage: bench_idle.py IDLE DEPTH [LIFETIME_SECS]
+
+Starts IDLE threads that each block on a threading.Event that is never set
+(asleep in the kernel, in a futex wait, for the whole run), then the main
+thread recurses DEPTH levels into descend() and runs a pure-Python
+arithmetic loop at the bottom, as in bench_busy.py.  Prints "ready" on
+stdout once every idle thread has started and the main thread is at the
+bottom.  Exits by itself after LIFETIME_SECS (default 120), so a benchmark
+that dies cannot leave it spinning forever.
+
+A profiler that samples only running threads sees one stack per sample
+here; one that keeps idle threads sees IDLE + 1.
+
+Must run unchanged on CPython 3.6 .. 3.13.
+"""
+
+import os
+import sys
+import threading
+import time
+
+nidle = int(sys.argv[1])
+depth = int(sys.argv[2])
+lifetime = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
+deadline = time.monotonic() + lifetime
+
+never = threading.Event()
+started = threading.Semaphore(0)
+
+
+def idle():
+    started.release()
+    never.wait()
+
+
+def spin():
+    # Every idle thread has called release() just before its wait(); give
+    # the last few a moment to get from there into the kernel.
+    for _ in range(nidle):
+        started.acquire()
+    time.sleep(0.1)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    x = 1
+    i = 0
+    while True:
+        x = (x * 1103515245 + 12345) % 2147483648
+        i += 1
+        # The clock is read rarely so that nearly every sample lands in
+        # this frame, not in a C call below it.
+        if i % 200000 == 0 and time.monotonic() > deadline:
+            os._exit(0)
+
+
+def descend(n):
+    if n > 1:
+        return descend(n - 1)
+    return spin()
+
+
+def main():
+    sys.setrecursionlimit(max(1000, depth + 100))
+    for _ in range(nidle):
+        t = threading.Thread(target=idle)
+        t.daemon = True
+        t.start()
+    descend(depth)
+
+
+if __name__ == "__main__":
+    main()
