@@ -280,6 +280,8 @@ int cmd_dump(int argc, char **argv)
 		ps.want_state = 0;
 		ps.want_gil = 0;
 		why = sample_clean(&ps, &sample);
+		/* Everything is copied: let them go before unwinding. */
+		native_resume_all(&nu);
 		for (i = 0; i < sample.nr_threads; i++) {
 			for (j = 0; j < n; j++) {
 				if (before[j].ident != sample.threads[i].ident)
@@ -299,9 +301,6 @@ int cmd_dump(int argc, char **argv)
 		else
 			python_frames(dt, &sample);
 	}
-	if (native)
-		native_resume_all(&nu);
-
 	if (why == DROP_GONE) {
 		fprintf(stderr, "spyc: pid %d exited\n", (int)pid);
 		ret = EXIT_FAILED;

@@ -274,8 +274,6 @@ static void sample_loop(struct recorder *r)
 			else
 				r->empty++;
 		}
-		/* Stopped threads run again before anything else happens. */
-		native_resume_all(&r->nu);
 		if (sampleloop_schedule(sl) >= end) {
 			r->ended = "--duration elapsed";
 			break;

@@ -719,8 +719,6 @@ static enum top_end run(struct top *t)
 				    &t->sl, &t->nu, t->opts->idle, t->opts->gil);
 			if (why == DROP_NONE)
 				add_sample(t, now_ns());
-			/* Stopped threads run again at once. */
-			native_resume_all(&t->nu);
 			sampleloop_schedule(&t->sl);
 		} else if (t->paused && now >= next_check) {
 			if (sampleloop_target_gone(&t->sl))

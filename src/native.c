@@ -180,6 +180,7 @@ static int stop_one(struct native_unwinder *nu, struct native_thread *t)
 	int status;
 
 	t->pending_signal = 0;
+	t->captured = 0;
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
 		return -1;
 	t->stopped = 1; /* attached: must be detached whatever happens */
@@ -234,6 +235,7 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 	size_t i, stopped = 0;
 
 	native_resume_all(nu);
+	nu->nr_threads = 0;
 	for (i = 0; i < n; i++) {
 		struct native_thread *t;
 		size_t old = nu->alloc_threads;
@@ -254,6 +256,7 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 			continue;
 		}
 		copy_stack(nu, t);
+		t->captured = 1;
 		stopped++;
 	}
 	memset(nu->pages, 0, sizeof(nu->pages));
@@ -271,7 +274,6 @@ void native_resume_all(struct native_unwinder *nu)
 			ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
 		t->stopped = 0;
 	}
-	nu->nr_threads = 0;
 }
 
 size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
@@ -281,7 +283,7 @@ size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
 	unw_cursor_t cursor;
 	size_t n = 0;
 
-	if (!t || !t->stopped)
+	if (!t || !t->captured)
 		return 0;
 	if (nu->upt && nu->upt_tid != tid) {
 		_UPT_destroy(nu->upt);

@@ -28,7 +28,8 @@ struct native_sym {
 /* One stopped thread: its registers and a copy of the top of its stack. */
 struct native_thread {
 	long tid;
-	int stopped;
+	int stopped;	    /* held by spyc right now */
+	int captured;	    /* registers and stack copied: can be unwound */
 	int pending_signal; /* a signal that arrived while we held it */
 	struct user_regs_struct regs;
 	uint64_t stack_lo;
@@ -69,12 +70,17 @@ void native_release(struct native_unwinder *nu);
  * as soon as possible.
  */
 size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n);
-/* Let every stopped thread run again, delivering any signal held back. */
+/*
+ * Let every stopped thread run again, delivering any signal held back.
+ * Their copies stay, to be unwound after.
+ */
 void native_resume_all(struct native_unwinder *nu);
 
 /*
- * Unwind a stopped thread into ips (innermost first).  Returns the
- * number of frames, 0 if tid is not stopped or cannot be unwound.
+ * Unwind a thread captured by the last native_stop() into ips (innermost
+ * first), from its copied registers and stack: it need not be stopped
+ * any more.  Returns the number of frames, 0 if tid was not captured or
+ * cannot be unwound.
  */
 size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
 		     size_t max);

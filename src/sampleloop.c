@@ -172,6 +172,8 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	native_stop(nu, sl->tids, n);
 	sl->ps.want_state = sl->ps.want_gil = 0;
 	why = py_sampler_sample(&sl->ps, s);
+	/* Registers, stack top and Python frames are copied: let them go. */
+	native_resume_all(nu);
 	sl->ps.want_state = want_state;
 	sl->ps.want_gil = want_gil;
 	if (why != DROP_NONE && why != DROP_GONE)

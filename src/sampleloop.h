@@ -95,8 +95,8 @@ int thread_wanted(const struct py_thread *t, int idle, int gil);
  * frames again while they are stopped, so that Python and native frames
  * are of one instant, keeping each thread's state and GIL from before it
  * was stopped (a stopped thread looks idle).  Returns DROP_NONE, or the
- * reason the new read was dropped (counted).  The caller unwinds, then
- * calls native_resume_all() at once.
+ * reason the new read was dropped (counted).  The threads run again
+ * before it returns; the caller unwinds them from their copies.
  */
 enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					struct native_unwinder *nu, int idle,
