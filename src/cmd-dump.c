@@ -93,6 +93,9 @@ static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
 						      (double)t->tid)
 			   : !cJSON_AddNullToObject(th, "native_id"))
 			goto out;
+		if (t->name[0] ? !cJSON_AddStringToObject(th, "name", t->name)
+			       : !cJSON_AddNullToObject(th, "name"))
+			goto out;
 		if (!cJSON_AddStringToObject(th, "state",
 					     thread_state_name(t->state)) ||
 		    !cJSON_AddBoolToObject(th, "holds_gil", t->holds_gil))
@@ -134,6 +137,8 @@ static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
 		printf("\nThread 0x%llx", (unsigned long long)t->ident);
 		if (t->tid)
 			printf(" (tid %ld)", t->tid);
+		if (t->name[0])
+			printf(" \"%s\"", t->name);
 		printf(": %s%s%s\n", thread_state_name(t->state),
 		       t->holds_gil ? ", holds the GIL" : "",
 		       native && !dt[i].merged ? ", native frames unmerged"
@@ -262,6 +267,7 @@ int cmd_dump(int argc, char **argv)
 	py_sampler_init(&ps, &rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;
+	ps.want_names = 1;
 	why = sample_clean(&ps, &sample);
 	if (native && why == DROP_NONE) {
 		/*

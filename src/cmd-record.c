@@ -243,7 +243,8 @@ static size_t add_sample(struct recorder *r)
 		if (!t->depth || !thread_wanted(t, r->opts->idle, r->opts->gil))
 			continue;
 		depth = stack_ids(r, t);
-		th = stacks_thread(&r->stacks, t->ident, t->tid, NULL);
+		th = stacks_thread(&r->stacks, t->ident, t->tid,
+				   t->name[0] ? t->name : NULL);
 		stacks_add(&r->stacks, th, r->scratch, depth, 1);
 		added++;
 	}
@@ -345,6 +346,7 @@ int cmd_record(int argc, char **argv)
 	sampleloop_init(&r.sl, opts.rate);
 	r.sl.ps.want_state = !opts.idle;
 	r.sl.ps.want_gil = opts.gil;
+	r.sl.ps.want_names = 1;
 	stacks_init(&r.stacks);
 	r.scratch = xmalloc(MAX_STACK * sizeof(*r.scratch));
 	if (opts.native) {

@@ -634,16 +634,34 @@ static void read_gil(struct py_sampler *ps, uint64_t interp,
 							      span);
 }
 
-/* An open /proc/PID/task/TID/stat for tid, or -1. */
-static int task_stat_fd(struct py_sampler *ps, long tid)
+/* Read a /proc file's first line (without its newline) into buf. */
+static void read_line(const char *path, char *buf, size_t size)
 {
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* What spyc keeps open or knows about thread tid, or NULL if gone. */
+static struct py_task_file *task_file(struct py_sampler *ps, long tid)
+{
+	struct py_task_file *tf;
 	char path[64];
 	size_t i;
 	int fd;
 
 	for (i = 0; i < ps->nr_task_files; i++)
 		if (ps->task_files[i].tid == tid)
-			return ps->task_files[i].fd;
+			return &ps->task_files[i];
 	/* Threads come and go: start over rather than grow forever. */
 	if (ps->nr_task_files >= PY_MAX_THREADS) {
 		for (i = 0; i < ps->nr_task_files; i++)
@@ -654,13 +672,16 @@ static int task_stat_fd(struct py_sampler *ps, long tid)
 		 (int)ps->rt->pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return NULL;
 	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1,
 		   ps->alloc_task_files);
-	ps->task_files[ps->nr_task_files].tid = tid;
-	ps->task_files[ps->nr_task_files].fd = fd;
-	ps->nr_task_files++;
-	return fd;
+	tf = &ps->task_files[ps->nr_task_files++];
+	tf->tid = tid;
+	tf->fd = fd;
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm",
+		 (int)ps->rt->pid, tid);
+	read_line(path, tf->comm, sizeof(tf->comm));
+	return tf;
 }
 
 static void forget_task(struct py_sampler *ps, long tid)
@@ -681,11 +702,11 @@ static char task_state(struct py_sampler *ps, long tid)
 {
 	char buf[512], *p;
 	ssize_t n;
-	int fd = task_stat_fd(ps, tid);
+	struct py_task_file *tf = task_file(ps, tid);
 
-	if (fd < 0)
+	if (!tf)
 		return 0;
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	n = pread(tf->fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0) {
 		forget_task(ps, tid);
 		return 0;
@@ -721,6 +742,26 @@ static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
 	if (sscanf(buf, "%ld %llx", &nr, &uaddr) != 2 || nr != SYSCALL_FUTEX)
 		return 0;
 	return uaddr >= lo && uaddr < hi;
+}
+
+/* OS thread names that say more than the process's own name. */
+static void name_threads(struct py_sampler *ps, struct py_sample *out)
+{
+	size_t i;
+
+	if (!ps->process_name[0]) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)ps->rt->pid);
+		read_line(path, ps->process_name, sizeof(ps->process_name));
+	}
+	for (i = 0; i < out->nr_threads; i++) {
+		struct py_thread *t = &out->threads[i];
+		struct py_task_file *tf = t->tid ? task_file(ps, t->tid) : NULL;
+
+		if (tf && tf->comm[0] && strcmp(tf->comm, ps->process_name))
+			memcpy(t->name, tf->comm, sizeof(t->name));
+	}
 }
 
 /* Fill in what the commands asked for: states, GIL holder and waiters. */
@@ -817,6 +858,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 			t->tstate = tstate;
 			t->state = THREAD_UNKNOWN;
 			t->holds_gil = 0;
+			t->name[0] = '\0';
 			t->first = out->nr_frames;
 			why = walk_thread(ps, tstate, out);
 			if (why)
@@ -833,5 +875,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		fill_native_tids(ps, out);
 	if (ps->want_state || ps->want_gil)
 		annotate_threads(ps, out, &gil);
+	if (ps->want_names)
+		name_threads(ps, out);
 	return DROP_NONE;
 }

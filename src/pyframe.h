@@ -52,6 +52,7 @@ struct py_thread {
 	uint64_t tstate; /* its PyThreadState */
 	enum py_thread_state state;
 	int holds_gil; /* 1 if this thread held the GIL */
+	char name[16]; /* its OS name, when it differs from the process's */
 	size_t first;	/* frames[first .. first+depth) of the sample */
 	size_t depth;	/* innermost first */
 };
@@ -110,9 +111,12 @@ struct py_sampler {
 	/* What else to find out per thread; set by commands. */
 	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
 	int want_gil;	/* who holds the GIL, and who waits for it */
+	int want_names; /* OS thread names, from /proc/PID/task/TID/comm */
+	char process_name[16];
 	struct py_task_file {
 		long tid;
-		int fd;
+		int fd;		/* its stat, kept open */
+		char comm[16];	/* its name when first seen (TASK_COMM_LEN) */
 	} *task_files;
 	size_t nr_task_files, alloc_task_files;
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */

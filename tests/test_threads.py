@@ -103,3 +103,33 @@ def test_record_gil(spyc, python, targets, tmp_path):
     assert holders.count(roles["spinner"]["ident"]) >= 3, holders
     assert set(holders) <= {roles["spinner"]["ident"],
                             roles["compressor"]["ident"]}, holders
+
+
+def test_thread_names(spyc, python, targets, tmp_path):
+    """Threads that name themselves (as native libraries do, through
+    /proc/thread-self/comm) carry that name in dump, in speedscope's
+    per-thread profiles, and in folded output with --threads."""
+    t = targets.start(python, "states.py", "{report}")
+    roles = t.info["roles"]
+    doc, res = spyc.dump_json(t.pid)
+    names = dict((th["thread_id"], th["name"]) for th in doc["threads"])
+    for role, info in roles.items():
+        assert names[info["ident"]] == role, (role, names)
+    # The main thread keeps the process's name: no name is given.
+    assert sum(1 for n in names.values() if n is None) >= 1, names
+
+    out = str(tmp_path / "named.txt")
+    record(spyc, t.pid, out, "--idle", "--threads")
+    labels = set(frames[0] for frames, _ in folded(out))
+    for role in roles:
+        assert any(l.startswith(role + " (tid ") for l in labels), labels
+
+    out = str(tmp_path / "named.json")
+    res = spyc.run(["record", "--pid", t.pid, "--duration", 1, "--idle",
+                    "-o", out], timeout=30)
+    res.assert_ok()
+    import json
+    with open(out) as f:
+        profiles = [p["name"] for p in json.load(f)["profiles"]]
+    for role in roles:
+        assert any(p.startswith(role + " (tid ") for p in profiles), profiles

@@ -29,6 +29,13 @@ never = threading.Event()
 
 
 def mark(role):
+    # Name the OS thread after its role, as native libraries do; the
+    # main thread keeps the process's name.
+    try:
+        with open("/proc/thread-self/comm", "w") as f:
+            f.write(role)
+    except (IOError, OSError):
+        pass
     with ready_cond:
         ready[role] = threading.get_ident()
         ready_cond.notify_all()
