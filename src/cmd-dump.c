@@ -49,10 +49,11 @@ static int add_frame_json(cJSON *frames, const struct merged_frame *m)
 	if (!fr || !cJSON_AddItemToArray(frames, fr))
 		return -1;
 	if (m->py)
-		return !cJSON_AddStringToObject(fr, "name", m->py->code->name) ||
-		       !cJSON_AddStringToObject(fr, "file",
-						m->py->code->filename) ||
-		       !cJSON_AddNumberToObject(fr, "line", m->py->line)
+		return !cJSON_AddStringToObject(fr, "name",
+						m->py->code->name) ||
+			       !cJSON_AddStringToObject(
+				   fr, "file", m->py->code->filename) ||
+			       !cJSON_AddNumberToObject(fr, "line", m->py->line)
 			   ? -1
 			   : 0;
 	if (!cJSON_AddStringToObject(fr, "name", m->native->name) ||
@@ -100,7 +101,8 @@ static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
 					     thread_state_name(t->state)) ||
 		    !cJSON_AddBoolToObject(th, "holds_gil", t->holds_gil))
 			goto out;
-		if (native && !cJSON_AddBoolToObject(th, "merged", dt[i].merged))
+		if (native &&
+		    !cJSON_AddBoolToObject(th, "merged", dt[i].merged))
 			goto out;
 		frames = cJSON_AddArrayToObject(th, "frames");
 		if (!frames)

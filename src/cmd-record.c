@@ -110,16 +110,17 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case 'f':
 			o->format = output_format_parse(optarg);
 			if (o->format == FORMAT_NONE) {
-				fprintf(stderr,
-					"spyc: unknown format '%s' (speedscope, "
-					"folded or svg)\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "spyc: unknown format '%s' (speedscope, "
+				    "folded or svg)\n",
+				    optarg);
 				exit(EXIT_USAGE);
 			}
 			break;
 		case 'r':
-			o->rate = parse_positive_arg("--rate", optarg,
-						     MAX_RATE_HZ);
+			o->rate =
+			    parse_positive_arg("--rate", optarg, MAX_RATE_HZ);
 			break;
 		case 'd':
 			o->duration =
@@ -148,13 +149,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
-	if (optind < argc)
-		o->argv = argv + optind;
-	if (!o->pid == !o->argv) {
-		fprintf(stderr, "spyc: record needs either --pid PID or "
-				"-- PROGRAM [ARGS...]\n");
-		exit(EXIT_USAGE);
-	}
+	o->argv = parse_target(argc, argv, optind, o->pid, "record");
 	if (o->output && o->format == FORMAT_NONE) {
 		o->format = output_format_from_path(o->output);
 		if (o->format == FORMAT_NONE) {
@@ -269,7 +264,8 @@ static void sample_loop(struct recorder *r)
 			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->idle,
 						     r->opts->gil);
 		if (why == DROP_NONE) {
-			/* Before the first frame and after the last: nothing. */
+			/* Before the first frame and after the last: nothing.
+			 */
 			if (add_sample(r))
 				r->samples++;
 			else

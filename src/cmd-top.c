@@ -101,7 +101,7 @@ struct top {
 	struct toptable tt;
 	struct top_view view;
 	struct top_snapshot snap;
-	uint32_t *sites; /* one stack's site ids, innermost first */
+	uint32_t *sites;	     /* one stack's site ids, innermost first */
 	struct native_unwinder nu;   /* --native */
 	struct merged_frame *merged; /* one merged stack, root first */
 	char cwd[4096];
@@ -168,13 +168,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
-	if (optind < argc)
-		o->argv = argv + optind;
-	if (!o->pid == !o->argv) {
-		fprintf(stderr, "spyc: top needs either --pid PID or "
-				"-- PROGRAM [ARGS...]\n");
-		exit(EXIT_USAGE);
-	}
+	o->argv = parse_target(argc, argv, optind, o->pid, "top");
 }
 
 static uint32_t make_site(void *ctx, const struct pycode *code, int line)
@@ -190,9 +184,9 @@ static uint32_t make_site(void *ctx, const struct pycode *code, int line)
 static uint32_t native_site(struct top *t, struct native_sym *sym)
 {
 	if (sym->user_id < 0)
-		sym->user_id = toptable_site(&t->tt, sym->name,
-					     sym->file ? sym->file : "",
-					     sym->file ? sym->line : 0, 0);
+		sym->user_id =
+		    toptable_site(&t->tt, sym->name, sym->file ? sym->file : "",
+				  sym->file ? sym->line : 0, 0);
 	return (uint32_t)sym->user_id;
 }
 
@@ -221,9 +215,9 @@ static size_t stack_sites(struct top *t, const struct py_thread *th)
 		const struct merged_frame *m = &t->merged[n - 1 - j];
 
 		t->sites[j] =
-		    m->py ? pycode_line_id(m->py->code, m->py->line, make_site,
-					   t)
-			  : native_site(t, (struct native_sym *)m->native);
+		    m->py
+			? pycode_line_id(m->py->code, m->py->line, make_site, t)
+			: native_site(t, (struct native_sym *)m->native);
 	}
 	return n;
 }
@@ -715,8 +709,9 @@ static enum top_end run(struct top *t)
 				return END_TARGET;
 			t->attempts++;
 			if (why == DROP_NONE && t->opts->native)
-				why = sampleloop_stop_wanted(
-				    &t->sl, &t->nu, t->opts->idle, t->opts->gil);
+				why = sampleloop_stop_wanted(&t->sl, &t->nu,
+							     t->opts->idle,
+							     t->opts->gil);
 			if (why == DROP_NONE)
 				add_sample(t, now_ns());
 			sampleloop_schedule(&t->sl);

@@ -31,6 +31,14 @@ pid_t parse_pid(const char *arg);
  * most max.  Returns it, or dies with a usage error (exit 64) naming the
  * bad value.
  */
+/*
+ * After getopt: the program to launch (argv from optind on), or NULL
+ * with --pid.  Exactly one of the two must be given, or a usage error
+ * (exit 64) names command.
+ */
+char **parse_target(int argc, char **argv, int first, pid_t pid,
+		    const char *command);
+
 double parse_positive_arg(const char *opt, const char *arg, double max);
 
 /*

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming frames with libdw, and merging with Python frames. */
+/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming
+ * frames with libdw, and merging with Python frames. */
 #include "native.h"
 
 #include <elfutils/libdwfl.h>
@@ -15,12 +16,14 @@
 #include "proc.h"
 #include "util.h"
 
-/* Bytes of a stopped thread's stack copied in one read: most unwinds need no more. */
+/* Bytes of a stopped thread's stack copied in one read: most unwinds need no
+ * more. */
 #define STACK_COPY_BYTES (64u << 10)
 /* x86-64 SysV: leaf functions may use 128 bytes below the stack pointer. */
 #define RED_ZONE 128
 #define PAGE_BYTES 4096u
-/* Addresses in no known module make spyc re-read the maps at most this often. */
+/* Addresses in no known module make spyc re-read the maps at most this often.
+ */
 #define REREPORT_NS 1000000000ULL
 #define NR_PAGES 16u
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
@@ -46,7 +49,8 @@ static int read_word(struct native_unwinder *nu, uint64_t addr, uint64_t *val)
 	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
 	unsigned int i;
 
-	if (t && addr >= t->stack_lo && addr + 8 <= t->stack_lo + t->stack_len) {
+	if (t && addr >= t->stack_lo &&
+	    addr + 8 <= t->stack_lo + t->stack_len) {
 		memcpy(val, t->stack + (addr - t->stack_lo), 8);
 		return 0;
 	}
@@ -90,24 +94,59 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 		return -UNW_EBADREG;
 	r = &active->current->regs;
 	switch (reg) {
-	case UNW_X86_64_RAX: *val = r->rax; break;
-	case UNW_X86_64_RDX: *val = r->rdx; break;
-	case UNW_X86_64_RCX: *val = r->rcx; break;
-	case UNW_X86_64_RBX: *val = r->rbx; break;
-	case UNW_X86_64_RSI: *val = r->rsi; break;
-	case UNW_X86_64_RDI: *val = r->rdi; break;
-	case UNW_X86_64_RBP: *val = r->rbp; break;
-	case UNW_X86_64_RSP: *val = r->rsp; break;
-	case UNW_X86_64_R8: *val = r->r8; break;
-	case UNW_X86_64_R9: *val = r->r9; break;
-	case UNW_X86_64_R10: *val = r->r10; break;
-	case UNW_X86_64_R11: *val = r->r11; break;
-	case UNW_X86_64_R12: *val = r->r12; break;
-	case UNW_X86_64_R13: *val = r->r13; break;
-	case UNW_X86_64_R14: *val = r->r14; break;
-	case UNW_X86_64_R15: *val = r->r15; break;
-	case UNW_X86_64_RIP: *val = r->rip; break;
-	default: return -UNW_EBADREG;
+	case UNW_X86_64_RAX:
+		*val = r->rax;
+		break;
+	case UNW_X86_64_RDX:
+		*val = r->rdx;
+		break;
+	case UNW_X86_64_RCX:
+		*val = r->rcx;
+		break;
+	case UNW_X86_64_RBX:
+		*val = r->rbx;
+		break;
+	case UNW_X86_64_RSI:
+		*val = r->rsi;
+		break;
+	case UNW_X86_64_RDI:
+		*val = r->rdi;
+		break;
+	case UNW_X86_64_RBP:
+		*val = r->rbp;
+		break;
+	case UNW_X86_64_RSP:
+		*val = r->rsp;
+		break;
+	case UNW_X86_64_R8:
+		*val = r->r8;
+		break;
+	case UNW_X86_64_R9:
+		*val = r->r9;
+		break;
+	case UNW_X86_64_R10:
+		*val = r->r10;
+		break;
+	case UNW_X86_64_R11:
+		*val = r->r11;
+		break;
+	case UNW_X86_64_R12:
+		*val = r->r12;
+		break;
+	case UNW_X86_64_R13:
+		*val = r->r13;
+		break;
+	case UNW_X86_64_R14:
+		*val = r->r14;
+		break;
+	case UNW_X86_64_R15:
+		*val = r->r15;
+		break;
+	case UNW_X86_64_RIP:
+		*val = r->rip;
+		break;
+	default:
+		return -UNW_EBADREG;
 	}
 	return 0;
 }
@@ -115,8 +154,8 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 {
 	static const Dwfl_Callbacks callbacks = {
-		.find_elf = dwfl_linux_proc_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+	    .find_elf = dwfl_linux_proc_find_elf,
+	    .find_debuginfo = dwfl_standard_find_debuginfo,
 	};
 	unw_accessors_t acc = _UPT_accessors;
 	Dwfl *dwfl;
@@ -124,7 +163,8 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	memset(nu, 0, sizeof(*nu));
 	nu->pid = rt->pid;
 	nu->rt = rt;
-	/* libunwind finds unwind tables; spyc reads the memory and registers. */
+	/* libunwind finds unwind tables; spyc reads the memory and registers.
+	 */
 	acc.access_mem = access_mem;
 	acc.access_reg = access_reg;
 	nu->as = unw_create_addr_space(&acc, 0);
@@ -245,12 +285,14 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 		ALLOC_GROW(nu->threads, nu->nr_threads + 1, nu->alloc_threads);
 		if (nu->alloc_threads > old)
 			memset(nu->threads + old, 0,
-			       (nu->alloc_threads - old) * sizeof(*nu->threads));
+			       (nu->alloc_threads - old) *
+				   sizeof(*nu->threads));
 		t = &nu->threads[nu->nr_threads++];
 		t->tid = tids[i];
 		if (stop_one(nu, t)) {
 			if (t->stopped)
-				ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
+				ptrace(PTRACE_DETACH, t->tid, 0,
+				       t->pending_signal);
 			t->stopped = 0;
 			nu->nr_threads--;
 			continue;
@@ -313,7 +355,8 @@ size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
 
 static size_t sym_slot(const struct native_unwinder *nu, uint64_t ip)
 {
-	return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 17) & (nu->syms_size - 1);
+	return (size_t)((ip * 0x9E3779B97F4A7C15ULL) >> 17) &
+	       (nu->syms_size - 1);
 }
 
 static void sym_insert(struct native_unwinder *nu, struct native_sym *s)
@@ -368,8 +411,8 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 	if (mod) {
 		modname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL,
 					   &mainfile, NULL);
-		name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL,
-					    NULL);
+		name =
+		    dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL, NULL);
 		if (mainfile)
 			s->in_interp = !strcmp(mainfile, nu->rt->binary) ||
 				       !strcmp(base_name(mainfile),
@@ -394,9 +437,8 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		Dwfl_Line *line = dwfl_module_getsrc(mod, ip);
 		int lineno = 0;
 		const char *file =
-			line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL,
-					     NULL) :
-			       NULL;
+		    line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)
+			 : NULL;
 
 		if (file) {
 			s->file = xstrdup(file);
@@ -451,10 +493,10 @@ size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
 	*merged = groups == evals;
 	if (!*merged) {
 		for (i = nr_py; i-- > 0 && n < max;)
-			out[n++] = (struct merged_frame){ &py[i], NULL };
+			out[n++] = (struct merged_frame){&py[i], NULL};
 		for (i = innermost_eval; i-- > 0 && n < max;)
-			out[n++] = (struct merged_frame){
-				NULL, frame_sym(nu, ips, i) };
+			out[n++] =
+			    (struct merged_frame){NULL, frame_sym(nu, ips, i)};
 		return n;
 	}
 	/*
@@ -472,14 +514,14 @@ size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
 			while (start > 0 && !py[start - 1].entry)
 				start--;
 			for (j = group_end; j-- > start && n < max;)
-				out[n++] = (struct merged_frame){ &py[j], NULL };
+				out[n++] = (struct merged_frame){&py[j], NULL};
 			group_end = start;
 			continue;
 		}
 		/* The interpreter's plumbing between Python frames is noise. */
 		if (s->in_interp && i > innermost_eval)
 			continue;
-		out[n++] = (struct merged_frame){ NULL, s };
+		out[n++] = (struct merged_frame){NULL, s};
 	}
 	return n;
 }

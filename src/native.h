@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming frames with libdw, and merging with Python frames. */
+/* Native stacks: stopping a thread briefly, unwinding it with libunwind, naming
+ * frames with libdw, and merging with Python frames. */
 #ifndef SPYC_NATIVE_H
 #define SPYC_NATIVE_H
 
@@ -17,10 +18,10 @@
 /* A named native address.  Owned by the unwinder's cache. */
 struct native_sym {
 	uint64_t ip;
-	char *name;   /* "func", or "module+0xOFFSET" with no symbol */
-	char *file;   /* source file from DWARF, or NULL */
+	char *name; /* "func", or "module+0xOFFSET" with no symbol */
+	char *file; /* source file from DWARF, or NULL */
 	int line;
-	int is_eval;  /* _PyEval_EvalFrameDefault: runs Python frames */
+	int is_eval;   /* _PyEval_EvalFrameDefault: runs Python frames */
 	int in_interp; /* inside the interpreter's own binary */
 	long user_id;  /* for callers to cache a number on; starts at -1 */
 };
@@ -48,9 +49,9 @@ struct native_unwinder {
 	struct native_thread *threads;
 	size_t nr_threads, alloc_threads;
 	struct native_thread *current; /* being unwound */
-	void *upt;                     /* _UPT_create() of current */
+	void *upt;		       /* _UPT_create() of current */
 	long upt_tid;
-	uint64_t pages[16];            /* a small cache of target pages */
+	uint64_t pages[16]; /* a small cache of target pages */
 	unsigned char *page_data;
 	unsigned int next_page;
 	uint64_t last_report; /* when the module list was last refreshed */
@@ -91,7 +92,7 @@ const struct native_sym *native_symbolize(struct native_unwinder *nu,
 
 /* One frame of a merged stack. */
 struct merged_frame {
-	const struct py_frame *py;     /* a Python frame, or NULL */
+	const struct py_frame *py;	 /* a Python frame, or NULL */
 	const struct native_sym *native; /* else a native one */
 };
 

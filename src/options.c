@@ -19,3 +19,18 @@ double parse_positive_arg(const char *opt, const char *arg, double max)
 	}
 	return v;
 }
+
+char **parse_target(int argc, char **argv, int first, pid_t pid,
+		    const char *command)
+{
+	char **program = first < argc ? argv + first : NULL;
+
+	if (!pid == !program) {
+		fprintf(stderr,
+			"spyc: %s needs either --pid PID or -- PROGRAM "
+			"[ARGS...]\n",
+			command);
+		exit(EXIT_USAGE);
+	}
+	return program;
+}

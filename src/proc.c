@@ -247,19 +247,29 @@ uint64_t proc_arg_start(pid_t pid)
 	return v;
 }
 
+ssize_t proc_read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 void proc_cmdline(pid_t pid, char *buf, size_t size)
 {
 	char path[64];
-	int fd;
 	ssize_t n, i;
 
-	buf[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, size - 1);
-	close(fd);
+	n = proc_read_text(path, buf, size);
 	if (n <= 0)
 		return;
 	while (n > 0 && buf[n - 1] == '\0')

@@ -72,6 +72,12 @@ void proc_cmdline(pid_t pid, char *buf, size_t size);
  */
 char *proc_file_path(pid_t pid, const char *path);
 
+/*
+ * Read a small text file (a /proc entry) into buf, NUL-terminated.
+ * Returns the bytes read, or -1 (buf then holds "").
+ */
+ssize_t proc_read_text(const char *path, char *buf, size_t size);
+
 /* Native thread ids of pid (from /proc/PID/task), count returned. */
 size_t proc_tasks(pid_t pid, long *tids, size_t max);
 

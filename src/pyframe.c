@@ -32,10 +32,10 @@ static const char *const drop_names[DROP_NR] = {
 const char *thread_state_name(enum py_thread_state state)
 {
 	static const char *const names[] = {
-		[THREAD_UNKNOWN] = "unknown",
-		[THREAD_RUNNING] = "running",
-		[THREAD_IDLE] = "idle",
-		[THREAD_GIL_WAIT] = "waiting for the GIL",
+	    [THREAD_UNKNOWN] = "unknown",
+	    [THREAD_RUNNING] = "running",
+	    [THREAD_IDLE] = "idle",
+	    [THREAD_GIL_WAIT] = "waiting for the GIL",
 	};
 
 	if (state < 0 || state >= (int)ARRAY_SIZE(names))
@@ -385,11 +385,11 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			uint64_t start =
 			    code + (uint64_t)off->code_code_adaptive;
 
-			why = push_frame(
-			    ps, out, code,
-			    instr >= start ? (long)(instr - start) : -1,
-			    off->iframe_is_entry != OFF_NONE &&
-				f[off->iframe_is_entry]);
+			why = push_frame(ps, out, code,
+					 instr >= start ? (long)(instr - start)
+							: -1,
+					 off->iframe_is_entry != OFF_NONE &&
+					     f[off->iframe_is_entry]);
 			if (why)
 				return why;
 		} else if (out->nr_frames > first) {
@@ -578,13 +578,12 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 /* The GIL of one interpreter, as this sample saw it. */
 struct gil_view {
 	int locked;
-	uint64_t holder;    /* PyThreadState * of the last holder */
-	uint64_t lo, hi;    /* its struct: where waiters' futexes are */
+	uint64_t holder; /* PyThreadState * of the last holder */
+	uint64_t lo, hi; /* its struct: where waiters' futexes are */
 };
 
 /* Read the GIL serving interp.  Leaves g zeroed if unknown. */
-static void read_gil(struct py_sampler *ps, uint64_t interp,
-		     struct gil_view *g)
+static void read_gil(struct py_sampler *ps, uint64_t interp, struct gil_view *g)
 {
 	const struct pyruntime *rt = ps->rt;
 	const struct py_offsets *off = rt->off;
@@ -603,10 +602,10 @@ static void read_gil(struct py_sampler *ps, uint64_t interp,
 			return;
 		g->locked = locked > 0;
 		if (rt->gil_mutex && rt->gil_cond) {
-			g->lo = rt->gil_mutex < rt->gil_cond ? rt->gil_mutex :
-							       rt->gil_cond;
-			g->hi = (rt->gil_mutex < rt->gil_cond ? rt->gil_cond :
-								rt->gil_mutex) +
+			g->lo = rt->gil_mutex < rt->gil_cond ? rt->gil_mutex
+							     : rt->gil_cond;
+			g->hi = (rt->gil_mutex < rt->gil_cond ? rt->gil_cond
+							      : rt->gil_mutex) +
 				sizeof(buf);
 		}
 		return;
@@ -620,8 +619,8 @@ static void read_gil(struct py_sampler *ps, uint64_t interp,
 			  sizeof(gil));
 	else if (off->interp_gil != OFF_NONE)
 		gil = interp + (uint64_t)off->interp_gil;
-	span = (off->gil_locked > off->gil_last_holder ? off->gil_locked :
-							 off->gil_last_holder) +
+	span = (off->gil_locked > off->gil_last_holder ? off->gil_locked
+						       : off->gil_last_holder) +
 	       8;
 	if (!gil || span > (long)sizeof(buf) ||
 	    proc_read(rt->pid, gil, buf, (size_t)span))
@@ -630,24 +629,14 @@ static void read_gil(struct py_sampler *ps, uint64_t interp,
 	g->locked = locked > 0;
 	g->holder = get_ptr(buf, off->gil_last_holder);
 	g->lo = gil;
-	g->hi = gil + (uint64_t)(off->gil_size != OFF_NONE ? off->gil_size :
-							      span);
+	g->hi =
+	    gil + (uint64_t)(off->gil_size != OFF_NONE ? off->gil_size : span);
 }
 
 /* Read a /proc file's first line (without its newline) into buf. */
 static void read_line(const char *path, char *buf, size_t size)
 {
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	buf[0] = '\0';
-	if (fd < 0)
-		return;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
+	proc_read_text(path, buf, size);
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
@@ -668,18 +657,17 @@ static struct py_task_file *task_file(struct py_sampler *ps, long tid)
 			close(ps->task_files[i].fd);
 		ps->nr_task_files = 0;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat",
-		 (int)ps->rt->pid, tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", (int)ps->rt->pid,
+		 tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1,
-		   ps->alloc_task_files);
+	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1, ps->alloc_task_files);
 	tf = &ps->task_files[ps->nr_task_files++];
 	tf->tid = tid;
 	tf->fd = fd;
-	snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm",
-		 (int)ps->rt->pid, tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", (int)ps->rt->pid,
+		 tid);
 	read_line(path, tf->comm, sizeof(tf->comm));
 	return tf;
 }
@@ -726,19 +714,11 @@ static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
 	char path[64], buf[256];
 	unsigned long long uaddr;
 	long nr;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall", (int)pid,
 		 tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_read_text(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	if (sscanf(buf, "%ld %llx", &nr, &uaddr) != 2 || nr != SYSCALL_FUTEX)
 		return 0;
 	return uaddr >= lo && uaddr < hi;
@@ -774,8 +754,8 @@ static void annotate_threads(struct py_sampler *ps, struct py_sample *out,
 		struct py_thread *t = &out->threads[i];
 		char st;
 
-		t->holds_gil = ps->want_gil && gil->locked &&
-			       gil->holder == t->tstate;
+		t->holds_gil =
+		    ps->want_gil && gil->locked && gil->holder == t->tstate;
 		t->state = THREAD_UNKNOWN;
 		if (!ps->want_state || !t->tid)
 			continue;
@@ -814,12 +794,12 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	while (interp) {
 		/* Both fields in one read: they sit near the start. */
 		unsigned char head[INTERP_HEAD_MAX];
-		long lo = off->interp_next < off->interp_threads_head ?
-				  off->interp_next :
-				  off->interp_threads_head;
-		long hi = off->interp_next < off->interp_threads_head ?
-				  off->interp_threads_head :
-				  off->interp_next;
+		long lo = off->interp_next < off->interp_threads_head
+			      ? off->interp_next
+			      : off->interp_threads_head;
+		long hi = off->interp_next < off->interp_threads_head
+			      ? off->interp_threads_head
+			      : off->interp_next;
 		uint64_t tstate, next_interp;
 		size_t threads = 0;
 

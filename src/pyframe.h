@@ -38,8 +38,8 @@ struct py_frame {
 /* What a thread was doing when sampled (when the sampler was asked). */
 enum py_thread_state {
 	THREAD_UNKNOWN = 0,
-	THREAD_RUNNING,  /* on a CPU, or runnable */
-	THREAD_IDLE,     /* sleeping or blocked */
+	THREAD_RUNNING,	 /* on a CPU, or runnable */
+	THREAD_IDLE,	 /* sleeping or blocked */
 	THREAD_GIL_WAIT, /* blocked, waiting for the GIL */
 };
 
@@ -47,14 +47,14 @@ enum py_thread_state {
 const char *thread_state_name(enum py_thread_state state);
 
 struct py_thread {
-	uint64_t ident; /* threading ident (pthread_t) */
-	long tid;	/* native thread id, 0 if unknown */
+	uint64_t ident;	 /* threading ident (pthread_t) */
+	long tid;	 /* native thread id, 0 if unknown */
 	uint64_t tstate; /* its PyThreadState */
 	enum py_thread_state state;
 	int holds_gil; /* 1 if this thread held the GIL */
 	char name[16]; /* its OS name, when it differs from the process's */
-	size_t first;	/* frames[first .. first+depth) of the sample */
-	size_t depth;	/* innermost first */
+	size_t first;  /* frames[first .. first+depth) of the sample */
+	size_t depth;  /* innermost first */
 };
 
 /* One sample of every thread.  Reused between samples: no allocation once warm.
@@ -115,9 +115,9 @@ struct py_sampler {
 	char process_name[16];
 	struct py_task_file {
 		long tid;
-		int fd;		/* its stat, kept open */
-		char comm[16];	/* its name when first seen (TASK_COMM_LEN) */
-	} *task_files;
+		int fd;	       /* its stat, kept open */
+		char comm[16]; /* its name when first seen (TASK_COMM_LEN) */
+	} * task_files;
 	size_t nr_task_files, alloc_task_files;
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;

@@ -287,11 +287,9 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	{
 		/* 3.6's ceval_gil.h: static, so only in .symtab. */
 		static const char *const gil_names[] = {
-			"gil_locked", "gil_last_holder", "gil_mutex", "gil_cond"
-		};
-		uint64_t *gil_addrs[] = { &rt->gil_locked,
-					  &rt->gil_last_holder, &rt->gil_mutex,
-					  &rt->gil_cond };
+		    "gil_locked", "gil_last_holder", "gil_mutex", "gil_cond"};
+		uint64_t *gil_addrs[] = {&rt->gil_locked, &rt->gil_last_holder,
+					 &rt->gil_mutex, &rt->gil_cond};
 		size_t i;
 
 		for (i = 0; i < ARRAY_SIZE(gil_names); i++)
@@ -308,8 +306,8 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	rt->tstate_current = current ? current + bias : 0;
 	rt->code_type = code ? code + bias : 0;
 	{
-		uint64_t *gil_addrs[] = { &rt->gil_locked, &rt->gil_last_holder,
-					  &rt->gil_mutex, &rt->gil_cond };
+		uint64_t *gil_addrs[] = {&rt->gil_locked, &rt->gil_last_holder,
+					 &rt->gil_mutex, &rt->gil_cond};
 		size_t i;
 
 		for (i = 0; i < ARRAY_SIZE(gil_addrs); i++)
