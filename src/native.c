@@ -182,6 +182,19 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 			     (int)rt->pid);
 	}
 	nu->dwfl = dwfl;
+	/*
+	 * One libunwind-ptrace context for the whole process: it finds the
+	 * unwind tables of each module (through /proc/PID/maps) and keeps
+	 * them; spyc's own accessors read memory and registers per thread.
+	 */
+	nu->upt = _UPT_create(rt->pid);
+	if (!nu->upt) {
+		dwfl_end(dwfl);
+		nu->dwfl = NULL;
+		unw_destroy_addr_space(nu->as);
+		nu->as = NULL;
+		return error("libunwind cannot follow pid %d", (int)rt->pid);
+	}
 	nu->syms_size = 1024;
 	nu->syms = xcalloc(nu->syms_size, sizeof(*nu->syms));
 	nu->page_data = xmalloc(NR_PAGES * PAGE_BYTES);
@@ -327,16 +340,6 @@ size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
 
 	if (!t || !t->captured)
 		return 0;
-	if (nu->upt && nu->upt_tid != tid) {
-		_UPT_destroy(nu->upt);
-		nu->upt = NULL;
-	}
-	if (!nu->upt) {
-		nu->upt = _UPT_create((pid_t)tid);
-		nu->upt_tid = tid;
-		if (!nu->upt)
-			return 0;
-	}
 	active = nu;
 	nu->current = t;
 	if (unw_init_remote(&cursor, nu->as, nu->upt) == 0) {

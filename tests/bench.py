@@ -43,7 +43,9 @@ stacks each sample kept (1 when idle threads are filtered out, 101 with
 
 spyc's CPU time is the RUSAGE_CHILDREN delta around the spyc process, which
 is the only child reaped in between (it samples by --pid, so the target is
-not its child).  Progress goes to stderr, the table to stdout.
+not its child).  Every run uses a copy of ./spyc taken at start, so that a
+rebuild meanwhile changes nothing.  Progress goes to stderr, the tables to
+stdout.
 
 Standard library only; runs under any python3 >= 3.6.
 Exit codes: 0 table printed, 1 table printed but some measurement failed,
@@ -71,6 +73,8 @@ BUSY = os.path.join(TARGETS, "bench_busy.py")
 IDLE = os.path.join(TARGETS, "bench_idle.py")
 WORK = os.path.join(TARGETS, "bench_work.py")
 SPYC = os.path.join(REPO, "spyc")
+# The copy of SPYC that every run uses (see snapshot_spyc); SPYC until then.
+spyc_exe = SPYC
 
 sys.path.insert(0, TESTS)
 import pyfind  # noqa: E402
@@ -163,8 +167,12 @@ def start(argv, **kwargs):
     """Popen in its own process group, remembered until stop() reaps it.
     A process that spyc launches lands in the same group, so killing the
     group kills it too."""
-    proc = subprocess.Popen(argv, env=target_env(), start_new_session=True,
-                            preexec_fn=DIE_WITH_PARENT, **kwargs)
+    try:
+        proc = subprocess.Popen(argv, env=target_env(),
+                                start_new_session=True,
+                                preexec_fn=DIE_WITH_PARENT, **kwargs)
+    except OSError as e:
+        raise BenchError("cannot run %s: %s" % (argv[0], e))
     live[proc.pid] = proc
     return proc
 
@@ -221,7 +229,7 @@ def run_spyc(argv, timeout, workdir, stdout=subprocess.DEVNULL):
     errpath = os.path.join(workdir, "spyc.err")
     with open(errpath, "wb") as err:
         before = children_cpu()
-        proc = start([SPYC] + argv, stdout=stdout, stderr=err)
+        proc = start([spyc_exe] + argv, stdout=stdout, stderr=err)
         try:
             try:
                 out, _ = proc.communicate(timeout=timeout)
@@ -528,12 +536,25 @@ def cpu_model():
 
 def spyc_version():
     try:
-        res = subprocess.run([SPYC, "--version"], stdout=subprocess.PIPE,
+        res = subprocess.run([spyc_exe, "--version"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=10,
                              universal_newlines=True)
         return res.stdout.strip() or "(no output, exit %d)" % res.returncode
     except (OSError, subprocess.SubprocessError) as e:
         return "unknown (%s)" % e
+
+
+def snapshot_spyc():
+    """Copy SPYC into a new directory and use the copy from now on, so that
+    a rebuild during the benchmark (`make` in another shell) neither breaks
+    a launch nor mixes two builds in one table.  Returns the directory,
+    for the caller to remove."""
+    global spyc_exe
+    snapdir = tempfile.mkdtemp(prefix="spyc-bench-bin-")
+    copy = os.path.join(snapdir, "spyc")
+    shutil.copy2(SPYC, copy)
+    spyc_exe = copy
+    return snapdir
 
 
 def print_header(cfg, quick):
@@ -547,7 +568,7 @@ def print_header(cfg, quick):
     print("  kernel:  %s %s; load average %s" % (
         platform.system(), platform.release(),
         " ".join("%.2f" % x for x in os.getloadavg())))
-    print("  spyc:    %s (%s)" % (spyc_version(), SPYC))
+    print("  spyc:    %s (%s, copied at start)" % (spyc_version(), SPYC))
     print("  runs:    throughput %.1f s, per depth %.2f s, workload ~%.1f s "
           "x %d runs per rate" % (cfg["rate_secs"], cfg["depth_secs"],
                                   cfg["work_secs"], cfg["runs"]))
@@ -665,6 +686,19 @@ def main(argv):
     slots = [s for s in pyfind.slots()
              if not args.wanted or s.name in args.wanted]
     signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        snapdir = snapshot_spyc()
+    except OSError as e:
+        sys.stderr.write("bench: cannot copy %s: %s\n" % (SPYC, e))
+        return 2
+    try:
+        return bench(args, cfg, slots)
+    finally:
+        shutil.rmtree(snapdir, ignore_errors=True)
+
+
+def bench(args, cfg, slots):
+    """Everything after the set-up: header, measurements, tables."""
     print_header(cfg, args.quick)
     rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
     started = time.monotonic()

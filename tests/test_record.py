@@ -154,20 +154,31 @@ def check_svg(path, chain):
             "SVG does not mention %r" % entry["name"])
 
 
-def chain_share(stacks, chain, full_filenames):
-    """Share of weight whose stack starts (root first) with chain."""
+def chain_share(stacks, chain, full_filenames, startup=False):
+    """Share of weight whose stack starts (root first) with chain.  With
+    startup (launch mode), stacks from before the program's own first
+    frame (the interpreter's start-up: site, encodings, importlib) are
+    left out, and (share, total, startup share) is returned."""
     def same_file(got, want):
         if full_filenames:
             return got == want
         return os.path.basename(got or "") == os.path.basename(want)
 
-    total = hit = 0
+    total = hit = early = 0
     for _, frames, weight in stacks:
+        if startup and not (frames and same_file(frames[0][1],
+                                                  chain[0]["file"])):
+            early += weight
+            continue
         total += weight
         if len(frames) >= len(chain) and all(
                 f[0] == c["name"] and same_file(f[1], c["file"])
                 for f, c in zip(frames, chain)):
             hit += weight
+    if startup:
+        whole = total + early
+        return ((hit / total if total else 0.0), total,
+                (early / whole if whole else 0.0))
     return (hit / total if total else 0.0), total
 
 
@@ -198,7 +209,13 @@ def check_merged_weights(stacks, summary, describe):
             summary.samples, describe))
 
 
-def check_profile(out, fmt, chain, summary, describe, full_filenames=False):
+# Launch mode samples the interpreter's start-up too; on a loaded machine
+# it can take a good part of a short run, but never most of it.
+MAX_STARTUP_SHARE = 0.25
+
+
+def check_profile(out, fmt, chain, summary, describe, full_filenames=False,
+                  launched=False):
     """Validate the output file; return its stacks."""
     assert os.path.exists(out), "no output file\n" + describe
     leftovers = [n for n in os.listdir(os.path.dirname(out))
@@ -214,7 +231,13 @@ def check_profile(out, fmt, chain, summary, describe, full_filenames=False):
         _, stacks = parse_speedscope(out)
     else:
         stacks = parse_folded(out)
-    share, _ = chain_share(stacks, chain, full_filenames)
+    if launched:
+        share, _, early = chain_share(stacks, chain, full_filenames, True)
+        assert early < MAX_STARTUP_SHARE, (
+            "start-up (before the program's first frame) took %.1f%% of "
+            "the samples\n%s" % (100 * early, describe))
+    else:
+        share, _ = chain_share(stacks, chain, full_filenames)
     assert share >= MIN_CHAIN_SHARE, (
         "only %.1f%% of samples have the chain %s\ntop stacks:\n%s\n%s" % (
             100 * share, " -> ".join(c["name"] for c in chain),
@@ -350,7 +373,11 @@ def test_record_launch(spyc, python, tmp_path):
     with open(report) as f:
         info = json.load(f)
     assert wait_gone(info["pid"], 1), "the child is still running"
-    check_profile(out, "speedscope", info["chain"], summary, res.describe())
+    stacks = check_profile(out, "speedscope", info["chain"], summary,
+                           res.describe(), launched=True)
+    # Sampled from the first Python frame: the interpreter's start-up too.
+    assert chain_share(stacks, info["chain"], False, True)[2] > 0, (
+        format_stacks(stacks))
 
 
 # --- stopping: signals and the target's own exit ---
@@ -452,4 +479,5 @@ def test_stop_launch_by_signal(spyc, any_python, tmp_path, sig):
             + describe)
     assert proc.returncode == 0, describe
     summary = parse_summary(err, describe)
-    check_profile(out, "speedscope", info["chain"], summary, describe)
+    check_profile(out, "speedscope", info["chain"], summary, describe,
+                  launched=True)
