@@ -343,6 +343,8 @@ int cmd_record(int argc, char **argv)
 	r.sl.ps.want_state = !opts.idle;
 	r.sl.ps.want_gil = opts.gil;
 	r.sl.ps.want_names = 1;
+	/* Idle threads' stacks are not kept: do not even read them. */
+	r.sl.ps.skip_idle = !opts.idle && !opts.gil;
 	stacks_init(&r.stacks);
 	r.scratch = xmalloc(MAX_STACK * sizeof(*r.scratch));
 	if (opts.native) {

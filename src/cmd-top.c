@@ -775,6 +775,8 @@ int cmd_top(int argc, char **argv)
 	/* The header's %idle and %GIL need both, whatever the options. */
 	t.sl.ps.want_state = 1;
 	t.sl.ps.want_gil = 1;
+	/* Idle threads count in the header, but their stacks do not. */
+	t.sl.ps.skip_idle = !opts.idle && !opts.gil;
 	t.max_weight =
 	    2.0 / opts.rate > MAX_WEIGHT_S ? 2.0 / opts.rate : MAX_WEIGHT_S;
 	if (isatty(STDOUT_FILENO)) {

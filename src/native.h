@@ -49,7 +49,7 @@ struct native_unwinder {
 	struct native_thread *threads;
 	size_t nr_threads, alloc_threads;
 	struct native_thread *current; /* being unwound */
-	void *upt; /* _UPT_create(): finds the unwind tables */
+	void *upt;	    /* _UPT_create(): finds the unwind tables */
 	uint64_t pages[16]; /* a small cache of target pages */
 	unsigned char *page_data;
 	unsigned int next_page;

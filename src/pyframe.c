@@ -724,6 +724,29 @@ static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
 	return uaddr >= lo && uaddr < hi;
 }
 
+/*
+ * Is t known to be off the CPU, before its frames are read?  Finds its
+ * tid first if the thread state does not hold it (up to 3.10).
+ */
+static int known_idle(struct py_sampler *ps, struct py_thread *t)
+{
+	char st;
+
+	if (!t->tid && ps->pthread_tid_at >= 0) {
+		int32_t tid = 0;
+
+		if (!proc_read(ps->rt->pid,
+			       t->ident + (uint64_t)ps->pthread_tid_at, &tid,
+			       sizeof(tid)) &&
+		    tid > 0)
+			t->tid = tid;
+	}
+	if (!t->tid)
+		return 0;
+	st = task_state(ps, t->tid);
+	return st && st != 'R' && st != 'D';
+}
+
 /* OS thread names that say more than the process's own name. */
 static void name_threads(struct py_sampler *ps, struct py_sample *out)
 {
@@ -756,6 +779,10 @@ static void annotate_threads(struct py_sampler *ps, struct py_sample *out,
 
 		t->holds_gil =
 		    ps->want_gil && gil->locked && gil->holder == t->tstate;
+		if (t->skipped) {
+			t->state = THREAD_IDLE;
+			continue;
+		}
 		t->state = THREAD_UNKNOWN;
 		if (!ps->want_state || !t->tid)
 			continue;
@@ -840,9 +867,13 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 			t->holds_gil = 0;
 			t->name[0] = '\0';
 			t->first = out->nr_frames;
-			why = walk_thread(ps, tstate, out);
-			if (why)
-				return why;
+			t->skipped = ps->skip_idle && ps->want_state &&
+				     known_idle(ps, t);
+			if (!t->skipped) {
+				why = walk_thread(ps, tstate, out);
+				if (why)
+					return why;
+			}
 			t->depth = out->nr_frames - t->first;
 			tstate = get_ptr(ps->tstate_buf, off->tstate_next);
 		}

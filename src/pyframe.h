@@ -53,6 +53,7 @@ struct py_thread {
 	enum py_thread_state state;
 	int holds_gil; /* 1 if this thread held the GIL */
 	char name[16]; /* its OS name, when it differs from the process's */
+	int skipped;   /* idle, so its frames were not read (skip_idle) */
 	size_t first;  /* frames[first .. first+depth) of the sample */
 	size_t depth;  /* innermost first */
 };
@@ -111,6 +112,11 @@ struct py_sampler {
 	/* What else to find out per thread; set by commands. */
 	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
 	int want_gil;	/* who holds the GIL, and who waits for it */
+	/*
+	 * Do not read the frames of threads that are not on a CPU: with
+	 * want_state, when idle stacks will not be used anyway.
+	 */
+	int skip_idle;
 	int want_names; /* OS thread names, from /proc/PID/task/TID/comm */
 	char process_name[16];
 	struct py_task_file {

@@ -357,8 +357,9 @@ def test_record_launch(spyc, python, tmp_path):
     plain = subprocess.Popen([python.path, hot, "4"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        res = spyc.run(["record", "-o", out, "--", python.path, hot, "4",
-                        report], env=env, timeout=60)
+        # 1 kHz: start-up takes milliseconds, and must show.
+        res = spyc.run(["record", "--rate", "1000", "-o", out, "--",
+                        python.path, hot, "4", report], env=env, timeout=60)
         plain_out, plain_err = plain.communicate(timeout=60)
     finally:
         if plain.poll() is None:
