@@ -49,12 +49,13 @@ static int read_word(struct native_unwinder *nu, uint64_t addr, uint64_t *val)
 	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
 	unsigned int i;
 
-	if (t && addr >= t->stack_lo &&
-	    addr + 8 <= t->stack_lo + t->stack_len) {
+	/* Unwinders chase garbage too: compare without overflow. */
+	if (t && addr >= t->stack_lo && t->stack_len >= 8 &&
+	    addr - t->stack_lo <= t->stack_len - 8) {
 		memcpy(val, t->stack + (addr - t->stack_lo), 8);
 		return 0;
 	}
-	if (addr + 8 > page + PAGE_BYTES)
+	if (addr - page > PAGE_BYTES - 8)
 		return proc_read(nu->pid, addr, val, 8);
 	for (i = 0; i < NR_PAGES; i++)
 		if (nu->pages[i] == page)

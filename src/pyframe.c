@@ -343,8 +343,9 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 		for (i = 0; i < ps->nr_chunks; i++) {
 			const struct py_region *rg = &ps->chunks[i];
 
-			if (addr >= rg->addr &&
-			    addr + len <= rg->addr + rg->len)
+			/* Torn pointers can be anything: no overflow. */
+			if (addr >= rg->addr && rg->len >= len &&
+			    addr - rg->addr <= rg->len - len)
 				return rg->buf + (addr - rg->addr);
 		}
 		/* Frames of generators live outside the chunks. */
