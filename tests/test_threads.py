@@ -101,10 +101,12 @@ def test_record_gil(spyc, python, targets, tmp_path):
     assert share(gil, "compressor") < 0.1, gil
     assert share(gil, "spinner") > 0.9, gil
     holders = []
-    for _ in range(5):
+    for _ in range(10):
         doc, res = spyc.dump_json(t.pid)
         holders += [th["thread_id"] for th in doc["threads"]
                     if th["holds_gil"]]
+    # Between a release and the next take nobody holds it; mostly the
+    # spinner does.
     assert holders.count(roles["spinner"]["ident"]) >= 3, holders
     assert set(holders) <= {roles["spinner"]["ident"],
                             roles["compressor"]["ident"]}, holders
