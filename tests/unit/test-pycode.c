@@ -83,21 +83,44 @@ static void test_select(void)
 {
 	size_t i;
 
-	/* Every table selects itself, for its own version and any patch. */
+	/*
+	 * Every table's own version selects it, or a narrower table (a
+	 * patch release's) inside its range; and so does a later patch.
+	 */
 	for (i = 0; i < py_offset_tables_count; i++) {
 		const struct py_offsets *t = py_offset_tables[i];
+		unsigned long probes[2] = {t->hexversion,
+					   t->first_hex | (t->last_hex & 0x1FF0)};
+		size_t k;
 
-		CHECK(py_offsets_select(py_offset_tables,
-					py_offset_tables_count,
-					t->hexversion) == t);
-		CHECK(py_offsets_select(py_offset_tables,
-					py_offset_tables_count,
-					t->first_hex | 0x1FF0) == t);
 		CHECK(t->first_hex <= t->hexversion &&
 		      t->hexversion <= t->last_hex);
+		for (k = 0; k < 2; k++) {
+			const struct py_offsets *got =
+			    py_offsets_select(py_offset_tables,
+					      py_offset_tables_count, probes[k]);
+
+			CHECK(got && got->first_hex <= probes[k] &&
+			      probes[k] <= got->last_hex &&
+			      got->first_hex >= t->first_hex &&
+			      got->last_hex <= t->last_hex);
+		}
 	}
 	CHECK(py_offsets_select(py_offset_tables, py_offset_tables_count,
 				0x020712F0UL) == NULL);
+	{
+		/* A patch release's own table wins inside its range only. */
+		struct py_offsets minor = {.first_hex = 0x030B0000UL,
+					   .last_hex = 0x030BFFFFUL};
+		struct py_offsets patch = {.first_hex = 0x030B0700UL,
+					   .last_hex = 0x030B07FFUL};
+		const struct py_offsets *both[] = {&minor, &patch};
+
+		CHECK(py_offsets_select(both, 2, 0x030B07F0UL) == &patch);
+		CHECK(py_offsets_select(both, 2, 0x030B06F0UL) == &minor);
+		CHECK(py_offsets_select(both, 2, 0x030B08F0UL) == &minor);
+		CHECK(py_offsets_select(both, 2, 0x030C00F0UL) == NULL);
+	}
 }
 
 /* Build a raw _Py_DebugOffsets from a table, as a target would hold it. */
