@@ -163,38 +163,21 @@ static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
 	}
 }
 
-/* Python frames only: each thread's frames as they are. */
-static void python_frames(struct dump_thread *dt, const struct py_sample *s)
-{
-	size_t i, j;
-
-	for (i = 0; i < s->nr_threads; i++) {
-		const struct py_thread *t = &s->threads[i];
-
-		dt[i].t = t;
-		dt[i].merged = 1;
-		dt[i].nr = t->depth;
-		dt[i].frames = xcalloc(t->depth + 1, sizeof(*dt[i].frames));
-		for (j = 0; j < t->depth; j++)
-			dt[i].frames[j].py = &s->frames[t->first + j];
-	}
-}
-
-/* Native and Python frames merged; threads are stopped by the caller. */
-static void merged_frames(struct dump_thread *dt, const struct py_sample *s,
+/* Each thread's frames, innermost first: merged with native ones if nu. */
+static void thread_frames(struct dump_thread *dt, const struct py_sample *s,
 			  struct native_unwinder *nu)
 {
-	uint64_t ips[NATIVE_MAX_DEPTH];
 	size_t i, j, max = PY_MAX_DEPTH + NATIVE_MAX_DEPTH;
 	struct merged_frame *root_first = xmalloc(max * sizeof(*root_first));
 
 	for (i = 0; i < s->nr_threads; i++) {
 		const struct py_thread *t = &s->threads[i];
-		size_t nips = native_unwind(nu, t->tid, ips, ARRAY_SIZE(ips));
-		size_t n = native_merge(nu, &s->frames[t->first], t->depth, ips,
-					nips, root_first, max, &dt[i].merged);
+		int unmerged;
+		size_t n =
+		    native_thread_frames(nu, s, t, root_first, max, &unmerged);
 
 		dt[i].t = t;
+		dt[i].merged = !unmerged;
 		dt[i].nr = n;
 		dt[i].frames = xcalloc(n + 1, sizeof(*dt[i].frames));
 		for (j = 0; j < n; j++)
@@ -304,10 +287,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (why == DROP_NONE) {
 		dt = xcalloc(sample.nr_threads + 1, sizeof(*dt));
-		if (native)
-			merged_frames(dt, &sample, &nu);
-		else
-			python_frames(dt, &sample);
+		thread_frames(dt, &sample, native ? &nu : NULL);
 	}
 	if (why == DROP_GONE) {
 		fprintf(stderr, "spyc: pid %d exited\n", (int)pid);

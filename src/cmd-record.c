@@ -194,26 +194,12 @@ static uint32_t native_frame_id(struct recorder *r, struct native_sym *sym)
 /* Thread t's stack, root first, into r->scratch; returns its depth. */
 static size_t stack_ids(struct recorder *r, const struct py_thread *t)
 {
-	const struct py_sample *s = &r->sl.sample;
-	uint64_t ips[NATIVE_MAX_DEPTH];
-	size_t j, n, nips = 0;
-	int merged;
+	size_t j, n;
+	int unmerged;
 
-	if (r->opts->native && t->tid)
-		nips = native_unwind(&r->nu, t->tid, ips, ARRAY_SIZE(ips));
-	if (!nips) {
-		for (j = 0; j < t->depth; j++) {
-			const struct py_frame *f =
-			    &s->frames[t->first + t->depth - 1 - j];
-
-			r->scratch[j] = frame_id(r, f->code, f->line);
-		}
-		return t->depth;
-	}
-	n = native_merge(&r->nu, &s->frames[t->first], t->depth, ips, nips,
-			 r->merged, MAX_STACK, &merged);
-	if (!merged)
-		r->unmerged++;
+	n = native_thread_frames(r->opts->native ? &r->nu : NULL, &r->sl.sample,
+				 t, r->merged, MAX_STACK, &unmerged);
+	r->unmerged += (uint64_t)unmerged;
 	for (j = 0; j < n; j++) {
 		const struct merged_frame *m = &r->merged[j];
 
@@ -347,12 +333,10 @@ int cmd_record(int argc, char **argv)
 	r.sl.ps.skip_idle = !opts.idle && !opts.gil;
 	stacks_init(&r.stacks);
 	r.scratch = xmalloc(MAX_STACK * sizeof(*r.scratch));
-	if (opts.native) {
-		if (native_init(&r.nu, &r.sl.rt)) {
-			ret = EXIT_FAILED;
-			goto out;
-		}
-		r.merged = xmalloc(MAX_STACK * sizeof(*r.merged));
+	r.merged = xmalloc(MAX_STACK * sizeof(*r.merged));
+	if (opts.native && native_init(&r.nu, &r.sl.rt)) {
+		ret = EXIT_FAILED;
+		goto out;
 	}
 
 	started = now_ns();

@@ -193,24 +193,11 @@ static uint32_t native_site(struct top *t, struct native_sym *sym)
 /* Thread th's stack into t->sites, innermost first; returns its depth. */
 static size_t stack_sites(struct top *t, const struct py_thread *th)
 {
-	const struct py_sample *s = &t->sl.sample;
-	uint64_t ips[NATIVE_MAX_DEPTH];
-	size_t j, n, nips = 0;
-	int merged;
+	size_t j, n;
+	int unmerged;
 
-	if (t->opts->native && th->tid)
-		nips = native_unwind(&t->nu, th->tid, ips, ARRAY_SIZE(ips));
-	if (!nips) {
-		for (j = 0; j < th->depth; j++) {
-			const struct py_frame *f = &s->frames[th->first + j];
-
-			t->sites[j] =
-			    pycode_line_id(f->code, f->line, make_site, t);
-		}
-		return th->depth;
-	}
-	n = native_merge(&t->nu, &s->frames[th->first], th->depth, ips, nips,
-			 t->merged, TOP_MAX_STACK, &merged);
+	n = native_thread_frames(t->opts->native ? &t->nu : NULL, &t->sl.sample,
+				 th, t->merged, TOP_MAX_STACK, &unmerged);
 	for (j = 0; j < n; j++) {
 		const struct merged_frame *m = &t->merged[n - 1 - j];
 
@@ -766,11 +753,9 @@ int cmd_top(int argc, char **argv)
 	proc_cmdline(t.sl.rt.pid, t.cmdline, sizeof(t.cmdline));
 	toptable_init(&t.tt, HALF_LIFE_S);
 	t.sites = xmalloc(TOP_MAX_STACK * sizeof(*t.sites));
-	if (opts.native) {
-		if (native_init(&t.nu, &t.sl.rt))
-			return EXIT_FAILED;
-		t.merged = xmalloc(TOP_MAX_STACK * sizeof(*t.merged));
-	}
+	t.merged = xmalloc(TOP_MAX_STACK * sizeof(*t.merged));
+	if (opts.native && native_init(&t.nu, &t.sl.rt))
+		return EXIT_FAILED;
 	sampleloop_init(&t.sl, opts.rate);
 	/* The header's %idle and %GIL need both, whatever the options. */
 	t.sl.ps.want_state = 1;

@@ -529,3 +529,26 @@ size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
 	}
 	return n;
 }
+
+size_t native_thread_frames(struct native_unwinder *nu,
+			    const struct py_sample *s,
+			    const struct py_thread *t, struct merged_frame *out,
+			    size_t max, int *unmerged)
+{
+	uint64_t ips[NATIVE_MAX_DEPTH];
+	size_t j, n = 0, nips = 0;
+	int merged = 1;
+
+	if (nu && t->tid)
+		nips = native_unwind(nu, t->tid, ips, ARRAY_SIZE(ips));
+	if (nips) {
+		n = native_merge(nu, &s->frames[t->first], t->depth, ips, nips,
+				 out, max, &merged);
+	} else {
+		for (j = 0; j < t->depth && j < max; j++)
+			out[n++] = (struct merged_frame){
+			    &s->frames[t->first + t->depth - 1 - j], NULL};
+	}
+	*unmerged = !merged;
+	return n;
+}

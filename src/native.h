@@ -108,4 +108,16 @@ size_t native_merge(struct native_unwinder *nu, const struct py_frame *py,
 		    size_t nr_py, const uint64_t *ips, size_t nr_ips,
 		    struct merged_frame *out, size_t max, int *merged);
 
+/*
+ * Thread t's stack in sample s, ROOT FIRST, into out (max frames): merged
+ * with its native frames when nu is not NULL and t was captured by the
+ * last native_stop(), else its Python frames alone.  Returns the number
+ * of frames; *unmerged is 1 when native and Python frames did not line
+ * up (see native_merge), else 0.
+ */
+size_t native_thread_frames(struct native_unwinder *nu,
+			    const struct py_sample *s,
+			    const struct py_thread *t, struct merged_frame *out,
+			    size_t max, int *unmerged);
+
 #endif
