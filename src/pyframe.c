@@ -58,6 +58,17 @@ static uint64_t get_ptr(const unsigned char *buf, long at)
 	return v;
 }
 
+/* Make room for n regions in the sampler's batched-read vectors. */
+static void grow_iov(struct py_sampler *ps, size_t n)
+{
+	size_t a = ps->alloc_iov;
+
+	ALLOC_GROW(ps->local, n, a);
+	a = ps->alloc_iov;
+	ALLOC_GROW(ps->remote, n, a);
+	ps->alloc_iov = a;
+}
+
 static enum drop_reason read_error(int r)
 {
 	return r == -ESRCH ? DROP_GONE : DROP_READ;
@@ -176,14 +187,7 @@ static size_t read_memo_batch(struct py_sampler *ps,
 		ps->alloc_batch = m->nr * fs * 2;
 		ps->batch = xmalloc(ps->alloc_batch);
 	}
-	if (m->nr > ps->alloc_iov) {
-		size_t a = ps->alloc_iov;
-
-		ALLOC_GROW(ps->local, m->nr, a);
-		a = ps->alloc_iov;
-		ALLOC_GROW(ps->remote, m->nr, a);
-		ps->alloc_iov = a;
-	}
+	grow_iov(ps, m->nr);
 	for (i = 0; i < m->nr; i++) {
 		ps->local[i].iov_base = ps->batch + i * fs;
 		ps->local[i].iov_len = fs;
@@ -445,14 +449,7 @@ static enum drop_reason resolve_codes(struct py_sampler *ps,
 		ps->alloc_headers = n * hl * 2;
 		ps->headers = xmalloc(ps->alloc_headers);
 	}
-	if (n > ps->alloc_iov) {
-		size_t a = ps->alloc_iov;
-
-		ALLOC_GROW(ps->local, n, a);
-		a = ps->alloc_iov;
-		ALLOC_GROW(ps->remote, n, a);
-		ps->alloc_iov = a;
-	}
+	grow_iov(ps, n);
 	for (i = 0; i < n; i++) {
 		if (!ps->code_addrs[i])
 			return DROP_INVALID;
@@ -546,6 +543,7 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 	long tasks[PY_MAX_THREADS];
 	size_t nr_tasks, i, nio = 0;
 	int32_t tids[PY_MAX_THREADS];
+	size_t slot[PY_MAX_THREADS];
 
 	if (ps->pthread_tid_at < 0) {
 		nr_tasks = proc_tasks(ps->rt->pid, tasks, ARRAY_SIZE(tasks));
@@ -553,15 +551,12 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		if (ps->pthread_tid_at < 0)
 			return;
 	}
-	if (out->nr_threads > ps->alloc_iov) {
-		size_t a = ps->alloc_iov;
-
-		ALLOC_GROW(ps->local, out->nr_threads, a);
-		a = ps->alloc_iov;
-		ALLOC_GROW(ps->remote, out->nr_threads, a);
-		ps->alloc_iov = a;
-	}
-	for (i = 0; i < out->nr_threads && i < PY_MAX_THREADS; i++) {
+	grow_iov(ps, out->nr_threads);
+	for (i = 0; i < out->nr_threads && nio < PY_MAX_THREADS; i++) {
+		/* known_idle() may have read this one already. */
+		if (out->threads[i].tid)
+			continue;
+		slot[nio] = i;
 		ps->local[nio].iov_base = &tids[nio];
 		ps->local[nio].iov_len = 4;
 		ps->remote[nio].iov_base =
@@ -573,7 +568,7 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;
 	for (i = 0; i < nio; i++)
-		out->threads[i].tid = tids[i] > 0 ? tids[i] : 0;
+		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
 }
 
 /* The GIL of one interpreter, as this sample saw it. */

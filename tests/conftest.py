@@ -91,6 +91,16 @@ def newest_python():
     return found[-1] if found else None
 
 
+@pytest.fixture
+def any_python():
+    """The newest interpreter, for tests of behaviour that does not depend
+    on the Python version; skipped by name when there is none."""
+    py = newest_python()
+    if py is None:
+        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+    return py
+
+
 def target_env(extra=None):
     """Environment for targets: no user PYTHON* settings, UTF-8 locale (so
     3.6 decodes the non-ASCII file name as UTF-8), no .pyc litter."""

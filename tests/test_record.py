@@ -21,7 +21,7 @@ import xml.dom.minidom
 
 import pytest
 
-from conftest import (SPEEDSCOPE_SCHEMA, newest_python, send_signal,
+from conftest import (SPEEDSCOPE_SCHEMA, send_signal,
                       target_env, wait_gone)
 
 MIN_CHAIN_SHARE = 0.95
@@ -382,14 +382,6 @@ def test_record_launch(spyc, python, tmp_path):
 
 
 # --- stopping: signals and the target's own exit ---
-
-@pytest.fixture
-def any_python():
-    py = newest_python()
-    if py is None:
-        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
-    return py
-
 
 def finish(proc, timeout=30):
     try:
