@@ -269,6 +269,13 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	uint64_t base, bias;
 	int ret = 0, saved_quiet = quiet;
 	char prefix[16];
+	static const char *const gil_names[] = {
+	    "gil_locked", "gil_last_holder", "gil_mutex",
+	    "gil_cond",	  "switch_mutex",    "switch_cond"};
+	uint64_t *gil_addrs[] = {&rt->gil_locked,  &rt->gil_last_holder,
+				 &rt->gil_sync[0], &rt->gil_sync[1],
+				 &rt->gil_sync[2], &rt->gil_sync[3]};
+	size_t i;
 
 	quiet = 1;
 	ret = elfsym_open(&es, file);
@@ -284,17 +291,9 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 		goto out_close;
 	elfsym_lookup(&es, "Py_Version", &pyver);
 	elfsym_lookup(&es, "PyCode_Type", &code);
-	{
-		/* 3.6's ceval_gil.h: static, so only in .symtab. */
-		static const char *const gil_names[] = {
-		    "gil_locked", "gil_last_holder", "gil_mutex", "gil_cond"};
-		uint64_t *gil_addrs[] = {&rt->gil_locked, &rt->gil_last_holder,
-					 &rt->gil_mutex, &rt->gil_cond};
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(gil_names); i++)
-			elfsym_lookup(&es, gil_names[i], gil_addrs[i]);
-	}
+	/* 3.6's ceval_gil.h: static, so only in .symtab. */
+	for (i = 0; i < ARRAY_SIZE(gil_names); i++)
+		elfsym_lookup(&es, gil_names[i], gil_addrs[i]);
 
 	base = map_base(maps, path);
 	bias = es.is_exec ? 0 : base - es.first_vaddr;
@@ -305,15 +304,9 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	rt->interp_head = head ? head + bias : 0;
 	rt->tstate_current = current ? current + bias : 0;
 	rt->code_type = code ? code + bias : 0;
-	{
-		uint64_t *gil_addrs[] = {&rt->gil_locked, &rt->gil_last_holder,
-					 &rt->gil_mutex, &rt->gil_cond};
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(gil_addrs); i++)
-			if (*gil_addrs[i])
-				*gil_addrs[i] += bias;
-	}
+	for (i = 0; i < ARRAY_SIZE(gil_addrs); i++)
+		if (*gil_addrs[i])
+			*gil_addrs[i] += bias;
 
 	if (pyver) {
 		uint64_t v = 0;

@@ -31,7 +31,9 @@ struct pyruntime {
 	uint64_t tstate_current; /* address of _PyThreadState_Current (3.6) */
 	uint64_t code_type;	 /* address of PyCode_Type, or 0 if unknown */
 	/* 3.6 keeps the GIL in static variables: their addresses, or 0 */
-	uint64_t gil_locked, gil_last_holder, gil_mutex, gil_cond;
+	uint64_t gil_locked, gil_last_holder;
+	/* and its mutexes and condition variables, where GIL waits block */
+	uint64_t gil_sync[4];
 	uint64_t exe_inode; /* to notice an exec */
 	uint64_t base;	    /* where binary is mapped: an exec moves it */
 	uint64_t arg_start; /* and the argument strings */

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Thread-state target: threads in known states, which report themselves.
 
-Usage: states.py REPORT.json [gil]
+Usage: states.py REPORT.json [gil|churn]
 
 Threads: "sleeper" blocks in time.sleep, "locker" blocks on a
 threading.Lock, "spinner" runs pure Python forever; with "gil", also
 "compressor", which spends its time in zlib.compress, a C call that
-releases the GIL while it works.  The main thread waits on an Event.
+releases the GIL while it works; with "churn", also "churner", which
+keeps starting threads that live for a moment.  The main thread waits on an Event.
 Once all are in place, a reporter writes {pid, roles: {role: {ident,
 top: [name, file, line]}}} with each thread's innermost frame
 as the interpreter itself sees it.  Must run unchanged on 3.6 .. 3.13.
@@ -14,13 +15,14 @@ as the interpreter itself sees it.  Must run unchanged on 3.6 .. 3.13.
 
 import json
 import os
+import random
 import sys
 import threading
 import time
 import zlib
 
 report_path = sys.argv[1]
-with_gil = len(sys.argv) > 2 and sys.argv[2] == "gil"
+mode = sys.argv[2] if len(sys.argv) > 2 else ""
 held = threading.Lock()
 held.acquire()
 ready = {}
@@ -59,15 +61,21 @@ def spinner():
 
 
 def compressor():
-    data = bytes(bytearray((i * 7919) % 251 for i in range(1 << 20)))
+    # Noisy bytes keep each call busy for tens of milliseconds, far
+    # longer than the wait to get the GIL back between calls.
+    rng = random.Random(1)
+    data = bytes(bytearray(rng.getrandbits(4) for _ in range(1 << 20)))
     mark("compressor")
     while True:
         zlib.compress(data, 9)
 
 
-def native_id():
-    get = getattr(threading, "get_native_id", None)
-    return get() if get is not None else None
+def churner():
+    mark("churner")
+    while True:
+        t = threading.Thread(target=int)
+        t.start()
+        t.join()
 
 
 def report(roles):
@@ -90,7 +98,8 @@ def report(roles):
     os.rename(tmp, report_path)
 
 
-roles = [sleeper, locker, spinner] + ([compressor] if with_gil else [])
+roles = [sleeper, locker, spinner] + {
+    "gil": [compressor], "churn": [churner]}.get(mode, [])
 for fn in roles:
     threading.Thread(target=fn, name=fn.__name__, daemon=True).start()
 threading.Thread(target=report, args=(roles,), daemon=True).start()
