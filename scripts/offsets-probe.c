@@ -24,14 +24,16 @@
 #endif
 #if PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_code.h>
+#include <internal/pycore_dict.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_object.h>
 #endif
 
 #define NONE (-1L)
 #define OFF(type, field) ((long)offsetof(type, field))
 
-#define DEBUG_FIELD(ours, theirs)                                          \
-	printf("\t{ offsetof(struct py_offsets, %s), %ld },\n", #ours,      \
+#define DEBUG_FIELD(ours, theirs)                                              \
+	printf("\t{ offsetof(struct py_offsets, %s), %ld },\n", #ours,         \
 	       OFF(_Py_DebugOffsets, theirs))
 
 static void field(const char *name, long value)
@@ -40,18 +42,156 @@ static void field(const char *name, long value)
 }
 
 /* Bit position of a bit-field inside PyASCIIObject.state. */
-#define STATE_SHIFT(bitfield)                                             \
-	({                                                                \
-		PyASCIIObject o;                                          \
-		unsigned int word = 0;                                    \
-		int shift = 0;                                            \
-		memset(&o, 0, sizeof(o));                                 \
-		o.state.bitfield = 1;                                     \
-		memcpy(&word, &o.state, sizeof(word));                    \
-		while (shift < 32 && !(word & (1u << shift)))             \
-			shift++;                                          \
-		(long)shift;                                              \
+#define STATE_SHIFT(bitfield)                                                  \
+	({                                                                     \
+		PyASCIIObject o;                                               \
+		unsigned int word = 0;                                         \
+		int shift = 0;                                                 \
+		memset(&o, 0, sizeof(o));                                      \
+		o.state.bitfield = 1;                                          \
+		memcpy(&word, &o.state, sizeof(word));                         \
+		while (shift < 32 && !(word & (1u << shift)))                  \
+			shift++;                                               \
+		(long)shift;                                                   \
 	})
+
+#if PY_VERSION_HEX < 0x030B0000
+/*
+ * Up to 3.10 the dict keys struct is not in the installed headers:
+ * scripts/dict-layout.py measures it in a live dict and gives
+ * "field value" lines on stdin.  Print each one the table needs.
+ */
+static int measured_fields(void)
+{
+	static const char *const need[] = {
+	    "dictkeys_size",  "dictkeys_nentries", "dictkeys_indices",
+	    "dictentry_size", "dictentry_key",	   "dictentry_value"};
+	long got[sizeof(need) / sizeof(need[0])];
+	char name[64];
+	long value;
+	size_t i;
+
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		got[i] = NONE;
+	while (scanf("%63s %ld", name, &value) == 2)
+		for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+			if (!strcmp(name, need[i]))
+				got[i] = value;
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (got[i] == NONE) {
+			fprintf(stderr, "offsets-probe: %s not measured\n",
+				need[i]);
+			return -1;
+		}
+		field(need[i], got[i]);
+	}
+	return 0;
+}
+#endif
+
+/*
+ * Where instance attributes live: the dict of an object, or (3.11+) the
+ * values array its type's shared keys index, found through pointers
+ * kept before the object or inline after its header.  The inline
+ * helpers of pycore_object.h locate them on a stand-in object.
+ */
+static int attribute_fields(void)
+{
+	field("type_flags", OFF(PyTypeObject, tp_flags));
+	field("type_dictoffset", OFF(PyTypeObject, tp_dictoffset));
+	field("heaptype_cached_keys", OFF(PyHeapTypeObject, ht_cached_keys));
+	field("dict_keys", OFF(PyDictObject, ma_keys));
+	field("dict_values", OFF(PyDictObject, ma_values));
+#if PY_VERSION_HEX >= 0x030B0000
+	{
+		static PyTypeObject type;
+		static PyObject objs[8];
+		PyObject *obj = &objs[4];
+		char *at = (char *)obj;
+
+		type.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+#if PY_VERSION_HEX >= 0x030D0000
+		type.tp_flags |= Py_TPFLAGS_INLINE_VALUES;
+#endif
+		type.tp_basicsize = sizeof(PyObject);
+		Py_SET_TYPE(obj, &type);
+		field("tpflags_managed_dict", (long)Py_TPFLAGS_MANAGED_DICT);
+#if PY_VERSION_HEX >= 0x030D0000
+		field("tpflags_inline_values", (long)Py_TPFLAGS_INLINE_VALUES);
+		field("managed_dict_at",
+		      (long)((char *)_PyObject_ManagedDictPointer(obj) - at));
+		field("managed_values_at", NONE);
+		field("managed_values_untag", NONE);
+		field("inline_values_at",
+		      (long)((char *)_PyObject_InlineValues(obj) - at));
+		field("dictvalues_valid", OFF(PyDictValues, valid));
+#elif PY_VERSION_HEX >= 0x030C0000
+		{
+			/* One word: a dict, or values tagged by the low bit. */
+			static PyDictValues values;
+			PyDictOrValues dorv;
+			long at_dorv =
+			    (long)((char *)_PyObject_DictOrValuesPointer(obj) -
+				   at);
+
+			_PyDictOrValues_SetValues(&dorv, &values);
+			field("tpflags_inline_values", NONE);
+			field("managed_dict_at", at_dorv);
+			field("managed_values_at", at_dorv);
+			field("managed_values_untag",
+			      (long)((char *)_PyDictOrValues_GetValues(dorv) -
+				     (char *)dorv.values));
+		}
+		field("inline_values_at", NONE);
+		field("dictvalues_valid", NONE);
+#else
+		field("tpflags_inline_values", NONE);
+		field("managed_dict_at",
+		      (long)((char *)_PyObject_ManagedDictPointer(obj) - at));
+		field("managed_values_at",
+		      (long)((char *)_PyObject_ValuesPointer(obj) - at));
+		field("managed_values_untag", NONE);
+		field("inline_values_at", NONE);
+		field("dictvalues_valid", NONE);
+#endif
+	}
+	field("dictkeys_size", NONE);
+	field("dictkeys_log2_size", OFF(PyDictKeysObject, dk_log2_size));
+	field("dictkeys_log2_index_bytes",
+	      OFF(PyDictKeysObject, dk_log2_index_bytes));
+	field("dictkeys_kind", OFF(PyDictKeysObject, dk_kind));
+	field("dictkeys_kind_general", (long)DICT_KEYS_GENERAL);
+	field("dictkeys_nentries", OFF(PyDictKeysObject, dk_nentries));
+	field("dictkeys_indices", OFF(PyDictKeysObject, dk_indices));
+	field("dictentry_size", (long)sizeof(PyDictKeyEntry));
+	field("dictentry_key", OFF(PyDictKeyEntry, me_key));
+	field("dictentry_value", OFF(PyDictKeyEntry, me_value));
+	field("unientry_size", (long)sizeof(PyDictUnicodeEntry));
+	field("unientry_key", OFF(PyDictUnicodeEntry, me_key));
+	field("unientry_value", OFF(PyDictUnicodeEntry, me_value));
+	field("dictvalues_values", OFF(PyDictValues, values));
+#else
+	field("tpflags_managed_dict", NONE);
+	field("tpflags_inline_values", NONE);
+	field("managed_dict_at", NONE);
+	field("managed_values_at", NONE);
+	field("managed_values_untag", NONE);
+	field("inline_values_at", NONE);
+	field("dictvalues_valid", NONE);
+	if (measured_fields())
+		return -1;
+	field("dictkeys_log2_size", NONE);
+	field("dictkeys_log2_index_bytes", NONE);
+	field("dictkeys_kind", NONE);
+	field("dictkeys_kind_general", NONE);
+	field("unientry_size", NONE);
+	field("unientry_key", NONE);
+	field("unientry_value", NONE);
+	/* ma_values is a plain array of PyObject * */
+	field("dictvalues_values", 0);
+#endif
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -61,6 +201,12 @@ int main(int argc, char **argv)
 	unsigned long minor = PY_VERSION_HEX & 0xFFFF0000UL;
 	unsigned long first = patch ? PY_VERSION_HEX & 0xFFFFFF00UL : minor;
 	unsigned long last = patch ? first | 0xFFUL : minor | 0xFFFFUL;
+
+	/* What scripts/dict-layout.py needs to find a dict's keys. */
+	if (!strcmp(ident, "--dict-keys-at")) {
+		printf("%ld\n", OFF(PyDictObject, ma_keys));
+		return 0;
+	}
 
 	printf("/* SPDX-License-Identifier: MIT */\n");
 	printf("/* Struct offsets of CPython %s; generated by "
@@ -142,8 +288,7 @@ int main(int argc, char **argv)
 #endif
 	field("tstate_thread_id", OFF(PyThreadState, thread_id));
 #if PY_VERSION_HEX >= 0x030B0000
-	field("tstate_native_thread_id",
-	      OFF(PyThreadState, native_thread_id));
+	field("tstate_native_thread_id", OFF(PyThreadState, native_thread_id));
 #else
 	field("tstate_native_thread_id", NONE);
 #endif
@@ -259,6 +404,16 @@ int main(int argc, char **argv)
 	field("code_code_adaptive", NONE);
 #endif
 
+#if PY_VERSION_HEX >= 0x030B0000
+	field("frame_localsplus", NONE);
+	field("iframe_localsplus", OFF(_PyInterpreterFrame, localsplus));
+#else
+	field("frame_localsplus", OFF(PyFrameObject, f_localsplus));
+	field("iframe_localsplus", NONE);
+#endif
+	if (attribute_fields())
+		return 1;
+
 	field("object_type", OFF(PyObject, ob_type));
 	field("var_size", OFF(PyVarObject, ob_size));
 	field("type_name", OFF(PyTypeObject, tp_name));
@@ -278,7 +433,8 @@ int main(int argc, char **argv)
 	field("debug_free_threaded_at", OFF(_Py_DebugOffsets, free_threaded));
 	printf("\t.debug_fields = debug_fields_%s,\n", ident);
 	printf("\t.nr_debug_fields = sizeof(debug_fields_%s) / "
-	       "sizeof(debug_fields_%s[0]),\n", ident, ident);
+	       "sizeof(debug_fields_%s[0]),\n",
+	       ident, ident);
 #else
 	field("debug_size", NONE);
 	field("debug_version_at", NONE);

@@ -2,6 +2,8 @@
 /* Walking the target's Python threads and frames, one sample at a time. */
 #include "pyframe.h"
 
+#include "pyattr.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "proc.h"
+#include "pyattr.h"
 #include "util.h"
 
 /* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
@@ -120,6 +123,7 @@ void py_sampler_release(struct py_sampler *ps)
 	for (i = 0; i < ps->nr_task_files; i++)
 		close(ps->task_files[i].fd);
 	free(ps->task_files);
+	free(ps->names);
 	memset(ps, 0, sizeof(*ps));
 }
 
@@ -247,6 +251,7 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 			break;
 		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
 		ps->walk_frames[depth++] = frame;
+		ps->root_frame = frame;
 		frame = get_ptr(f, off->frame_back);
 	}
 	/* Remember this walk for the next sample, even a failed one. */
@@ -397,6 +402,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 					     f[off->iframe_is_entry]);
 			if (why)
 				return why;
+			ps->root_frame = frame;
 		} else if (out->nr_frames > first) {
 			/* 3.12+: a C-stack shim starts each eval call. */
 			ps->entries[out->nr_frames - 1] = 1;
@@ -764,6 +770,79 @@ static int known_idle(struct py_sampler *ps, struct py_thread *t)
 	return st && st != 'R' && st != 'D';
 }
 
+/* Is code threading's Thread._bootstrap or _bootstrap_inner? */
+static int is_thread_bootstrap(const struct pycode *code)
+{
+	const char *name = strrchr(code->name, '.');
+	const char *file = strrchr(code->filename, '/');
+
+	name = name ? name + 1 : code->name;
+	file = file ? file + 1 : code->filename;
+	return (!strcmp(name, "_bootstrap") ||
+		!strcmp(name, "_bootstrap_inner")) &&
+	       !strcmp(file, "threading.py");
+}
+
+/*
+ * The name threading gave each thread it started: the Thread object is
+ * the first local (self) of the outermost frame, threading's
+ * _bootstrap, and its name the str attribute _name.  Looked up once per
+ * thread (the outermost frame lives as long as the thread does).
+ */
+static void python_names(struct py_sampler *ps, struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	long locals = off->frame_localsplus != OFF_NONE
+			  ? off->frame_localsplus
+			  : off->iframe_localsplus;
+	size_t i, j;
+
+	if (locals == OFF_NONE || !pyattr_supported(off))
+		return;
+	for (i = 0; i < out->nr_threads; i++) {
+		struct py_thread *t = &out->threads[i];
+		struct py_name_memo *nm = NULL;
+		struct strbuf sb = STRBUF_INIT;
+		uint64_t self;
+		int r;
+
+		if (!t->root_frame || !t->depth)
+			continue;
+		for (j = 0; j < ps->nr_names; j++)
+			if (ps->names[j].tstate == t->tstate &&
+			    ps->names[j].root_frame == t->root_frame)
+				nm = &ps->names[j];
+		if (nm) {
+			memcpy(t->name, nm->name, sizeof(t->name));
+			continue;
+		}
+		if (is_thread_bootstrap(
+			out->frames[t->first + t->depth - 1].code)) {
+			r = proc_read(ps->rt->pid,
+				      t->root_frame + (uint64_t)locals, &self,
+				      sizeof(self));
+			if (!r)
+				r = pyattr_str(ps->rt->pid, off, self, "_name",
+					       &sb);
+			/* A torn read: try again next sample. */
+			if (r && r != -ENOENT) {
+				strbuf_release(&sb);
+				continue;
+			}
+		}
+		/* Threads come and go: start over rather than grow forever. */
+		if (ps->nr_names >= PY_MAX_THREADS)
+			ps->nr_names = 0;
+		ALLOC_GROW(ps->names, ps->nr_names + 1, ps->alloc_names);
+		nm = &ps->names[ps->nr_names++];
+		nm->tstate = t->tstate;
+		nm->root_frame = t->root_frame;
+		utf8_truncate(nm->name, sizeof(nm->name), sb.buf);
+		memcpy(t->name, nm->name, sizeof(t->name));
+		strbuf_release(&sb);
+	}
+}
+
 /* OS thread names that say more than the process's own name. */
 static void name_threads(struct py_sampler *ps, struct py_sample *out)
 {
@@ -779,8 +858,10 @@ static void name_threads(struct py_sampler *ps, struct py_sample *out)
 		struct py_thread *t = &out->threads[i];
 		struct py_task_file *tf = t->tid ? task_file(ps, t->tid) : NULL;
 
-		if (tf && tf->comm[0] && strcmp(tf->comm, ps->process_name))
-			memcpy(t->name, tf->comm, sizeof(t->name));
+		/* A name from threading comes first. */
+		if (!t->name[0] && tf && tf->comm[0] &&
+		    strcmp(tf->comm, ps->process_name))
+			memcpy(t->name, tf->comm, sizeof(tf->comm));
 	}
 }
 
@@ -886,11 +967,13 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 			t->first = out->nr_frames;
 			t->skipped = ps->skip_idle && ps->want_state &&
 				     known_idle(ps, t);
+			ps->root_frame = 0;
 			if (!t->skipped) {
 				why = walk_thread(ps, tstate, out);
 				if (why)
 					return why;
 			}
+			t->root_frame = ps->root_frame;
 			t->depth = out->nr_frames - t->first;
 			tstate = get_ptr(ps->tstate_buf, off->tstate_next);
 		}
@@ -903,7 +986,9 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		fill_native_tids(ps, out);
 	if (ps->want_state || ps->want_gil)
 		annotate_threads(ps, out, &gil);
-	if (ps->want_names)
+	if (ps->want_names) {
+		python_names(ps, out);
 		name_threads(ps, out);
+	}
 	return DROP_NONE;
 }

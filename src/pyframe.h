@@ -26,6 +26,9 @@ enum drop_reason {
 	DROP_NR,
 };
 
+/* Bytes of a thread's name kept, with its NUL; longer ones are cut. */
+#define PY_THREAD_NAME_MAX 64
+
 /* A short name for a drop reason, e.g. "torn reads". */
 const char *drop_reason_name(enum drop_reason reason);
 
@@ -52,10 +55,13 @@ struct py_thread {
 	uint64_t tstate; /* its PyThreadState */
 	enum py_thread_state state;
 	int holds_gil; /* 1 if this thread held the GIL */
-	char name[16]; /* its OS name, when it differs from the process's */
-	int skipped;   /* idle, so its frames were not read (skip_idle) */
-	size_t first;  /* frames[first .. first+depth) of the sample */
-	size_t depth;  /* innermost first */
+	/* threading's name for it, or else its OS name when that differs
+	 * from the process's; UTF-8 */
+	char name[PY_THREAD_NAME_MAX];
+	uint64_t root_frame; /* its outermost Python frame, 0 if unread */
+	int skipped;	     /* idle, so its frames were not read (skip_idle) */
+	size_t first;	     /* frames[first .. first+depth) of the sample */
+	size_t depth;	     /* innermost first */
 };
 
 /* One sample of every thread.  Reused between samples: no allocation once warm.
@@ -117,7 +123,8 @@ struct py_sampler {
 	 * want_state, when idle stacks will not be used anyway.
 	 */
 	int skip_idle;
-	int want_names; /* OS thread names, from /proc/PID/task/TID/comm */
+	/* Thread names: threading's, else the OS's (/proc/PID/task/TID/comm) */
+	int want_names;
 	char process_name[16];
 	struct py_task_file {
 		long tid;
@@ -125,6 +132,13 @@ struct py_sampler {
 		char comm[16]; /* its name when first seen (TASK_COMM_LEN) */
 	} * task_files;
 	size_t nr_task_files, alloc_task_files;
+	/* threading's thread names, by thread state and outermost frame */
+	struct py_name_memo {
+		uint64_t tstate, root_frame;
+		char name[PY_THREAD_NAME_MAX]; /* empty: it has none */
+	} * names;
+	size_t nr_names, alloc_names;
+	uint64_t root_frame; /* outermost frame of the walk just done */
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;
 	struct {

@@ -118,6 +118,10 @@ int py_offsets_from_debug(struct py_offsets *out, const struct py_offsets *base,
 	out->tstate_datastack_top = OFF_NONE;
 	out->unicode_data = OFF_NONE;
 	out->compact_size = OFF_NONE;
+	/* Nor where objects keep their attributes: no threading names. */
+	out->frame_localsplus = OFF_NONE;
+	out->iframe_localsplus = OFF_NONE;
+	out->type_flags = OFF_NONE;
 	for (i = 0; i < base->nr_debug_fields; i++) {
 		const struct py_debug_field *f = &base->debug_fields[i];
 		uint64_t v;

@@ -260,3 +260,20 @@ out:
 	strbuf_release(&tmp);
 	return ret;
 }
+
+void utf8_truncate(char *dst, size_t size, const char *src)
+{
+	size_t n = src ? strlen(src) : 0;
+
+	if (!size)
+		return;
+	if (n >= size) {
+		n = size - 1;
+		/* Back off the continuation bytes of a cut character. */
+		while (n && ((unsigned char)src[n] & 0xC0) == 0x80)
+			n--;
+	}
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}

@@ -51,6 +51,12 @@ extern char strbuf_empty[];
 void strbuf_init(struct strbuf *sb, size_t hint);
 /* Free the buffer and reset sb to empty. */
 void strbuf_release(struct strbuf *sb);
+/*
+ * Copy the UTF-8 string src (NULL: empty) into dst of size bytes, cut
+ * short if need be at a character boundary, and NUL-terminated.
+ */
+void utf8_truncate(char *dst, size_t size, const char *src);
+
 /* Return the buffer (caller frees) and reset sb to empty. */
 char *strbuf_detach(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);

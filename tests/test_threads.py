@@ -9,6 +9,8 @@ thread's ident and innermost frame as the interpreter sees it.
 
 import os
 
+import pytest
+
 from conftest import spyc_json_threads  # noqa: F401 (documents the format)
 
 
@@ -135,30 +137,52 @@ def test_record_gil(spyc, python, targets, tmp_path):
 
 
 def test_thread_names(spyc, python, targets, tmp_path):
-    """Threads that name themselves (as native libraries do, through
-    /proc/thread-self/comm) carry that name in dump, in speedscope's
-    per-thread profiles, and in folded output with --threads."""
-    t = targets.start(python, "states.py", "{report}")
-    roles = t.info["roles"]
+    """Names that threading gave (non-ASCII too, whatever layout the
+    Thread's attributes have), else the OS thread's own name (as native
+    libraries set it), in dump, in speedscope's per-thread profiles,
+    and in folded output with --threads."""
+    t = targets.start(python, "names.py", "{report}")
+    want = dict((int(k), v) for k, v in t.info["expected"].items())
     doc, res = spyc.dump_json(t.pid)
     names = dict((th["thread_id"], th["name"]) for th in doc["threads"])
-    for role, info in roles.items():
-        assert names[info["ident"]] == role, (role, names)
-    # The main thread keeps the process's name: no name is given.
-    assert sum(1 for n in names.values() if n is None) >= 1, names
+    assert dict((i, names.get(i)) for i in want) == want, names
+    # The main thread keeps the process's name, and threading does not
+    # start it: no name is given.
+    assert names[t.info["main"]] is None, names
+    res = spyc.run(["dump", "--pid", t.pid])
+    res.assert_ok()
+    for ident, name in want.items():
+        assert "Thread 0x%x (tid " % ident in res.stdout, res.stdout
+        assert ' "%s": idle' % name in res.stdout, (name, res.stdout)
 
     out = str(tmp_path / "named.txt")
     record(spyc, t.pid, out, "--idle", "--threads")
     labels = set(frames[0] for frames, _ in folded(out))
-    for role in roles:
-        assert any(l.startswith(role + " (tid ") for l in labels), labels
+    for name in want.values():
+        assert any(l.startswith(name + " (tid ") for l in labels), labels
 
     out = str(tmp_path / "named.json")
     res = spyc.run(["record", "--pid", t.pid, "--duration", 1, "--idle",
                     "-o", out], timeout=30)
     res.assert_ok()
     import json
-    with open(out) as f:
+    with open(out, encoding="utf-8") as f:
         profiles = [p["name"] for p in json.load(f)["profiles"]]
-    for role in roles:
-        assert any(p.startswith(role + " (tid ") for p in profiles), profiles
+    for name in want.values():
+        assert any(p.startswith(name + " (tid ") for p in profiles), profiles
+
+
+def test_thread_names_without_offset_tables(spyc, python, targets):
+    """From _Py_DebugOffsets alone (3.13+) spyc cannot know how objects
+    keep their attributes: OS names still show, threading's do not."""
+    if python.version_info < (3, 13):
+        pytest.skip("only CPython 3.13+ publishes _Py_DebugOffsets")
+    t = targets.start(python, "names.py", "{report}")
+    env = dict(os.environ, SPYC_NO_OFFSET_TABLES="1")
+    doc, res = spyc.dump_json(t.pid, env=env)
+    names = dict((th["thread_id"], th["name"]) for th in doc["threads"])
+    by_want = dict((v, names[int(k)])
+                   for k, v in t.info["expected"].items())
+    assert by_want["os-only"] == "os-only", names
+    assert by_want["both-py"] == "both-os", names
+    assert by_want["crowded-40"] is None, names
