@@ -770,6 +770,9 @@ static int known_idle(struct py_sampler *ps, struct py_thread *t)
 	return st && st != 'R' && st != 'D';
 }
 
+/* Reads of a thread's name that may fail before it is given up on. */
+#define NAME_TRIES 3
+
 /* Is code threading's Thread._bootstrap or _bootstrap_inner? */
 static int is_thread_bootstrap(const struct pycode *code)
 {
@@ -812,11 +815,19 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 			if (ps->names[j].tstate == t->tstate &&
 			    ps->names[j].root_frame == t->root_frame)
 				nm = &ps->names[j];
-		if (nm) {
-			memcpy(t->name, nm->name, sizeof(t->name));
-			continue;
+		if (!nm) {
+			/* Threads come and go: start over, not grow forever. */
+			if (ps->nr_names >= PY_MAX_THREADS)
+				ps->nr_names = 0;
+			ALLOC_GROW(ps->names, ps->nr_names + 1,
+				   ps->alloc_names);
+			nm = &ps->names[ps->nr_names++];
+			memset(nm, 0, sizeof(*nm));
+			nm->tstate = t->tstate;
+			nm->root_frame = t->root_frame;
 		}
-		if (is_thread_bootstrap(
+		if (nm->tries < NAME_TRIES &&
+		    is_thread_bootstrap(
 			out->frames[t->first + t->depth - 1].code)) {
 			r = proc_read(ps->rt->pid,
 				      t->root_frame + (uint64_t)locals, &self,
@@ -824,22 +835,17 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 			if (!r)
 				r = pyattr_str(ps->rt->pid, off, self, "_name",
 					       &sb);
-			/* A torn read: try again next sample. */
+			/* A torn read: try again next sample, a few times. */
 			if (r && r != -ENOENT) {
+				nm->tries++;
 				strbuf_release(&sb);
 				continue;
 			}
+			utf8_truncate(nm->name, sizeof(nm->name), sb.buf);
+			strbuf_release(&sb);
 		}
-		/* Threads come and go: start over rather than grow forever. */
-		if (ps->nr_names >= PY_MAX_THREADS)
-			ps->nr_names = 0;
-		ALLOC_GROW(ps->names, ps->nr_names + 1, ps->alloc_names);
-		nm = &ps->names[ps->nr_names++];
-		nm->tstate = t->tstate;
-		nm->root_frame = t->root_frame;
-		utf8_truncate(nm->name, sizeof(nm->name), sb.buf);
+		nm->tries = NAME_TRIES;
 		memcpy(t->name, nm->name, sizeof(t->name));
-		strbuf_release(&sb);
 	}
 }
 

@@ -136,6 +136,7 @@ struct py_sampler {
 	struct py_name_memo {
 		uint64_t tstate, root_frame;
 		char name[PY_THREAD_NAME_MAX]; /* empty: it has none */
+		int tries; /* failed reads so far; NAME_TRIES once settled */
 	} * names;
 	size_t nr_names, alloc_names;
 	uint64_t root_frame; /* outermost frame of the walk just done */
