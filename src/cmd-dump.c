@@ -17,7 +17,7 @@
 #define DUMP_ATTEMPTS 20
 
 static const char usage_text[] =
-    "usage: spyc dump --pid PID [--json] [--native]\n"
+    "usage: spyc dump --pid PID [--json] [--native] [--blocking]\n"
     "\n"
     "Print every Python thread of PID, whether it is running, idle or\n"
     "waiting for the GIL and which holds the GIL, with its stack,\n"
@@ -28,6 +28,9 @@ static const char usage_text[] =
     "  -n, --native    show native frames too, merged with the Python ones\n"
     "                  (stops each thread for as long as it takes to read\n"
     "                  its registers and stack)\n"
+    "      --blocking  stop each thread while its Python frames are read\n"
+    "      --nonblocking  never stop the target (the default without\n"
+    "                  --native)\n"
     "  -h, --help      this help\n"
     "\n"
     "exit codes: 0 ok, 1 the stacks could not be read cleanly,\n"
@@ -209,6 +212,8 @@ int cmd_dump(int argc, char **argv)
 	    {"pid", required_argument, NULL, 'p'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"native", no_argument, NULL, 'n'},
+	    {"blocking", no_argument, NULL, OPT_BLOCKING},
+	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -219,7 +224,8 @@ int cmd_dump(int argc, char **argv)
 	struct dump_thread *dt = NULL;
 	enum drop_reason why;
 	pid_t pid = 0;
-	int json = 0, native = 0, c, ret = EXIT_OK;
+	int json = 0, native = 0, blocking = 0, nonblocking = 0, stop, c;
+	int ret = EXIT_OK;
 	size_t i;
 
 	while ((c = getopt_long(argc, argv, "p:jnh", options, NULL)) != -1) {
@@ -232,6 +238,12 @@ int cmd_dump(int argc, char **argv)
 			break;
 		case 'n':
 			native = 1;
+			break;
+		case OPT_BLOCKING:
+			blocking = 1;
+			break;
+		case OPT_NONBLOCKING:
+			nonblocking = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -246,15 +258,18 @@ int cmd_dump(int argc, char **argv)
 			"spyc: dump needs --pid PID and nothing else\n");
 		return EXIT_USAGE;
 	}
+	stop = threads_stopped(native, blocking, nonblocking);
 	attach_or_die(&rt, pid);
 	if (native && native_init(&nu, &rt))
 		return EXIT_FAILED;
+	if (stop && !native)
+		native_init_stopper(&nu, &rt);
 	py_sampler_init(&ps, &rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;
 	ps.want_names = 1;
 	why = sample_clean(&ps, &sample);
-	if (native && why == DROP_NONE) {
+	if (stop && why == DROP_NONE) {
 		/*
 		 * Stop the threads, then read their Python frames again so
 		 * both views are of the same instant.
@@ -313,7 +328,7 @@ int cmd_dump(int argc, char **argv)
 	free(dt);
 	py_sample_release(&sample);
 	py_sampler_release(&ps);
-	if (native)
+	if (stop)
 		native_release(&nu);
 	return ret;
 }

@@ -46,6 +46,11 @@ static const char usage_text[] =
     "                        interpreter's helpers) into the Python stacks;\n"
     "                        stops each sampled thread briefly to read its\n"
     "                        registers (Python-only sampling never does)\n"
+    "      --blocking        stop each sampled thread while its Python\n"
+    "                        frames are read too (they cannot change under\n"
+    "                        spyc), at the cost of a pause per sample\n"
+    "      --nonblocking     never stop the target (the default without\n"
+    "                        --native)\n"
     "  -h, --help            this help\n"
     "\n"
     "exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
@@ -62,6 +67,7 @@ struct record_opts {
 	int idle;    /* keep threads that are not on a CPU too */
 	int gil;     /* keep only the thread holding the GIL */
 	int native;  /* merge native frames in */
+	int stop;    /* stop each sampled thread while reading it */
 	char **argv; /* launch mode */
 };
 
@@ -91,10 +97,12 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"idle", no_argument, NULL, 'i'},
 	    {"gil", no_argument, NULL, 'g'},
 	    {"native", no_argument, NULL, 'n'},
+	    {"blocking", no_argument, NULL, OPT_BLOCKING},
+	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, blocking = 0, nonblocking = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -141,6 +149,12 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case 'n':
 			o->native = 1;
 			break;
+		case OPT_BLOCKING:
+			blocking = 1;
+			break;
+		case OPT_NONBLOCKING:
+			nonblocking = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
@@ -149,6 +163,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
+	o->stop = threads_stopped(o->native, blocking, nonblocking);
 	o->argv = parse_target(argc, argv, optind, o->pid, "record");
 	if (o->output && o->format == FORMAT_NONE) {
 		o->format = output_format_from_path(o->output);
@@ -246,7 +261,7 @@ static void sample_loop(struct recorder *r)
 			r->ended = sl->ended;
 			break;
 		}
-		if (why == DROP_NONE && r->opts->native)
+		if (why == DROP_NONE && r->opts->stop)
 			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->idle,
 						     r->opts->gil);
 		if (why == DROP_NONE) {
@@ -338,6 +353,8 @@ int cmd_record(int argc, char **argv)
 		ret = EXIT_FAILED;
 		goto out;
 	}
+	if (opts.stop && !opts.native)
+		native_init_stopper(&r.nu, &r.sl.rt);
 
 	started = now_ns();
 	sample_loop(&r);
@@ -366,7 +383,7 @@ out:
 	sampleloop_finish(&r.sl, sampleloop_stop);
 	free(r.scratch);
 	free(r.merged);
-	if (opts.native)
+	if (opts.stop)
 		native_release(&r.nu);
 	stacks_release(&r.stacks);
 	sampleloop_release(&r.sl);

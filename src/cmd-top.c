@@ -62,6 +62,9 @@ static const char usage_text[] =
     "  -g, --gil             count only the thread holding the GIL\n"
     "      --native          merge native frames in, as record does (stops\n"
     "                        each sampled thread briefly)\n"
+    "      --blocking        stop each sampled thread while it is read\n"
+    "      --nonblocking     never stop the target (the default without\n"
+    "                        --native)\n"
     "  -h, --help            this help\n"
     "\n"
     "keys: 1-5 sort by a column, < > move the sort column, l per line or\n"
@@ -85,6 +88,7 @@ struct top_opts {
 	int idle;
 	int gil;
 	int native;
+	int stop; /* stop each sampled thread while reading it */
 };
 
 /* Why the main loop ended. */
@@ -130,10 +134,12 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	    {"idle", no_argument, NULL, 'i'},
 	    {"gil", no_argument, NULL, 'g'},
 	    {"native", no_argument, NULL, OPT_NATIVE},
+	    {"blocking", no_argument, NULL, OPT_BLOCKING},
+	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, blocking = 0, nonblocking = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -160,6 +166,12 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 		case OPT_NATIVE:
 			o->native = 1;
 			break;
+		case OPT_BLOCKING:
+			blocking = 1;
+			break;
+		case OPT_NONBLOCKING:
+			nonblocking = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
@@ -168,6 +180,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
+	o->stop = threads_stopped(o->native, blocking, nonblocking);
 	o->argv = parse_target(argc, argv, optind, o->pid, "top");
 }
 
@@ -695,7 +708,7 @@ static enum top_end run(struct top *t)
 			if (why == DROP_GONE)
 				return END_TARGET;
 			t->attempts++;
-			if (why == DROP_NONE && t->opts->native)
+			if (why == DROP_NONE && t->opts->stop)
 				why = sampleloop_stop_wanted(&t->sl, &t->nu,
 							     t->opts->idle,
 							     t->opts->gil);
@@ -756,6 +769,8 @@ int cmd_top(int argc, char **argv)
 	t.merged = xmalloc(TOP_MAX_STACK * sizeof(*t.merged));
 	if (opts.native && native_init(&t.nu, &t.sl.rt))
 		return EXIT_FAILED;
+	if (opts.stop && !opts.native)
+		native_init_stopper(&t.nu, &t.sl.rt);
 	sampleloop_init(&t.sl, opts.rate);
 	/* The header's %idle and %GIL need both, whatever the options. */
 	t.sl.ps.want_state = 1;
@@ -807,7 +822,7 @@ out:
 	sampleloop_finish(&t.sl, stop);
 	free(t.sites);
 	free(t.merged);
-	if (opts.native)
+	if (opts.stop)
 		native_release(&t.nu);
 	top_snapshot_release(&t.snap);
 	toptable_release(&t.tt);

@@ -27,11 +27,6 @@ int cmd_top(int argc, char **argv);
 pid_t parse_pid(const char *arg);
 
 /*
- * Parse the value of option opt (e.g. "--rate"): a number above 0 and at
- * most max.  Returns it, or dies with a usage error (exit 64) naming the
- * bad value.
- */
-/*
  * After getopt: the program to launch (argv from optind on), or NULL
  * with --pid.  Exactly one of the two must be given, or a usage error
  * (exit 64) names command.
@@ -39,7 +34,23 @@ pid_t parse_pid(const char *arg);
 char **parse_target(int argc, char **argv, int first, pid_t pid,
 		    const char *command);
 
+/*
+ * Parse the value of option opt (e.g. "--rate"): a number above 0 and at
+ * most max.  Returns it, or dies with a usage error (exit 64) naming the
+ * bad value.
+ */
 double parse_positive_arg(const char *opt, const char *arg, double max);
+
+/* The long options --blocking and --nonblocking, as getopt returns them. */
+#define OPT_BLOCKING 300
+#define OPT_NONBLOCKING 301
+
+/*
+ * Whether each sampled thread is stopped while it is read: with --native
+ * (registers can only be read so) or --blocking; never by default.
+ * --nonblocking with either is a usage error (exit 64).
+ */
+int threads_stopped(int native, int blocking, int nonblocking);
 
 /*
  * Find the interpreter of a running pid; on failure print rt->message

@@ -45,6 +45,36 @@ int elfsym_open(struct elfsym *es, const char *path)
 	return 0;
 }
 
+int elfsym_needs(struct elfsym *es, const char *prefix)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(es->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (!gelf_getdyn(data, (int)i, &dyn))
+				break;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(es->elf, sh.sh_link,
+					  (size_t)dyn.d_un.d_val);
+			if (name && !strncmp(name, prefix, strlen(prefix)))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 void elfsym_close(struct elfsym *es)
 {
 	if (es->elf)

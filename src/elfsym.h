@@ -23,6 +23,9 @@ void elfsym_close(struct elfsym *es);
  */
 int elfsym_lookup(struct elfsym *es, const char *name, uint64_t *value);
 
+/* Whether one of the file's DT_NEEDED libraries starts with prefix. */
+int elfsym_needs(struct elfsym *es, const char *prefix);
+
 /*
  * Find a CPython version string ("3.9.18", "3.12.0rc1") among the
  * NUL-terminated strings of .rodata, preferring one that starts with

@@ -202,6 +202,13 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	return 0;
 }
 
+void native_init_stopper(struct native_unwinder *nu, const struct pyruntime *rt)
+{
+	memset(nu, 0, sizeof(*nu));
+	nu->pid = rt->pid;
+	nu->rt = rt;
+}
+
 void native_release(struct native_unwinder *nu)
 {
 	size_t i;
@@ -311,7 +318,9 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 			nu->nr_threads--;
 			continue;
 		}
-		copy_stack(nu, t);
+		/* Only an unwinder needs the stack (not --blocking). */
+		if (nu->as)
+			copy_stack(nu, t);
 		t->captured = 1;
 		stopped++;
 	}

@@ -61,6 +61,12 @@ struct native_unwinder {
  * Frames in rt's binary are the interpreter's own.
  */
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt);
+/*
+ * Prepare only to stop and resume pid's threads (--blocking): nothing
+ * is unwound, and no stack is copied.
+ */
+void native_init_stopper(struct native_unwinder *nu,
+			 const struct pyruntime *rt);
 void native_release(struct native_unwinder *nu);
 
 /*

@@ -34,3 +34,16 @@ char **parse_target(int argc, char **argv, int first, pid_t pid,
 	}
 	return program;
 }
+
+int threads_stopped(int native, int blocking, int nonblocking)
+{
+	if (nonblocking && (native || blocking)) {
+		fprintf(stderr, "spyc: --nonblocking cannot go with %s: %s\n",
+			native ? "--native" : "--blocking",
+			native ? "reading a thread's registers means stopping "
+				 "it"
+			       : "choose one");
+		exit(EXIT_USAGE);
+	}
+	return native || blocking;
+}

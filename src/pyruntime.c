@@ -252,6 +252,26 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 	return found ? 0 : -1;
 }
 
+/*
+ * Is path (as pid sees it) linked against libpython, which the dynamic
+ * loader has not mapped yet?  That is a Python process just starting.
+ */
+static int needs_libpython(pid_t pid, const char *path)
+{
+	struct elfsym es;
+	char *file = proc_file_path(pid, path);
+	int saved_quiet = quiet, needs = 0;
+
+	quiet = 1;
+	if (!elfsym_open(&es, file)) {
+		needs = elfsym_needs(&es, "libpython");
+		elfsym_close(&es);
+	}
+	quiet = saved_quiet;
+	free(file);
+	return needs;
+}
+
 static int is_libpython(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -498,6 +518,12 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 		found = probe_binary(rt, &maps, exe, 0);
 	if (found < 0) {
 		ret = found;
+		goto out;
+	}
+	if (!found && exe[0] && needs_libpython(pid, exe)) {
+		ret = fail(rt, PYRT_NOT_READY,
+			   "pid %d (%s) has not loaded libpython yet", (int)pid,
+			   exe);
 		goto out;
 	}
 	if (!found) {

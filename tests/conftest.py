@@ -430,3 +430,21 @@ def wait_gone(pid, timeout=10.0):
 def send_signal(proc, sig):
     if proc.poll() is None:
         os.kill(proc.pid, sig)
+
+
+def thread_states(pid):
+    """{tid: state letter of /proc/PID/task/TID/stat} of a process."""
+    states = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states[tid] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            pass
+    return states
+
+
+def assert_running(pid):
+    """No thread of pid is left stopped (t or T) by spyc."""
+    states = thread_states(pid)
+    assert not [s for s in states.values() if s in ("t", "T")], states

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import parse_dump_text, spyc_json_threads
+from conftest import assert_running, parse_dump_text, spyc_json_threads
 
 DUMP_TARGETS = ["deep.py", "classes.py", "gen_coro.py", "unicode_名前.py",
                 "threads.py"]
@@ -66,6 +66,14 @@ def test_dump_json(spyc, target):
                 not isinstance(f["line"], bool)
 
 
+def test_dump_blocking(spyc, target):
+    """--blocking reads each thread while it is stopped: the same stacks,
+    and every thread runs again after."""
+    doc, res = spyc.dump_json(target.pid, extra=["--blocking"])
+    target.assert_dump_matches(spyc_json_threads(doc), "dump --blocking")
+    assert_running(target.pid)
+
+
 def test_dump_text(spyc, target):
     res = spyc.run(["dump", "--pid", target.pid])
     res.assert_ok()
@@ -77,3 +85,4 @@ def test_dump_text(spyc, target):
     assert any(re.match(version_re, l) for l in header), (
         "header should have a 'Python X.Y.Z' line\n" + res.describe())
     target.assert_dump_matches(threads, "dump (text)")
+

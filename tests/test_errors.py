@@ -2,9 +2,11 @@
 """spyc's failures: exit 2 with exactly one `spyc: ...` line that says what
 went wrong, and exit 64 for usage errors."""
 
+import ctypes
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -128,6 +130,12 @@ USAGE_ERRORS = [
     (["record", "--bogus", "-o", "x.json", "--", "true"],
      "record unknown option"),
     (["record", "-o", "x.json"], "neither --pid nor a command"),
+    (["record", "--native", "--nonblocking", "-o", "x.json", "--", "true"],
+     "native cannot be nonblocking"),
+    (["dump", "--pid", "1", "--blocking", "--nonblocking"],
+     "blocking and nonblocking"),
+    (["top", "--native", "--nonblocking", "--", "true"],
+     "top native cannot be nonblocking"),
 ]
 
 
@@ -144,3 +152,41 @@ def test_usage_error(spyc, tmp_path, args, what):
         what, res.describe())
     assert res.stderr.strip(), "a usage error should say something"
     assert not os.path.exists(str(tmp_path / "x.json"))
+
+
+def test_dump_waits_for_the_loader(spyc, python):
+    """A shared-library CPython caught right after exec, before the
+    dynamic loader has mapped libpython: spyc waits for it (as a user
+    who runs `spyc dump --pid $!` at once would need) rather than
+    calling it not Python."""
+    if not python.shared:
+        pytest.skip("%s is a static build: there is no libpython to load"
+                    % python.version)
+    libc = ctypes.CDLL(None, use_errno=True)
+    ptrace = libc.ptrace
+    ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                       ctypes.c_void_p]
+    PTRACE_TRACEME, PTRACE_DETACH = 0, 17
+    # Traced from the start, the child stops at its exec, before ld.so
+    # maps anything but the executable.
+    proc = subprocess.Popen(
+        [python.path, "-c", "import time\ntime.sleep(100)\n"],
+        env=target_env(), preexec_fn=lambda: ptrace(PTRACE_TRACEME, 0,
+                                                    None, None))
+    try:
+        _, status = os.waitpid(proc.pid, 0)
+        assert os.WIFSTOPPED(status), status
+        with open("/proc/%d/maps" % proc.pid) as f:
+            assert "libpython" not in f.read()
+        dump = spyc.popen(["dump", "--pid", proc.pid],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+        time.sleep(0.5)
+        assert dump.poll() is None, "spyc gave up before libpython loaded"
+        assert ptrace(PTRACE_DETACH, proc.pid, None, None) == 0
+        out, err = dump.communicate(timeout=30)
+        assert dump.returncode == 0, (out, err)
+        assert ("Process %d" % proc.pid) in out, out
+    finally:
+        proc.kill()
+        proc.wait()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import TARGETS, REPO, target_env
+from conftest import TARGETS, REPO, assert_running, target_env
 from test_record import parse_summary
 
 CEXT = os.path.join(REPO, "tests", "cext", "spycext.c")
@@ -93,17 +93,6 @@ def test_record_native_order(spyc, python, targets, ext_dir, tmp_path):
     assert total > 0 and hit >= 0.95 * total, (hit, total)
 
 
-def thread_states(pid):
-    states = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                states[tid] = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            pass
-    return states
-
-
 def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -123,8 +112,7 @@ def test_sigkill_never_leaves_target_stopped(spyc, any_python, targets,
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     time.sleep(0.2)
-    states = thread_states(t.pid)
-    assert not [s for s in states.values() if s in ("t", "T")], states
+    assert_running(t.pid)
     before = cpu_ticks(t.pid)
     time.sleep(0.5)
     assert cpu_ticks(t.pid) > before, "the target no longer runs"

@@ -21,7 +21,7 @@ import xml.dom.minidom
 
 import pytest
 
-from conftest import (SPEEDSCOPE_SCHEMA, send_signal,
+from conftest import (SPEEDSCOPE_SCHEMA, assert_running, send_signal,
                       target_env, wait_gone)
 
 MIN_CHAIN_SHARE = 0.95
@@ -280,6 +280,27 @@ def test_record_pid(spyc, python, targets, tmp_path, fmt, ext, extra):
     assert hot.proc.poll() is None, "recording must not stop the target"
     check_profile(out, fmt, hot.info["chain"], summary, res.describe(),
                   full_filenames="--full-filenames" in extra)
+
+
+def test_record_blocking(spyc, python, targets, tmp_path):
+    """--blocking stops each sampled thread while it is read: the same
+    profile, and the target runs on after; --nonblocking (the default)
+    is accepted; --native cannot go without stopping threads."""
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    for mode in ("--blocking", "--nonblocking"):
+        os.mkdir(str(tmp_path / mode))
+        out = str(tmp_path / mode / "profile.txt")
+        res = spyc.run(["record", "--pid", hot.pid, "--duration", 1, mode,
+                        "--full-filenames", "-o", out], timeout=30)
+        res.assert_ok()
+        summary = parse_summary(res.stderr, res.describe())
+        check_profile(out, "folded", hot.info["chain"], summary,
+                      res.describe(), full_filenames=True)
+        assert hot.proc.poll() is None, "recording must not stop the target"
+        assert_running(hot.pid)
+    res = spyc.run(["record", "--pid", hot.pid, "--native", "--nonblocking",
+                    "-o", str(tmp_path / "never.txt")], timeout=30)
+    res.assert_error(64, "--nonblocking", "--native")
 
 
 def test_summary_line_format(spyc, python, targets, tmp_path):

@@ -492,9 +492,11 @@ def check_snapshots(snapshots, info, describe):
             assert r["own"] <= r["total"] + 0.05, describe
 
 
-def test_plain_snapshots_until_target_exits(spyc, targets, top_python):
+@pytest.mark.parametrize("mode", [[], ["--blocking"]],
+                         ids=["nonblocking", "blocking"])
+def test_plain_snapshots_until_target_exits(spyc, targets, top_python, mode):
     t = targets.start(top_python, "hot.py", 2.5)
-    res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5],
+    res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5] + mode,
                    env=target_env(), timeout=30)
     res.assert_ok()
     assert "\x1b" not in res.stdout, "escape codes in plain-text mode"
