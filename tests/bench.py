@@ -36,10 +36,11 @@ and one row of the second table, the same measurements with `record
 Then one last table, for the newest interpreter benchmarked only: a target
 with 100 threads blocked on a threading.Event and one thread spinning 50
 calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
-`record`, `record --idle`, `record --native` and `record --native --idle`:
-samples/s, drop, us/sample as above, and stacks/sample, the number of thread
-stacks each sample kept (1 when idle threads are filtered out, 101 with
---idle).  With --native, those are the threads stopped for each sample.
+`record`, `record --idle`, `record --blocking`, `record --native` and
+`record --native --idle`: samples/s, drop, us/sample as above, and
+stacks/sample, the number of thread stacks each sample kept (1 when idle
+threads are filtered out, 101 with --idle).  With --blocking and --native,
+those are the threads stopped for each sample.
 
 spyc's CPU time is the RUSAGE_CHILDREN delta around the spyc process, which
 is the only child reaped in between (it samples by --pid, so the target is
@@ -86,7 +87,8 @@ SLOW_RATES = (100, 1000)
 NATIVE_SLOW_RATES = (100,)  # the same, with record --native
 IDLE_DEEP = (100, 50)       # the idle-threads run: idle threads, busy depth
 # spyc options for the rows of the idle-threads table.
-IDLE_MODES = ((), ("--idle",), ("--native",), ("--native", "--idle"))
+IDLE_MODES = ((), ("--idle",), ("--blocking",), ("--native",),
+              ("--native", "--idle"))
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
 CALIBRATE_ITERATIONS = 20000
