@@ -224,7 +224,8 @@ int cmd_dump(int argc, char **argv)
 	struct dump_thread *dt = NULL;
 	enum drop_reason why;
 	pid_t pid = 0;
-	int json = 0, native = 0, blocking = 0, nonblocking = 0, stop, c;
+	int json = 0, native = 0, stop, c;
+	int blocking = 0; /* 1: --blocking, 2: --nonblocking */
 	int ret = EXIT_OK;
 	size_t i;
 
@@ -240,10 +241,8 @@ int cmd_dump(int argc, char **argv)
 			native = 1;
 			break;
 		case OPT_BLOCKING:
-			blocking = 1;
-			break;
 		case OPT_NONBLOCKING:
-			nonblocking = 1;
+			blocking |= c == OPT_BLOCKING ? 1 : 2;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -258,7 +257,7 @@ int cmd_dump(int argc, char **argv)
 			"spyc: dump needs --pid PID and nothing else\n");
 		return EXIT_USAGE;
 	}
-	stop = threads_stopped(native, blocking, nonblocking);
+	stop = threads_stopped(native, blocking);
 	attach_or_die(&rt, pid);
 	if (native && native_init(&nu, &rt))
 		return EXIT_FAILED;

@@ -102,7 +102,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, blocking = 0, nonblocking = 0;
+	int c, blocking = 0; /* 1: --blocking, 2: --nonblocking */
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -150,10 +150,8 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			o->native = 1;
 			break;
 		case OPT_BLOCKING:
-			blocking = 1;
-			break;
 		case OPT_NONBLOCKING:
-			nonblocking = 1;
+			blocking |= c == OPT_BLOCKING ? 1 : 2;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -163,7 +161,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
-	o->stop = threads_stopped(o->native, blocking, nonblocking);
+	o->stop = threads_stopped(o->native, blocking);
 	o->argv = parse_target(argc, argv, optind, o->pid, "record");
 	if (o->output && o->format == FORMAT_NONE) {
 		o->format = output_format_from_path(o->output);

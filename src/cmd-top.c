@@ -139,7 +139,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, blocking = 0, nonblocking = 0;
+	int c, blocking = 0; /* 1: --blocking, 2: --nonblocking */
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -167,10 +167,8 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			o->native = 1;
 			break;
 		case OPT_BLOCKING:
-			blocking = 1;
-			break;
 		case OPT_NONBLOCKING:
-			nonblocking = 1;
+			blocking |= c == OPT_BLOCKING ? 1 : 2;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -180,7 +178,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 			exit(EXIT_USAGE);
 		}
 	}
-	o->stop = threads_stopped(o->native, blocking, nonblocking);
+	o->stop = threads_stopped(o->native, blocking);
 	o->argv = parse_target(argc, argv, optind, o->pid, "top");
 }
 

@@ -48,9 +48,10 @@ double parse_positive_arg(const char *opt, const char *arg, double max);
 /*
  * Whether each sampled thread is stopped while it is read: with --native
  * (registers can only be read so) or --blocking; never by default.
- * --nonblocking with either is a usage error (exit 64).
+ * blocking has bit 1 for --blocking, 2 for --nonblocking; --nonblocking
+ * with --native or --blocking is a usage error (exit 64).
  */
-int threads_stopped(int native, int blocking, int nonblocking);
+int threads_stopped(int native, int blocking);
 
 /*
  * Find the interpreter of a running pid; on failure print rt->message

@@ -35,8 +35,11 @@ char **parse_target(int argc, char **argv, int first, pid_t pid,
 	return program;
 }
 
-int threads_stopped(int native, int blocking, int nonblocking)
+int threads_stopped(int native, int blocking)
 {
+	int nonblocking = blocking & 2;
+
+	blocking &= 1;
 	if (nonblocking && (native || blocking)) {
 		fprintf(stderr, "spyc: --nonblocking cannot go with %s: %s\n",
 			native ? "--native" : "--blocking",
