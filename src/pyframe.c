@@ -790,7 +790,8 @@ static int is_thread_bootstrap(const struct pycode *code)
  * The name threading gave each thread it started: the Thread object is
  * the first local (self) of the outermost frame, threading's
  * _bootstrap, and its name the str attribute _name.  Looked up once per
- * thread (the outermost frame lives as long as the thread does).
+ * thread: a new thread can reuse an old one's thread state and frame
+ * memory, but not (for a long while) its tid.
  */
 static void python_names(struct py_sampler *ps, struct py_sample *out)
 {
@@ -811,10 +812,15 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 
 		if (!t->root_frame || !t->depth)
 			continue;
-		for (j = 0; j < ps->nr_names; j++)
-			if (ps->names[j].tstate == t->tstate &&
-			    ps->names[j].root_frame == t->root_frame)
-				nm = &ps->names[j];
+		/* Threads keep their order between samples: try i first. */
+		for (j = 0; j < ps->nr_names && !nm; j++) {
+			size_t k = (i + j) % ps->nr_names;
+
+			if (ps->names[k].tstate == t->tstate &&
+			    ps->names[k].root_frame == t->root_frame &&
+			    ps->names[k].tid == t->tid)
+				nm = &ps->names[k];
+		}
 		if (!nm) {
 			/* Threads come and go: start over, not grow forever. */
 			if (ps->nr_names >= PY_MAX_THREADS)
@@ -825,6 +831,7 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 			memset(nm, 0, sizeof(*nm));
 			nm->tstate = t->tstate;
 			nm->root_frame = t->root_frame;
+			nm->tid = t->tid;
 		}
 		if (nm->tries < NAME_TRIES &&
 		    is_thread_bootstrap(

@@ -132,9 +132,10 @@ struct py_sampler {
 		char comm[16]; /* its name when first seen (TASK_COMM_LEN) */
 	} * task_files;
 	size_t nr_task_files, alloc_task_files;
-	/* threading's thread names, by thread state and outermost frame */
+	/* threading's thread names, by thread state, outermost frame, tid */
 	struct py_name_memo {
 		uint64_t tstate, root_frame;
+		long tid;
 		char name[PY_THREAD_NAME_MAX]; /* empty: it has none */
 		int tries; /* failed reads so far; NAME_TRIES once settled */
 	} * names;

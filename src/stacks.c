@@ -221,10 +221,14 @@ uint32_t stacks_thread(struct stacks *st, uint64_t ident, long tid,
 	struct stack_thread *t;
 	size_t i;
 
-	/* A process has few threads; a scan beats a hash here. */
-	for (i = 0; i < st->nr_threads; i++) {
+	/*
+	 * A process has few threads; a scan beats a hash here.  A thread
+	 * that ended leaves its ident (its pthread_t) to the next one, but
+	 * not its tid: the newest thread of that ident comes first.
+	 */
+	for (i = st->nr_threads; i-- > 0;) {
 		t = &st->threads[i];
-		if (t->ident != ident)
+		if (t->ident != ident || (t->tid && tid && t->tid != tid))
 			continue;
 		if (!t->name && name)
 			t->name = xstrdup(name);

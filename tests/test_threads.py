@@ -8,9 +8,11 @@ thread's ident and innermost frame as the interpreter sees it.
 """
 
 import os
+import re
 
 import pytest
 
+from conftest import TARGETS, target_env
 from conftest import spyc_json_threads  # noqa: F401 (documents the format)
 
 
@@ -186,3 +188,27 @@ def test_thread_names_without_offset_tables(spyc, python, targets):
     assert by_want["os-only"] == "os-only", names
     assert by_want["both-py"] == "both-os", names
     assert by_want["crowded-40"] is None, names
+
+
+def test_threads_that_reuse_an_ident(spyc, python, tmp_path):
+    """Threads that run one after another reuse each other's pthread_t
+    (and often their thread state and frame memory): each is still a
+    thread of its own, with its own name and tid."""
+    out = str(tmp_path / "relay.txt")
+    res = spyc.run(["record", "--threads", "-o", out, "--", python.path,
+                    os.path.join(TARGETS, "relay.py"), 6, 0.3],
+                   env=target_env(), timeout=60)
+    res.assert_ok()
+    labels = {}
+    for frames, count in folded(out):
+        labels[frames[0]] = labels.get(frames[0], 0) + count
+    relay = {}
+    for label in labels:
+        m = re.match(r"^(relay-\d+) \(tid (\d+)\)$", label)
+        if m:
+            relay.setdefault(m.group(1), set()).add(int(m.group(2)))
+    assert sorted(relay) == ["relay-%d" % i for i in range(6)], labels
+    tids = [t for ts in relay.values() for t in ts]
+    # One tid per thread, and no tid under two names.
+    assert all(len(ts) == 1 for ts in relay.values()), labels
+    assert len(set(tids)) == len(tids), labels

@@ -11,7 +11,6 @@
 
 #include "check.h"
 
-
 static void test_frames(void)
 {
 	struct stacks st;
@@ -76,7 +75,7 @@ static void test_utf8(void)
 static void test_threads(void)
 {
 	struct stacks st;
-	uint32_t a, b;
+	uint32_t a, b, c;
 	char label[64];
 
 	stacks_init(&st);
@@ -99,10 +98,18 @@ static void test_threads(void)
 	CHECK(st.threads[a].tid == 4242);
 	stacks_thread_label(&st.threads[a], label, sizeof(label));
 	CHECK(!strcmp(label, "MainThread (tid 4242)"));
-	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 9, "Renamed") == a);
+	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 4242, "Renamed") == a);
 	CHECK(!strcmp(st.threads[a].name, "MainThread"));
 	CHECK(st.threads[a].tid == 4242);
 	CHECK(st.nr_threads == 2);
+
+	/* Another tid with the same ident: a new thread that reused it. */
+	c = stacks_thread(&st, 0x7f00deadbeefULL, 9, "Next");
+	CHECK(c != a && c != b && st.nr_threads == 3);
+	CHECK(st.threads[c].tid == 9 && !strcmp(st.threads[c].name, "Next"));
+	/* An unknown tid goes to the newest thread of that ident. */
+	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 0, NULL) == c);
+	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 4242, NULL) == a);
 
 	/* A short buffer truncates but stays terminated. */
 	stacks_thread_label(&st.threads[a], label, 5);
