@@ -135,3 +135,42 @@ def test_result_unchanged_after_a_minute_of_native(spyc, any_python, tmp_path):
     assert res.stdout == plain.stdout
     summary = parse_summary(res.stderr, res.describe())
     assert summary.samples > 0
+
+
+def context_switches(pid):
+    """{thread name: voluntary + involuntary context switches so far}."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                out[name] = sum(int(l.split()[1]) for l in f
+                                if "ctxt_switches" in l)
+        except OSError:
+            pass
+    return out
+
+
+def test_only_sampled_threads_are_stopped(spyc, python, targets, tmp_path):
+    """--native and --blocking stop the threads they sample and no other:
+    a blocked thread that ptrace stopped would wake (a context switch)
+    for every sample; left alone it does not wake at all."""
+    t = targets.start(python, "states.py", "{report}")
+    idle = ("sleeper", "locker")
+
+    def woken(*options):
+        before = context_switches(t.pid)
+        res = spyc.run(["record", "--pid", t.pid, "--rate", 500,
+                        "--duration", 1, "-o",
+                        str(tmp_path / "out.txt")] + list(options),
+                       timeout=30)
+        res.assert_ok()
+        after = context_switches(t.pid)
+        return dict((n, after[n] - before[n]) for n in idle)
+
+    assert woken("--native") == {"sleeper": 0, "locker": 0}
+    assert woken("--blocking") == {"sleeper": 0, "locker": 0}
+    # With --idle they are sampled, so stopped: the measure sees it.
+    assert min(woken("--native", "--idle").values()) >= 50
+    assert_running(t.pid)
