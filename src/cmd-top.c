@@ -255,7 +255,8 @@ static void add_sample(struct top *t, uint64_t now)
 		    !thread_wanted(th, t->opts->idle, t->opts->gil))
 			continue;
 		toptable_add(&t->tt,
-			     toptable_thread(&t->tt, th->ident, th->tid),
+			     toptable_thread(&t->tt, th->ident, th->tid,
+					     th->name[0] ? th->name : NULL),
 			     t->sites, stack_sites(t, th));
 	}
 }
@@ -286,7 +287,9 @@ static void thread_label(const struct top *t, uint32_t thread, char *buf,
 		return;
 	}
 	th = &t->tt.names.threads[thread];
-	if (th->tid)
+	if (th->name)
+		snprintf(buf, size, "%s", th->name);
+	else if (th->tid)
 		snprintf(buf, size, "tid %ld", th->tid);
 	else
 		snprintf(buf, size, "0x%llx", (unsigned long long)th->ident);
@@ -519,12 +522,15 @@ static void draw_row(const struct top *t, int y, const struct top_row *r)
 	int x;
 
 	format_numbers(&sb, r);
-	if (t->view.per_thread) {
-		thread_label(t, r->thread, label, sizeof(label));
-		strbuf_addf(&sb, "%-*.*s ", THREAD_WIDTH, THREAD_WIDTH, label);
-	}
 	x = (int)sb.len;
 	put_text(y, 0, sb.buf, COLS);
+	if (t->view.per_thread) {
+		/* A name may be wider than the column, or not ASCII. */
+		thread_label(t, r->thread, label, sizeof(label));
+		put_text(y, x, label,
+			 THREAD_WIDTH < COLS - x ? THREAD_WIDTH : COLS - x);
+		x += THREAD_WIDTH + 1;
+	}
 	put_function(y, x, r, COLS - x);
 	strbuf_release(&sb);
 }
@@ -772,6 +778,7 @@ int cmd_top(int argc, char **argv)
 	sampleloop_init(&t.sl, opts.rate);
 	/* The header's %idle and %GIL need both, whatever the options. */
 	t.sl.ps.want_state = 1;
+	t.sl.ps.want_names = 1;
 	t.sl.ps.want_gil = 1;
 	/* Idle threads count in the header, but their stacks do not. */
 	t.sl.ps.skip_idle = !opts.idle && !opts.gil;

@@ -193,9 +193,10 @@ uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
 	return site;
 }
 
-uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid)
+uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid,
+			 const char *name)
 {
-	return stacks_thread(&tt->names, ident, tid, NULL);
+	return stacks_thread(&tt->names, ident, tid, name);
 }
 
 void toptable_sample(struct toptable *tt, double now, double weight,

@@ -112,8 +112,9 @@ void toptable_release(struct toptable *tt);
 uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
 		       int line, int first_line);
 
-/* The id of a thread: see stacks_thread(). */
-uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid);
+/* The id of a thread, named name (NULL: none known): see stacks_thread(). */
+uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid,
+			 const char *name);
 
 /*
  * Start counting one sample taken at now (seconds, never decreasing) that

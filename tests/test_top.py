@@ -288,6 +288,26 @@ def test_screen_shows_hot_function(spyc, targets, top_python, tmux):
     assert t.proc.poll() is None, "quitting top must not stop the target"
 
 
+def test_per_thread_rows_show_names(spyc, targets, top_python, tmux):
+    """In the per-thread view a thread shows its name (threading's, else
+    its OS thread's), cut to the column; a thread with none its tid."""
+    t = targets.start(top_python, "names.py", "{report}")
+    names = ["both-py", "os-only", "crowded-40", "materialized-d",
+             "renamed-later"]
+    term = tmux(top_argv(spyc, "--pid", t.pid, "--idle", "--interval", 0.2))
+    term.wait_screen("rows", lambda s: s.rows)
+    term.keys("t")
+    s = term.wait_screen(
+        "a row for each named thread",
+        lambda s: all(re.search(r"\s%s\s" % n, s.text) for n in names))
+    # "plain-ŝpyc-名" takes 13 of the 14 columns (名 takes two): it
+    # shows whole, never cut inside a character.
+    assert "plain-" not in s.text or "plain-\u015dpyc-\u540d" in s.text, (
+        s.text)
+    term.keys("q")
+    assert term.wait_status() == 0
+
+
 def test_sort_keys_change_order(spyc, targets, top_python, tmux):
     t = targets.start(top_python, "nested.py", 0)
     chain = t.info["chain"]

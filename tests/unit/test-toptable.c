@@ -53,7 +53,7 @@ static void test_own_total_recursion(void)
 
 	toptable_init(&tt, 2.0);
 	now_s = 0;
-	th = toptable_thread(&tt, 1, 100);
+	th = toptable_thread(&tt, 1, 100, NULL);
 	/* main -> f (line 10) -> g -> f (line 12) -> f (line 12) */
 	st[4] = toptable_site(&tt, "main", "app.py", 1, 1);
 	st[3] = toptable_site(&tt, "f", "app.py", 10, 9);
@@ -101,7 +101,7 @@ static void test_lines_and_functions(void)
 
 	toptable_init(&tt, 2.0);
 	now_s = 0;
-	th = toptable_thread(&tt, 1, 0);
+	th = toptable_thread(&tt, 1, 0, NULL);
 	a10 = toptable_site(&tt, "a", "x.py", 10, 8);
 	a11 = toptable_site(&tt, "a", "x.py", 11, 8);
 	/* Same name, another file: another function. */
@@ -145,7 +145,7 @@ static void test_sorting(void)
 
 	toptable_init(&tt, 2.0);
 	now_s = 0;
-	th = toptable_thread(&tt, 1, 0);
+	th = toptable_thread(&tt, 1, 0, NULL);
 	/* inner: own 3, total 3; outer: own 2, total 5; zed: own 1. */
 	st[0] = toptable_site(&tt, "inner", "m.py", 5, 4);
 	st[1] = toptable_site(&tt, "outer", "m.py", 9, 8);
@@ -203,7 +203,7 @@ static void test_decay(void)
 
 	toptable_init(&tt, half);
 	now_s = 0;
-	th = toptable_thread(&tt, 1, 0);
+	th = toptable_thread(&tt, 1, 0, NULL);
 	a = toptable_site(&tt, "old_phase", "p.py", 1, 1);
 	b = toptable_site(&tt, "new_phase", "p.py", 2, 2);
 	/* 100 s of each: long enough to renormalise the weights. */
@@ -255,9 +255,9 @@ static void test_threads(void)
 
 	toptable_init(&tt, 2.0);
 	now_s = 0;
-	t1 = toptable_thread(&tt, 0x1000, 11);
-	t2 = toptable_thread(&tt, 0x2000, 22);
-	CHECK(t1 != t2 && toptable_thread(&tt, 0x1000, 11) == t1);
+	t1 = toptable_thread(&tt, 0x1000, 11, NULL);
+	t2 = toptable_thread(&tt, 0x2000, 22, NULL);
+	CHECK(t1 != t2 && toptable_thread(&tt, 0x1000, 11, NULL) == t1);
 	f = toptable_site(&tt, "f", "t.py", 1, 1);
 	g = toptable_site(&tt, "g", "t.py", 5, 5);
 	st[0] = g;
@@ -333,8 +333,8 @@ static void test_no_alloc(void)
 
 	toptable_init(&tt, 2.0);
 	now_s = 0;
-	th[0] = toptable_thread(&tt, 1, 0);
-	th[1] = toptable_thread(&tt, 2, 0);
+	th[0] = toptable_thread(&tt, 1, 0, NULL);
+	th[1] = toptable_thread(&tt, 2, 0, NULL);
 	st[0] = toptable_site(&tt, "c", "a.py", 3, 3);
 	st[1] = toptable_site(&tt, "b", "a.py", 2, 2);
 	st[2] = toptable_site(&tt, "a", "a.py", 1, 1);
