@@ -273,7 +273,7 @@ int cmd_dump(int argc, char **argv)
 		 * Stop the threads, then read their Python frames again so
 		 * both views are of the same instant.
 		 */
-		size_t n = sample.nr_threads, j;
+		size_t n = sample.nr_threads;
 		long *tids = xcalloc(n + 1, sizeof(*tids));
 		struct py_thread *before = xcalloc(n + 1, sizeof(*before));
 
@@ -287,15 +287,7 @@ int cmd_dump(int argc, char **argv)
 		why = sample_clean(&ps, &sample);
 		/* Everything is copied: let them go before unwinding. */
 		native_resume_all(&nu);
-		for (i = 0; i < sample.nr_threads; i++) {
-			for (j = 0; j < n; j++) {
-				if (before[j].ident != sample.threads[i].ident)
-					continue;
-				sample.threads[i].state = before[j].state;
-				sample.threads[i].holds_gil =
-				    before[j].holds_gil;
-			}
-		}
+		py_sample_keep_states(&sample, before, n);
 		free(before);
 		free(tids);
 	}

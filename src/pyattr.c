@@ -163,10 +163,14 @@ static int find_attributes(pid_t pid, const struct py_offsets *off,
 					    w +
 					    (uint64_t)off->dictvalues_values;
 			} else if (w & 1) {
-				/* 3.12: tagged, or else the dict */
+				/* 3.12: tagged values */
 				*values = w +
 					  (uint64_t)off->managed_values_untag +
 					  (uint64_t)off->dictvalues_values;
+			} else {
+				/* 3.12: the same word holds the dict */
+				*dict = w;
+				return 0;
 			}
 		}
 		if (*values)

@@ -84,6 +84,21 @@ void py_sample_release(struct py_sample *s)
 	memset(s, 0, sizeof(*s));
 }
 
+void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
+			   size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->nr_threads; i++) {
+		for (j = 0; j < n; j++) {
+			if (before[j].ident != s->threads[i].ident)
+				continue;
+			s->threads[i].state = before[j].state;
+			s->threads[i].holds_gil = before[j].holds_gil;
+		}
+	}
+}
+
 void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 {
 	const struct py_offsets *off = rt->off;

@@ -75,6 +75,14 @@ struct py_sample {
 
 void py_sample_release(struct py_sample *s);
 
+/*
+ * Give each thread of s the state and GIL holding of the thread with its
+ * ident in before[0..n-1]: read again while stopped, every thread would
+ * look idle.
+ */
+void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
+			   size_t n);
+
 /* A memory region copied from the target for this sample. */
 struct py_region {
 	uint64_t addr;

@@ -156,7 +156,7 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					int gil)
 {
 	struct py_sample *s = &sl->sample;
-	size_t i, j, n = 0, nr = s->nr_threads;
+	size_t i, n = 0, nr = s->nr_threads;
 	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
 	enum drop_reason why;
 
@@ -178,14 +178,7 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	sl->ps.want_gil = want_gil;
 	if (why != DROP_NONE && why != DROP_GONE)
 		sl->dropped[why]++;
-	for (i = 0; i < s->nr_threads; i++) {
-		for (j = 0; j < nr; j++) {
-			if (sl->before[j].ident != s->threads[i].ident)
-				continue;
-			s->threads[i].state = sl->before[j].state;
-			s->threads[i].holds_gil = sl->before[j].holds_gil;
-		}
-	}
+	py_sample_keep_states(s, sl->before, nr);
 	return why;
 }
 

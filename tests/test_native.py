@@ -173,4 +173,12 @@ def test_only_sampled_threads_are_stopped(spyc, python, targets, tmp_path):
     assert woken("--blocking") == {"sleeper": 0, "locker": 0}
     # With --idle they are sampled, so stopped: the measure sees it.
     assert min(woken("--native", "--idle").values()) >= 50
+    assert min(woken("--blocking", "--idle").values()) >= 50
+    # dump stops every thread only when asked to.
+    for options, stopped in (([], False), (["--blocking"], True)):
+        before = context_switches(t.pid)
+        spyc.run(["dump", "--pid", t.pid] + options).assert_ok()
+        after = context_switches(t.pid)
+        assert all((after[n] > before[n]) == stopped for n in idle), (
+            options, before, after)
     assert_running(t.pid)
