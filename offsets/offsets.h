@@ -30,6 +30,12 @@ struct py_offsets {
 	unsigned long hexversion; /* its PY_VERSION_HEX */
 	unsigned long first_hex;  /* the table applies to versions in */
 	unsigned long last_hex;	  /* [first_hex, last_hex] */
+	/*
+	 * 1 for a free-threaded build (Py_GIL_DISABLED, 3.13+): objects have
+	 * a bigger header, so every offset below differs from the same
+	 * version's build with the GIL; such a table covers only those.
+	 */
+	long free_threaded;
 
 	/* _PyRuntimeState (3.7+) */
 	long runtime_interpreters_head;
@@ -49,6 +55,9 @@ struct py_offsets {
 	long tstate_native_thread_id; /* 3.11+ */
 	long tstate_datastack_chunk;  /* 3.11+ */
 	long tstate_datastack_top;    /* 3.11+ */
+	/* _PyInterpreterFrame *base_frame (3.15+): the sentinel frame at
+	 * the bottom of every chain of the thread's frames */
+	long tstate_base_frame;
 
 	/* _PyCFrame (3.11, 3.12) */
 	long cframe_current_frame;
@@ -58,6 +67,11 @@ struct py_offsets {
 	long frame_back;
 	long frame_code;
 	long frame_lasti;
+	long frame_refcnt; /* ob_refcnt: a caller is also held by its callee */
+	/* f_executing (up to 3.9) or f_state (3.10): a char, and its value
+	 * while the frame runs or calls */
+	long frame_executing;
+	long frame_executing_value;
 
 	/* _PyInterpreterFrame (3.11+) */
 	long iframe_size;
@@ -66,7 +80,49 @@ struct py_offsets {
 	long iframe_instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
 	long iframe_owner;
 	long iframe_is_entry; /* 3.11: first frame of a C eval call */
-	long owner_cstack;    /* FRAME_OWNED_BY_CSTACK, or OFF_NONE */
+	/* int stacktop (3.12, 3.13): -1 while the frame runs, its stack
+	 * depth while it calls a Python function directly */
+	long iframe_stacktop;
+	/*
+	 * The owner of the frame each C-level eval call starts with:
+	 * FRAME_OWNED_BY_CSTACK (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER
+	 * (3.14+), or OFF_NONE (3.11 marks is_entry instead).
+	 */
+	long owner_cstack;
+	long owner_thread;    /* FRAME_OWNED_BY_THREAD */
+	long owner_generator; /* FRAME_OWNED_BY_GENERATOR */
+	/*
+	 * A generator's int8_t gi_frame_state, from its embedded frame
+	 * (gi_iframe, so negative), and FRAME_EXECUTING.
+	 */
+	long gen_state_at;
+	long gen_executing;
+	/*
+	 * For --async (3.14+): where a generator embeds its frame
+	 * (PyGenObject.gi_iframe), its states while it awaits another
+	 * (FRAME_SUSPENDED_YIELD_FROM, and _LOCKED from 3.15) and once it
+	 * is done (FRAME_CLEARED), and the frame's value stack pointer,
+	 * below which the awaited object sits.  FRAME_SUSPENDED_YIELD_FROM
+	 * is -1 in 3.14, which reads like OFF_NONE: test gen_cleared for
+	 * whether the version has these.
+	 */
+	long gen_iframe;
+	long gen_yield_from;
+	long gen_yield_from_locked;
+	long gen_cleared;
+	long iframe_stackpointer;
+
+	/*
+	 * Free-threaded builds (else OFF_NONE): each thread runs its own
+	 * copy of a code object's bytecode, thread-local bytecode (TLBC).
+	 * A frame's int32_t tlbc_index picks the copy its instr_ptr points
+	 * into from the code's co_tlbc, a _PyCodeArray of Py_ssize_t size
+	 * and char *entries[size]; entries[0] is co_code_adaptive.
+	 */
+	long iframe_tlbc_index;
+	long code_tlbc;
+	long codearray_size;
+	long codearray_entries;
 
 	/* _PyStackChunk (3.11+) */
 	long chunk_previous;
@@ -86,6 +142,8 @@ struct py_offsets {
 	long gil_size;
 	long gil_locked;
 	long gil_last_holder;
+	/* int enabled: 0 while a free-threaded build runs without it */
+	long gil_enabled;
 
 	/* PyCodeObject */
 	long code_size;
@@ -93,8 +151,17 @@ struct py_offsets {
 	long code_name;
 	long code_qualname; /* 3.11+ */
 	long code_firstlineno;
+	long code_flags; /* int co_flags */
 	long code_linetable; /* co_lnotab (up to 3.9), co_linetable (3.10+) */
 	long code_code_adaptive; /* 3.11+ */
+	/*
+	 * A frame's size in words on the data stack (3.11+): co_framesize
+	 * (3.12+), else co_nlocalsplus + co_stacksize + frame_specials.
+	 */
+	long code_framesize;
+	long code_nlocalsplus;
+	long code_stacksize;
+	long frame_specials;
 
 	/*
 	 * Instance attributes, to read a threading.Thread's name: the Thread
@@ -149,6 +216,14 @@ struct py_offsets {
 
 	/* PyBytesObject */
 	long bytes_sval;
+
+	/* PyLongObject, PySetObject and its setentry (3.14+, for --async) */
+	long long_tag;
+	long long_digits;
+	long set_used;
+	long set_mask;
+	long set_table;
+	long set_entry_size;
 
 	/* PyASCIIObject, PyCompactUnicodeObject, PyUnicodeObject */
 	long ascii_size;

@@ -7,10 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "children.h"
 #include "commands.h"
 #include "native.h"
 #include "proc.h"
-#include "pyframe.h"
+#include "pyasync.h"
+#include "pysample.h"
 #include "util.h"
 
 /* A running target can tear a read; try this many times for a clean one. */
@@ -18,6 +20,7 @@
 
 static const char usage_text[] =
     "usage: spyc dump --pid PID [--json] [--native] [--blocking]\n"
+    "                 [--max-depth N] [--async] [--subprocesses]\n"
     "\n"
     "Print every Python thread of PID, whether it is running, idle or\n"
     "waiting for the GIL and which holds the GIL, with its stack,\n"
@@ -31,6 +34,14 @@ static const char usage_text[] =
     "      --blocking  stop each thread while its Python frames are read\n"
     "      --nonblocking  never stop the target (the default without\n"
     "                  --native)\n"
+    "      --max-depth N  Python frames shown per thread (default 4096);\n"
+    "                  a deeper stack ends with '[K frames not read]'\n"
+    "      --async     also each thread's asyncio tasks (CPython 3.14+):\n"
+    "                  name, the coroutines each awaits, innermost first,\n"
+    "                  and the tasks awaiting it\n"
+    "  -s, --subprocesses  also every descendant of PID that runs Python,\n"
+    "                  one block each (JSON: {\"processes\": [...],\n"
+    "                  \"not_python\": [...]}); Python frames only\n"
     "  -h, --help      this help\n"
     "\n"
     "exit codes: 0 ok, 1 the stacks could not be read cleanly,\n"
@@ -51,6 +62,10 @@ static int add_frame_json(cJSON *frames, const struct merged_frame *m)
 
 	if (!fr || !cJSON_AddItemToArray(frames, fr))
 		return -1;
+	if (m->py && m->py->code->placeholder)
+		return cJSON_AddStringToObject(fr, "name", m->py->code->name)
+			   ? 0
+			   : -1;
 	if (m->py)
 		return !cJSON_AddStringToObject(fr, "name",
 						m->py->code->name) ||
@@ -69,12 +84,72 @@ static int add_frame_json(cJSON *frames, const struct merged_frame *m)
 	return 0;
 }
 
-static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
-		      size_t n, int native)
+/* frames[0..n-1] of the sample as a JSON array named "frames" of obj. */
+static int add_py_frames_json(cJSON *obj, const struct py_frame *frames,
+			      size_t n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, "frames");
+	size_t i;
+
+	if (!arr)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct merged_frame m = {&frames[i], NULL};
+
+		if (add_frame_json(arr, &m))
+			return -1;
+	}
+	return 0;
+}
+
+/* The tasks of thread (-1: of threads that exited) as array "tasks". */
+static int add_tasks_json(cJSON *obj, const char *key,
+			  const struct py_sample *s, long thread)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, key);
+	size_t i, j;
+
+	if (!arr)
+		return -1;
+	for (i = 0; i < s->nr_tasks; i++) {
+		const struct py_task *task = &s->tasks[i];
+		cJSON *tj, *by;
+
+		if (task->thread != thread)
+			continue;
+		tj = cJSON_CreateObject();
+		if (!tj || !cJSON_AddItemToArray(arr, tj) ||
+		    !cJSON_AddNumberToObject(tj, "id", (double)task->addr) ||
+		    !cJSON_AddStringToObject(tj, "name", task->name) ||
+		    !cJSON_AddStringToObject(
+			tj, "state", task->running ? "running" : "waiting") ||
+		    !(by = cJSON_AddArrayToObject(tj, "awaited_by")))
+			return -1;
+		for (j = 0; j < task->nr_awaiters; j++) {
+			const struct py_task *a =
+			    &s->tasks[s->awaiters[task->awaiters_first + j]];
+			cJSON *aj = cJSON_CreateObject();
+
+			if (!aj || !cJSON_AddItemToArray(by, aj) ||
+			    !cJSON_AddNumberToObject(aj, "id",
+						     (double)a->addr) ||
+			    !cJSON_AddStringToObject(aj, "name", a->name))
+				return -1;
+		}
+		if (add_py_frames_json(tj, s->frames + task->first,
+				       task->depth))
+			return -1;
+	}
+	return 0;
+}
+
+/* The JSON object of one process's dump; NULL when out of memory. */
+static cJSON *process_json(const struct pyruntime *rt,
+			   const struct dump_thread *dt, size_t n, int native,
+			   const struct py_sample *s, const struct pyasync *pa)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *threads;
-	char *text = NULL;
 	size_t i, j;
 	int ret = -1;
 
@@ -82,6 +157,7 @@ static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
 		goto out;
 	if (!cJSON_AddNumberToObject(root, "pid", rt->pid) ||
 	    !cJSON_AddStringToObject(root, "python_version", rt->version) ||
+	    !cJSON_AddBoolToObject(root, "free_threaded", rt->free_threaded) ||
 	    !(threads = cJSON_AddArrayToObject(root, "threads")))
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -100,9 +176,16 @@ static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
 		if (t->name[0] ? !cJSON_AddStringToObject(th, "name", t->name)
 			       : !cJSON_AddNullToObject(th, "name"))
 			goto out;
+		if (!cJSON_AddNumberToObject(th, "frames_not_read",
+					     (double)t->omitted))
+			goto out;
 		if (!cJSON_AddStringToObject(th, "state",
-					     thread_state_name(t->state)) ||
-		    !cJSON_AddBoolToObject(th, "holds_gil", t->holds_gil))
+					     thread_state_name(t->state)))
+			goto out;
+		/* No GIL to hold in a free-threaded build: not false, none. */
+		if (rt->free_threaded
+			? !cJSON_AddNullToObject(th, "holds_gil")
+			: !cJSON_AddBoolToObject(th, "holds_gil", t->holds_gil))
 			goto out;
 		if (native &&
 		    !cJSON_AddBoolToObject(th, "merged", dt[i].merged))
@@ -113,29 +196,74 @@ static int print_json(const struct pyruntime *rt, const struct dump_thread *dt,
 		for (j = 0; j < dt[i].nr; j++)
 			if (add_frame_json(frames, &dt[i].frames[j]))
 				goto out;
+		if (pa && add_tasks_json(th, "tasks", s, (long)i))
+			goto out;
 	}
-	text = cJSON_Print(root);
-	if (!text)
+	if (pa && (!cJSON_AddBoolToObject(root, "asyncio_found", pa->found) ||
+		   add_tasks_json(root, "tasks_of_exited_threads", s, -1)))
 		goto out;
-	puts(text);
 	ret = 0;
 out:
-	if (ret)
+	if (ret) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* Print doc (NULL: out of memory) and free it; 0 or -1. */
+static int print_json(cJSON *doc)
+{
+	char *text = doc ? cJSON_Print(doc) : NULL;
+
+	cJSON_Delete(doc);
+	if (!text) {
 		error("out of memory building JSON");
+		return -1;
+	}
+	puts(text);
 	free(text);
-	cJSON_Delete(root);
-	return ret;
+	return 0;
+}
+
+/* The tasks of thread (-1: of threads that exited), each with its chain. */
+static void print_tasks(const struct py_sample *s, long thread)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->nr_tasks; i++) {
+		const struct py_task *task = &s->tasks[i];
+
+		if (task->thread != thread)
+			continue;
+		printf("\n  Task \"%s\" (0x%llx): %s", task->name,
+		       (unsigned long long)task->addr,
+		       task->running ? "running" : "waiting");
+		for (j = 0; j < task->nr_awaiters; j++)
+			printf("%s\"%s\"", j ? ", " : ", awaited by ",
+			       s->tasks[s->awaiters[task->awaiters_first + j]]
+				   .name);
+		printf("\n");
+		for (j = 0; j < task->depth; j++) {
+			const struct py_frame *f = &s->frames[task->first + j];
+
+			printf("      %s (%s:%d)\n", f->code->name,
+			       f->code->filename, f->line);
+		}
+	}
 }
 
 static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
-		       size_t n, int native)
+		       size_t n, int native, const struct py_sample *s,
+		       const struct pyasync *pa)
 {
 	char cmdline[1024];
 	size_t i, j;
 
 	proc_cmdline(rt->pid, cmdline, sizeof(cmdline));
 	printf("Process %d: %s\n", (int)rt->pid, cmdline);
-	printf("Python %s (%s)\n", rt->version, rt->binary);
+	printf("Python %s%s (%s)\n", rt->version,
+	       rt->free_threaded ? " free-threaded, no GIL" : "", rt->binary);
 	for (i = 0; i < n; i++) {
 		const struct py_thread *t = dt[i].t;
 
@@ -153,7 +281,9 @@ static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
 		for (j = 0; j < dt[i].nr; j++) {
 			const struct merged_frame *m = &dt[i].frames[j];
 
-			if (m->py)
+			if (m->py && m->py->code->placeholder)
+				printf("    %s\n", m->py->code->name);
+			else if (m->py)
 				printf("    %s (%s:%d)\n", m->py->code->name,
 				       m->py->code->filename, m->py->line);
 			else if (m->native->file)
@@ -163,16 +293,34 @@ static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
 			else
 				printf("    %s [native]\n", m->native->name);
 		}
+		if (pa)
+			print_tasks(s, (long)i);
 	}
+	if (!pa)
+		return;
+	for (i = 0; i < s->nr_tasks && s->tasks[i].thread >= 0; i++)
+		;
+	if (i < s->nr_tasks) {
+		printf("\nTasks of threads that have exited:\n");
+		print_tasks(s, -1);
+	}
+	if (!s->nr_tasks)
+		printf("\nNo asyncio tasks%s\n",
+		       pa->found ? "" : ": the target has not imported asyncio");
 }
 
 /* Each thread's frames, innermost first: merged with native ones if nu. */
 static void thread_frames(struct dump_thread *dt, const struct py_sample *s,
 			  struct native_unwinder *nu)
 {
-	size_t i, j, max = PY_MAX_DEPTH + NATIVE_MAX_DEPTH;
-	struct merged_frame *root_first = xmalloc(max * sizeof(*root_first));
+	size_t i, j, max = 0;
+	struct merged_frame *root_first;
 
+	for (i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].depth > max)
+			max = s->threads[i].depth;
+	max += NATIVE_MAX_DEPTH;
+	root_first = xmalloc(max * sizeof(*root_first));
 	for (i = 0; i < s->nr_threads; i++) {
 		const struct py_thread *t = &s->threads[i];
 		int unmerged;
@@ -206,69 +354,42 @@ static enum drop_reason sample_clean(struct py_sampler *ps,
 	return why;
 }
 
-int cmd_dump(int argc, char **argv)
+struct dump_opts {
+	int json, native, async, stop, subprocesses;
+	size_t max_depth;
+};
+
+/*
+ * Dump the process rt describes: print its text block, or add its JSON
+ * object to processes (NULL: print it alone).  Returns an exit code.
+ */
+static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
+			cJSON *processes)
 {
-	static const struct option options[] = {
-	    {"pid", required_argument, NULL, 'p'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"native", no_argument, NULL, 'n'},
-	    {"blocking", no_argument, NULL, OPT_BLOCKING},
-	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct pyruntime rt;
 	struct py_sampler ps;
 	struct py_sample sample = {0};
 	struct native_unwinder nu;
 	struct dump_thread *dt = NULL;
+	struct pyasync pa;
 	enum drop_reason why;
-	pid_t pid = 0;
-	int json = 0, native = 0, stop, c;
-	int blocking = 0; /* 1: --blocking, 2: --nonblocking */
+	pid_t pid = rt->pid;
 	int ret = EXIT_OK;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "p:jnh", options, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			pid = parse_pid(optarg);
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'n':
-			native = 1;
-			break;
-		case OPT_BLOCKING:
-		case OPT_NONBLOCKING:
-			blocking |= c == OPT_BLOCKING ? 1 : 2;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			fputs(usage_text, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (!pid || optind != argc) {
-		fprintf(stderr,
-			"spyc: dump needs --pid PID and nothing else\n");
-		return EXIT_USAGE;
-	}
-	stop = threads_stopped(native, blocking);
-	attach_or_die(&rt, pid);
-	if (native && native_init(&nu, &rt))
+	if (o->async)
+		async_or_die(&pa, rt, 0);
+	if (o->native && native_init(&nu, rt))
 		return EXIT_FAILED;
-	if (stop && !native)
-		native_init_stopper(&nu, &rt);
-	py_sampler_init(&ps, &rt);
+	if (o->stop && !o->native)
+		native_init_stopper(&nu, rt);
+	py_sampler_init(&ps, rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;
 	ps.want_names = 1;
+	ps.max_depth = o->max_depth;
+	ps.async = o->async ? &pa : NULL;
 	why = sample_clean(&ps, &sample);
-	if (stop && why == DROP_NONE) {
+	if (o->stop && why == DROP_NONE) {
 		/*
 		 * Stop the threads, then read their Python frames again so
 		 * both views are of the same instant.
@@ -293,7 +414,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (why == DROP_NONE) {
 		dt = xcalloc(sample.nr_threads + 1, sizeof(*dt));
-		thread_frames(dt, &sample, native ? &nu : NULL);
+		thread_frames(dt, &sample, o->native ? &nu : NULL);
 	}
 	if (why == DROP_GONE) {
 		fprintf(stderr, "spyc: pid %d exited\n", (int)pid);
@@ -304,22 +425,170 @@ int cmd_dump(int argc, char **argv)
 			"in %d attempts (%s)\n",
 			(int)pid, DUMP_ATTEMPTS, drop_reason_name(why));
 		ret = EXIT_DATA_LOST;
-	} else if (json) {
-		if (print_json(&rt, dt, sample.nr_threads, native))
+	} else if (o->json) {
+		cJSON *doc = process_json(rt, dt, sample.nr_threads, o->native,
+					  &sample, o->async ? &pa : NULL);
+
+		if (processes) {
+			if (!doc || !cJSON_AddItemToArray(processes, doc)) {
+				cJSON_Delete(doc);
+				error("out of memory building JSON");
+				ret = EXIT_FAILED;
+			}
+		} else if (print_json(doc)) {
 			ret = EXIT_FAILED;
+		}
 	} else {
-		print_text(&rt, dt, sample.nr_threads, native);
-	}
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "spyc: cannot write to standard output\n");
-		ret = EXIT_FAILED;
+		print_text(rt, dt, sample.nr_threads, o->native, &sample,
+			   o->async ? &pa : NULL);
 	}
 	for (i = 0; dt && i < sample.nr_threads; i++)
 		free(dt[i].frames);
 	free(dt);
 	py_sample_release(&sample);
 	py_sampler_release(&ps);
-	if (stop)
+	if (o->async)
+		pyasync_release(&pa);
+	if (o->stop)
 		native_release(&nu);
+	return ret;
+}
+
+/*
+ * --subprocesses: dump pid and every descendant that runs Python, one
+ * block (or JSON object) each; name the others.  The worst exit code.
+ */
+static int dump_tree(const struct dump_opts *o, pid_t pid)
+{
+	struct children kids;
+	cJSON *doc = NULL, *processes = NULL, *others = NULL;
+	size_t i, sampled = 0;
+	int ret = EXIT_OK, r;
+
+	if (!proc_exists(pid))
+		die("no process with pid %d", (int)pid);
+	children_init(&kids, pid, NULL, NULL);
+	children_scan(&kids, 1);
+	if (o->json) {
+		doc = cJSON_CreateObject();
+		processes = doc ? cJSON_AddArrayToObject(doc, "processes") : NULL;
+		others = doc ? cJSON_AddArrayToObject(doc, "not_python") : NULL;
+		if (!others)
+			die("out of memory building JSON");
+	}
+	for (i = 0; i < kids.nr; i++) {
+		const struct child *ch = kids.list[i];
+
+		if (ch->state == CHILD_GONE)
+			continue;
+		if (ch->state != CHILD_PYTHON) {
+			cJSON *item;
+
+			if (!o->json) {
+				char cmdline[1024] = "";
+
+				proc_cmdline(ch->pid, cmdline, sizeof(cmdline));
+				printf("%sProcess %d: %s\nnot Python: not "
+				       "dumped\n",
+				       i ? "\n" : "", (int)ch->pid, cmdline);
+				continue;
+			}
+			item = cJSON_CreateObject();
+			if (!item || !cJSON_AddItemToArray(others, item) ||
+			    !cJSON_AddNumberToObject(item, "pid", ch->pid) ||
+			    !cJSON_AddStringToObject(item, "process",
+						     ch->label))
+				die("out of memory building JSON");
+			continue;
+		}
+		if (!o->json && i)
+			printf("\n");
+		r = dump_process(o, &ch->rt, processes);
+		sampled += r == EXIT_OK;
+		if (r > ret)
+			ret = r;
+	}
+	if (o->json && print_json(doc))
+		ret = EXIT_FAILED;
+	children_release(&kids);
+	if (!sampled && ret == EXIT_OK) {
+		fprintf(stderr, "spyc: no Python process in pid %d's tree\n",
+			(int)pid);
+		ret = EXIT_FAILED;
+	}
+	return ret;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"native", no_argument, NULL, 'n'},
+	    {"blocking", no_argument, NULL, OPT_BLOCKING},
+	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
+	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	    {"async", no_argument, NULL, OPT_ASYNC},
+	    {"subprocesses", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct dump_opts o = {0};
+	struct pyruntime rt;
+	pid_t pid = 0;
+	int c, ret;
+	int blocking = 0; /* 1: --blocking, 2: --nonblocking */
+
+	o.max_depth = PY_DEFAULT_MAX_DEPTH;
+	while ((c = getopt_long(argc, argv, "p:jnsh", options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			pid = parse_pid(optarg);
+			break;
+		case 'j':
+			o.json = 1;
+			break;
+		case 'n':
+			o.native = 1;
+			break;
+		case OPT_BLOCKING:
+		case OPT_NONBLOCKING:
+			blocking |= c == OPT_BLOCKING ? 1 : 2;
+			break;
+		case OPT_MAX_DEPTH:
+			o.max_depth = parse_max_depth(optarg);
+			break;
+		case OPT_ASYNC:
+			o.async = 1;
+			break;
+		case 's':
+			o.subprocesses = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			fputs(usage_text, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!pid || optind != argc) {
+		fprintf(stderr,
+			"spyc: dump needs --pid PID and nothing else\n");
+		return EXIT_USAGE;
+	}
+	if (o.subprocesses)
+		subprocesses_options_or_die(o.native, blocking, o.async, 0);
+	o.stop = threads_stopped(o.native, blocking);
+	if (o.subprocesses) {
+		ret = dump_tree(&o, pid);
+	} else {
+		attach_or_die(&rt, pid);
+		ret = dump_process(&o, &rt, NULL);
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "spyc: cannot write to standard output\n");
+		ret = EXIT_FAILED;
+	}
 	return ret;
 }

@@ -1,26 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /* spyc record: sample a process until told to stop, then write a profile. */
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "children.h"
 #include "commands.h"
 #include "framename.h"
+#include "gpu.h"
+#include "gpuprof.h"
 #include "native.h"
+#include "outname.h"
 #include "output.h"
 #include "proc.h"
-#include "pyframe.h"
+#include "pyasync.h"
+#include "pysample.h"
 #include "sampleloop.h"
 #include "stacks.h"
+#include "timeline.h"
 #include "util.h"
 
 #define DEFAULT_RATE_HZ 100.0
 #define MAX_RATE_HZ 100000.0
 /* Exit 1 when more than this share of samples was dropped. */
 #define DROP_TOLERANCE 0.01
-/* Longest stack recorded: Python frames and the native ones merged in. */
-#define MAX_STACK (PY_MAX_DEPTH + NATIVE_MAX_DEPTH)
+/* --kill-after-duration: how long SIGTERM has before SIGKILL. */
+#define KILL_GRACE_NS (5ULL * 1000000000ULL)
+/*
+ * --gpu in launch mode: the ring's records (16 MiB of /dev/shm).  CUPTI
+ * hands over a buffer of a few thousand records at once, and the last
+ * ones arrive as the program exits, while spyc may be between ticks.
+ */
+#define GPU_LAUNCH_SLOTS (1u << 16)
+/* Records read from the channel per batch, and at most per tick. */
+#define GPU_BATCH 256
+#define GPU_DRAIN_PER_TICK (64 * GPU_BATCH)
+/* Kernels the summary lists. */
+#define GPU_SUMMARY_ROWS 20
 
 static const char usage_text[] =
     "usage: spyc record [options] --pid PID\n"
@@ -31,17 +52,32 @@ static const char usage_text[] =
     "target's exit; then write a profile.\n"
     "\n"
     "  -p, --pid PID         sample this process\n"
-    "  -o, --output FILE     where to write (default spyc-PID.json)\n"
-    "  -f, --format FORMAT   speedscope, folded or svg (default: from the\n"
-    "                        output's extension: .json, .txt/.folded, .svg)\n"
+    "  -o, --output FILE     where to write (default spyc-PID.json); in\n"
+    "                        FILE, %p is the target's pid, %r the MPI rank\n"
+    "                        (from OMPI_COMM_WORLD_RANK, PMI_RANK,\n"
+    "                        PMIX_RANK or SLURM_PROCID; an error if none\n"
+    "                        is set), %h the host name, %% a '%'\n"
+    "  -f, --format FORMAT   speedscope, folded, svg, pprof or chrome\n"
+    "                        (default: from the output's extension: .json,\n"
+    "                        .txt/.folded, .svg, .pb.gz/.pprof (pprof),\n"
+    "                        .trace.json (Chrome trace: a timeline per\n"
+    "                        thread; spyc keeps 16 bytes per sample and 4\n"
+    "                        per thread in it while sampling))\n"
     "  -r, --rate HZ         samples per second (default 100)\n"
-    "  -d, --duration SECS   stop after this many seconds\n"
+    "  -d, --duration SECS   stop after this many seconds; a launched\n"
+    "                        program is left to run to its end, and\n"
+    "                        spyc waits for it\n"
+    "      --kill-after-duration\n"
+    "                        with --duration and -- PROGRAM: end the\n"
+    "                        program once the profile is written\n"
+    "                        (SIGTERM, then SIGKILL 5 s later)\n"
     "  -t, --threads         folded and SVG: one stack prefix per thread\n"
     "                        (speedscope always has one profile per thread)\n"
     "  -F, --full-filenames  keep whole file names (default: shortened)\n"
     "  -i, --idle            keep threads that are sleeping or blocked\n"
     "                        (default: only threads running on a CPU)\n"
-    "  -g, --gil             keep only the thread holding the GIL\n"
+    "  -g, --gil             keep only the thread holding the GIL (refused for\n"
+    "                        a free-threaded build, which has none)\n"
     "  -n, --native          merge native frames (C extensions, libc, the\n"
     "                        interpreter's helpers) into the Python stacks;\n"
     "                        stops each sampled thread briefly to read its\n"
@@ -51,10 +87,32 @@ static const char usage_text[] =
     "                        spyc), at the cost of a pause per sample\n"
     "      --nonblocking     never stop the target (the default without\n"
     "                        --native)\n"
+    "      --max-depth N     Python frames kept per stack (default 4096);\n"
+    "                        a deeper stack keeps its innermost N under a\n"
+    "                        '[K frames not read]' root\n"
+    "      --async           asyncio task stacks (CPython 3.14+): a thread\n"
+    "                        running a task shows the tasks awaiting it,\n"
+    "                        each as a '<task>' frame named for the task\n"
+    "                        over its coroutines, then what the task runs;\n"
+    "                        with --idle every waiting task counts too\n"
+    "  -s, --subprocesses    also sample the target's descendants as they\n"
+    "                        start (fork, exec, spawn; pools, launchers,\n"
+    "                        shell wrappers): each Python one under its\n"
+    "                        own pid and command line; Python-only\n"
+    "                        (not with --native, --blocking, --async or\n"
+    "                        --gpu)\n"
+    "      --gpu             also record CUDA kernels, copies and memsets\n"
+    "                        (CUPTI, through spyc's agent): per-stream\n"
+    "                        timelines (speedscope), GPU time on the\n"
+    "                        launching thread's nearest CPU sample\n"
+    "                        (speedscope, folded), and a summary\n"
     "  -h, --help            this help\n"
     "\n"
     "exit codes: 0 ok, 1 profile written but more than 1% of samples\n"
-    "were dropped or none was taken, 2 failed, 64 usage error\n";
+    "were dropped or none was taken, 2 failed, 64 usage error; with\n"
+    "-- PROGRAM, once the profile is written, the program's own exit\n"
+    "status instead of 0 or 1 (128 + N if signal N killed it), unless\n"
+    "--kill-after-duration ended it\n";
 
 struct record_opts {
 	pid_t pid;
@@ -64,11 +122,20 @@ struct record_opts {
 	double duration;
 	int threads;
 	int full_filenames;
-	int idle;    /* keep threads that are not on a CPU too */
-	int gil;     /* keep only the thread holding the GIL */
-	int native;  /* merge native frames in */
-	int stop;    /* stop each sampled thread while reading it */
+	int idle;   /* keep threads that are not on a CPU too */
+	int gil;    /* keep only the thread holding the GIL */
+	int native; /* merge native frames in */
+	int async;  /* asyncio task stacks */
+	int stop;   /* stop each sampled thread while reading it */
+	int gpu;    /* --gpu */
+	int subprocesses; /* follow the target's descendants too */
+	size_t max_depth;
+	int kill_after_duration;
 	char **argv; /* launch mode */
+	const char *template; /* --output as given: %p %r %h %% */
+	const char *rank;     /* MPI rank from the environment, or NULL */
+	const char *rank_var; /* the variable it came from */
+	char host[256];	      /* "" if unknown */
 };
 
 struct recorder {
@@ -78,14 +145,34 @@ struct recorder {
 	char cwd[4096];
 	uint32_t *scratch; /* root-first frame ids of one stack */
 	uint64_t samples, empty;
-	uint64_t unmerged; /* --native stacks that did not line up */
+	uint64_t unmerged;  /* --native stacks that did not line up */
+	uint64_t truncated; /* stacks cut at --max-depth */
+	size_t max_stack;   /* longest stack: Python and native frames */
 	struct native_unwinder nu;
 	struct merged_frame *merged; /* scratch for one merged stack */
+	struct pyasync async;	     /* --async */
+	/* --gpu */
+	struct gpuchan chan;
+	struct gpuprof gp;
+	struct gpu_record *gpubuf; /* GPU_BATCH records */
+	int gpu_on;		   /* the channel is there to drain */
+	/* --subprocesses: every process of the tree, the target first */
+	struct children kids;
+	size_t tree_added; /* threads with a stack in this tick */
+	uint64_t threads_read; /* in the samples kept, for SPYC_STATS */
+	const char *cwd_now; /* of the process whose sample is being added */
+	/* --format chrome: the samples in time order */
+	struct timeline timeline;
+	int timeline_on;
 	const char *ended;	     /* why sampling stopped, for the summary */
+	int at_deadline;	     /* it stopped because --duration elapsed */
+	double elapsed;		     /* seconds sampled */
+	uint64_t start_unix_ns;	     /* when sampling began, wall clock */
 };
 
 static void parse_options(struct record_opts *o, int argc, char **argv)
 {
+	enum { OPT_KILL_AFTER_DURATION = 256, OPT_GPU };
 	static const struct option options[] = {
 	    {"pid", required_argument, NULL, 'p'},
 	    {"output", required_argument, NULL, 'o'},
@@ -99,6 +186,11 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"native", no_argument, NULL, 'n'},
 	    {"blocking", no_argument, NULL, OPT_BLOCKING},
 	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
+	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	    {"async", no_argument, NULL, OPT_ASYNC},
+	    {"kill-after-duration", no_argument, NULL, OPT_KILL_AFTER_DURATION},
+	    {"gpu", no_argument, NULL, OPT_GPU},
+	    {"subprocesses", no_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -106,7 +198,8 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
-	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFignh", options,
+	o->max_depth = PY_DEFAULT_MAX_DEPTH;
+	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFignsh", options,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -114,6 +207,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 			break;
 		case 'o':
 			o->output = optarg;
+			o->template = optarg;
 			break;
 		case 'f':
 			o->format = output_format_parse(optarg);
@@ -121,7 +215,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 				fprintf(
 				    stderr,
 				    "spyc: unknown format '%s' (speedscope, "
-				    "folded or svg)\n",
+				    "folded, svg, pprof or chrome)\n",
 				    optarg);
 				exit(EXIT_USAGE);
 			}
@@ -153,6 +247,21 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case OPT_NONBLOCKING:
 			blocking |= c == OPT_BLOCKING ? 1 : 2;
 			break;
+		case OPT_MAX_DEPTH:
+			o->max_depth = parse_max_depth(optarg);
+			break;
+		case OPT_ASYNC:
+			o->async = 1;
+			break;
+		case OPT_KILL_AFTER_DURATION:
+			o->kill_after_duration = 1;
+			break;
+		case OPT_GPU:
+			o->gpu = 1;
+			break;
+		case 's':
+			o->subprocesses = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
@@ -162,7 +271,22 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		}
 	}
 	o->stop = threads_stopped(o->native, blocking);
+	if (o->async && o->native) {
+		fprintf(stderr,
+			"spyc: --async and --native cannot be used "
+			"together: task stacks are Python frames only\n");
+		exit(EXIT_USAGE);
+	}
+	if (o->subprocesses)
+		subprocesses_options_or_die(o->native, blocking, o->async,
+					    o->gpu);
 	o->argv = parse_target(argc, argv, optind, o->pid, "record");
+	/* spyc ends only a program it started, and only at a deadline. */
+	if (o->kill_after_duration && (!o->argv || !o->duration)) {
+		fprintf(stderr, "spyc: --kill-after-duration needs --duration "
+				"and a program to launch (-- PROGRAM)\n");
+		exit(EXIT_USAGE);
+	}
 	if (o->output && o->format == FORMAT_NONE) {
 		o->format = output_format_from_path(o->output);
 		if (o->format == FORMAT_NONE) {
@@ -185,7 +309,7 @@ static uint32_t make_frame_id(void *ctx, const struct pycode *code, int line)
 	return stacks_frame(&r->stacks, code->name,
 			    r->opts->full_filenames
 				? code->filename
-				: short_filename(code->filename, r->cwd),
+				: short_filename(code->filename, r->cwd_now),
 			    line);
 }
 
@@ -204,14 +328,15 @@ static uint32_t native_frame_id(struct recorder *r, struct native_sym *sym)
 	return (uint32_t)sym->user_id;
 }
 
-/* Thread t's stack, root first, into r->scratch; returns its depth. */
-static size_t stack_ids(struct recorder *r, const struct py_thread *t)
+/* Thread t of s, root first, into r->scratch; returns its depth. */
+static size_t stack_ids(struct recorder *r, const struct py_sample *s,
+			const struct py_thread *t)
 {
 	size_t j, n;
 	int unmerged;
 
-	n = native_thread_frames(r->opts->native ? &r->nu : NULL, &r->sl.sample,
-				 t, r->merged, MAX_STACK, &unmerged);
+	n = native_thread_frames(r->opts->native ? &r->nu : NULL, s, t,
+				 r->merged, r->max_stack, &unmerged);
 	r->unmerged += (uint64_t)unmerged;
 	for (j = 0; j < n; j++) {
 		const struct merged_frame *m = &r->merged[j];
@@ -223,38 +348,133 @@ static size_t stack_ids(struct recorder *r, const struct py_thread *t)
 	return n;
 }
 
-/* Count the sample's stacks; returns how many threads had one. */
-static size_t add_sample(struct recorder *r)
+/*
+ * --format chrome: put a sampling tick (entry STACKS_NO_ENTRY; the
+ * stacks added next are its own) or one of its stacks in the timeline;
+ * once it is full, say so once.
+ */
+static void timeline_record(struct recorder *r, uint64_t now, uint32_t entry)
 {
-	const struct py_sample *s = &r->sl.sample;
+	int ret;
+
+	if (!r->timeline_on)
+		return;
+	ret = entry == STACKS_NO_ENTRY ? timeline_tick(&r->timeline, now)
+				       : timeline_add(&r->timeline, entry);
+	if (ret) {
+		warning("the Chrome trace's timeline reached its memory "
+			"limit: it ends %.1f s in (the totals go on)",
+			(double)(now - r->timeline.t0_ns) / 1e9);
+		r->timeline_on = 0;
+	}
+}
+
+/*
+ * Count the stacks of sample s, of the process labelled process (NULL
+ * unless following several) whose directory is cwd; returns how many
+ * threads had one.
+ */
+static size_t add_sample(struct recorder *r, const struct py_sample *s,
+			 const char *process, const char *cwd)
+{
+	uint64_t now = r->gpu_on || r->timeline_on ? now_ns() : 0;
 	size_t i, added = 0;
 
+	r->cwd_now = cwd;
+	r->threads_read += s->nr_threads;
 	for (i = 0; i < s->nr_threads; i++) {
 		const struct py_thread *t = &s->threads[i];
-		uint32_t th;
+		uint32_t th, entry;
 		size_t depth;
 
 		if (!t->depth || !thread_wanted(t, r->opts->idle, r->opts->gil))
 			continue;
-		depth = stack_ids(r, t);
-		th = stacks_thread(&r->stacks, t->ident, t->tid,
-				   t->name[0] ? t->name : NULL);
-		stacks_add(&r->stacks, th, r->scratch, depth, 1);
+		depth = stack_ids(r, s, t);
+		r->truncated += t->omitted > 0;
+		th = stacks_thread_in(&r->stacks, process, t->ident, t->tid,
+				      t->name[0] ? t->name : NULL);
+		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
+		if (r->gpu_on && entry != STACKS_NO_ENTRY)
+			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
+		if (entry != STACKS_NO_ENTRY)
+			timeline_record(r, now, entry);
 		added++;
 	}
 	return added;
 }
 
+/*
+ * Move what the agent has written so far into r->gp: at most max
+ * records, so that a burst never holds the sampler up for long.  Never
+ * waits.  A channel that is no longer valid is dropped with one warning.
+ */
+static void gpu_drain(struct recorder *r, size_t max)
+{
+	size_t done = 0;
+
+	while (r->gpu_on && done < max) {
+		int i, n = gpuchan_read(&r->chan, r->gpubuf, GPU_BATCH);
+
+		if (n < 0) {
+			warning("--gpu: the GPU channel was overwritten (%s); "
+				"GPU records from here on are lost",
+				gpuchan_invalid(&r->chan));
+			r->gpu_on = 0;
+			break;
+		}
+		for (i = 0; i < n; i++)
+			gpuprof_add(&r->gp, &r->gpubuf[i]);
+		done += (size_t)n;
+		if (n < GPU_BATCH)
+			break;
+	}
+}
+
+/* --subprocesses: count the stacks of one process's clean read. */
+static void add_process(void *ctx, const struct child *ch)
+{
+	struct recorder *r = ctx;
+
+	r->tree_added += add_sample(r, &ch->sample, ch->label, ch->cwd);
+}
+
+/* Sample until told to stop; r->elapsed is how long it sampled. */
 static void sample_loop(struct recorder *r)
 {
 	struct sampleloop *sl = &r->sl;
+	uint64_t started = now_ns();
 	uint64_t end = r->opts->duration > 0
-			   ? now_ns() + (uint64_t)(r->opts->duration * 1e9)
+			   ? started + (uint64_t)(r->opts->duration * 1e9)
 			   : UINT64_MAX;
 
+	/* Slots from now on: duration x rate of them end at the deadline. */
+	sl->next = started;
+	r->gp.t0_ns = started;
+	r->timeline.t0_ns = started;
+	r->start_unix_ns = realtime_ns();
 	while (!sampleloop_stop) {
-		enum drop_reason why = sampleloop_take(sl);
+		enum drop_reason why;
 
+		if (r->opts->subprocesses) {
+			r->tree_added = 0;
+			/*
+			 * One tick for the whole tree: a process whose read
+			 * is dropped has none of its stacks in it.
+			 */
+			if (r->timeline_on)
+				timeline_record(r, now_ns(), STACKS_NO_ENTRY);
+			why = sampleloop_take_tree(sl, add_process, r);
+			if (why == DROP_GONE) {
+				r->ended = sl->ended;
+				break;
+			}
+			if (r->tree_added)
+				r->samples++;
+			else
+				r->empty++;
+			goto next;
+		}
+		why = sampleloop_take(sl);
 		if (why == DROP_GONE) {
 			r->ended = sl->ended;
 			break;
@@ -263,22 +483,43 @@ static void sample_loop(struct recorder *r)
 			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->idle,
 						     r->opts->gil);
 		if (why == DROP_NONE) {
+			/* A dropped sample has no tick: stacks go on. */
+			if (r->timeline_on)
+				timeline_record(r, now_ns(), STACKS_NO_ENTRY);
 			/* Before the first frame and after the last: nothing.
 			 */
-			if (add_sample(r))
+			if (add_sample(r, &sl->sample, NULL, r->cwd))
 				r->samples++;
 			else
 				r->empty++;
 		}
+		gpu_drain(r, GPU_DRAIN_PER_TICK);
+	next:
+		/*
+		 * No sample is due before the deadline: the run still lasts
+		 * until it (at 0.5 Hz, 5 s is 3 samples over 5 s, not 4 s).
+		 */
 		if (sampleloop_schedule(sl) >= end) {
-			r->ended = "--duration elapsed";
+			if (sampleloop_wait(sl, end)) {
+				r->ended = sl->ended;
+			} else if (!sampleloop_stop) {
+				r->ended = "--duration elapsed";
+				r->at_deadline = 1;
+			}
 			break;
 		}
-		sleep_until(sl->next);
+		if (sampleloop_wait(sl, sl->next)) {
+			r->ended = sl->ended;
+			break;
+		}
 	}
 	if (sampleloop_stop && !r->ended)
 		r->ended =
 		    sampleloop_stop == SIGINT ? "interrupted" : "terminated";
+	r->elapsed = (double)(now_ns() - started) / 1e9;
+	/* Waking up late at the deadline is not sampling time. */
+	if (r->at_deadline)
+		r->elapsed = r->opts->duration;
 }
 
 static void default_output(struct record_opts *o, pid_t pid, char *buf,
@@ -286,13 +527,93 @@ static void default_output(struct record_opts *o, pid_t pid, char *buf,
 {
 	static const char *const ext[] = {[FORMAT_SPEEDSCOPE] = "json",
 					  [FORMAT_FOLDED] = "txt",
-					  [FORMAT_SVG] = "svg"};
+					  [FORMAT_SVG] = "svg",
+					  [FORMAT_PPROF] = "pb.gz",
+					  [FORMAT_CHROME] = "trace.json"};
 
 	snprintf(buf, size, "spyc-%d.%s", (int)pid, ext[o->format]);
 	o->output = buf;
 }
 
-static void print_summary(const struct recorder *r, double elapsed)
+/*
+ * Who spyc runs as, for --output's %r and %h and for the profile: the
+ * MPI rank (unless not a number: then %r is refused) and the host name.
+ */
+static void find_rank_and_host(struct record_opts *o)
+{
+	o->rank = outname_rank_from_env(&o->rank_var);
+	if (o->rank && !outname_rank_valid(o->rank)) {
+		if (o->template && outname_uses(o->template, 'r')) {
+			fprintf(stderr,
+				"spyc: %%r in '%s': %s='%s' is not a rank "
+				"number\n",
+				o->template, o->rank_var, o->rank);
+			exit(EXIT_USAGE);
+		}
+		o->rank = NULL;
+	}
+	if (gethostname(o->host, sizeof(o->host) - 1))
+		o->host[0] = '\0';
+	o->host[sizeof(o->host) - 1] = '\0';
+}
+
+/*
+ * --output with its escapes expanded into sb, pid standing for %p (0 in
+ * launch mode before the program has one: %p is left as it is); o->output
+ * then names sb's text.  A bad template is a usage error (exit 64).
+ */
+static void expand_output_or_die(struct record_opts *o, pid_t pid,
+				 struct strbuf *sb)
+{
+	struct outname_vars v = {pid, o->rank, o->host[0] ? o->host : NULL};
+	char why[1024];
+
+	if (outname_expand(o->template, &v, sb, why, sizeof(why))) {
+		fprintf(stderr, "spyc: %s\n", why);
+		exit(EXIT_USAGE);
+	}
+	o->output = sb->buf;
+}
+
+/*
+ * Fail before attaching or launching anything when the profile could
+ * not be written at the end: a long run must not be lost to a typo.
+ * The name checked is --output expanded (into expanded); in launch mode
+ * a %p in it is still "%p", the directory and the rest are checked.
+ */
+static void check_output_or_die(struct record_opts *o, char *buf, size_t size,
+				struct strbuf *expanded)
+{
+	int ret;
+
+	find_rank_and_host(o);
+	if (o->template)
+		expand_output_or_die(o, o->pid, expanded);
+	if (!o->output && o->pid)
+		default_output(o, o->pid, buf, size);
+	if (o->output) {
+		ret = file_replaceable(o->output);
+		if (ret)
+			die("cannot write '%s': %s", o->output, strerror(-ret));
+		return;
+	}
+	/* Launch mode: the default name waits for the program's pid. */
+	ret = file_replaceable("spyc-launch.json");
+	if (ret)
+		die("cannot write a profile in the current directory: %s; "
+		    "use --output",
+		    strerror(-ret));
+}
+
+/* argv[0] without its directory: what the summary calls the program. */
+static const char *program_name(char **argv)
+{
+	const char *slash = strrchr(argv[0], '/');
+
+	return slash && slash[1] ? slash + 1 : argv[0];
+}
+
+static void print_summary(struct recorder *r)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const struct sampleloop *sl = &r->sl;
@@ -301,17 +622,232 @@ static void print_summary(const struct recorder *r, double elapsed)
 	strbuf_addf(&sb, "spyc: %llu samples, ",
 		    (unsigned long long)r->samples);
 	dropped = sampleloop_describe_drops(sl, &sb);
-	strbuf_addf(&sb, ", %.2f s at %.1f Hz -> %s", elapsed,
-		    elapsed > 0
-			? (double)(r->samples + r->empty + dropped) / elapsed
-			: 0.0,
-		    r->opts->output);
-	if (r->ended && r->opts->native)
-		strbuf_addf(&sb, " (%s; %llu native stacks unmerged)", r->ended,
-			    (unsigned long long)r->unmerged);
-	else if (r->ended)
-		strbuf_addf(&sb, " (%s)", r->ended);
+	if (r->truncated)
+		strbuf_addf(&sb, ", %llu truncated (deeper than --max-depth %zu)",
+			    (unsigned long long)r->truncated,
+			    r->opts->max_depth);
+	/* Every sample taken, kept or not, over the time it took. */
+	strbuf_addf(&sb, ", %.2f s at ", r->elapsed);
+	sampleloop_add_rate(
+	    &sb, r->elapsed > 0
+		     ? (double)(r->samples + r->empty + dropped) / r->elapsed
+		     : 0.0);
+	strbuf_addf(&sb, " Hz -> %s", r->opts->output);
+	if (r->ended) {
+		strbuf_addf(&sb, " (%s", r->ended);
+		/* Launch mode: say what happens to the program now. */
+		if (r->at_deadline && sampleloop_child_running(&r->sl))
+			strbuf_addf(&sb,
+				    r->opts->kill_after_duration
+					? "; ending %s"
+					: "; %s still running",
+				    program_name(r->opts->argv));
+		if (r->opts->native)
+			strbuf_addf(&sb, "; %llu native stacks unmerged",
+				    (unsigned long long)r->unmerged);
+		/* The rate asked could not be kept: say by how much. */
+		if (sl->missed) {
+			strbuf_addf(&sb, "; asked %.10g Hz, %llu late",
+				    r->opts->rate,
+				    (unsigned long long)sl->missed);
+		}
+		if (r->opts->subprocesses)
+			strbuf_addf(&sb, "; %zu process%s sampled",
+				    children_sampled(&r->kids),
+				    children_sampled(&r->kids) == 1 ? "" : "es");
+		strbuf_addch(&sb, ')');
+	}
 	fprintf(stderr, "%s\n", sb.buf);
+	strbuf_release(&sb);
+}
+
+/*
+ * SPYC_STATS: what sampling cost in system calls, per thread read (the
+ * threads of the samples kept; dropped reads cost calls too).
+ */
+static void print_stats(const struct recorder *r)
+{
+	double n = r->threads_read ? (double)r->threads_read : 1.0;
+
+	fprintf(stderr,
+		"spyc: stats: %" PRIu64 " process_vm_readv, %" PRIu64
+		" /proc calls; %" PRIu64
+		" threads read: %.2f + %.2f calls per thread read\n",
+		proc_counts.remote_reads, proc_counts.file_calls,
+		r->threads_read, (double)proc_counts.remote_reads / n,
+		(double)proc_counts.file_calls / n);
+}
+
+/* The channel file to remove however spyc exits (die() included). */
+static struct gpuchan *channel_to_unlink;
+
+static void unlink_channel(void)
+{
+	if (channel_to_unlink)
+		gpuchan_unlink(channel_to_unlink);
+}
+
+/*
+ * --gpu: the agent's absolute path (the CUDA driver and the injected
+ * dlopen() need one), or die in one line (exit 2) before anything is
+ * attached or launched.  The caller frees it.
+ */
+static char *gpu_agent_or_die(void)
+{
+	char why[512], real[PATH_MAX];
+	char *agent = gpu_agent_path(why, sizeof(why));
+
+	if (!agent)
+		die("--gpu: %s", why);
+	if (!realpath(agent, real))
+		die("--gpu: cannot resolve '%s': %s", agent, strerror(errno));
+	free(agent);
+	return xstrdup(real);
+}
+
+/*
+ * --gpu, launch mode: create the channel and name it and the agent in
+ * the environment the program inherits, so that the CUDA driver loads
+ * the agent (CUDA_INJECTION64_PATH) as the program first uses CUDA.
+ */
+static void gpu_launch_setup(struct recorder *r, const char *agent)
+{
+	if (gpuchan_create(&r->chan, GPU_LAUNCH_SLOTS, (uid_t)-1, (gid_t)-1))
+		exit(EXIT_FAILED);
+	channel_to_unlink = &r->chan;
+	atexit(unlink_channel);
+	if (setenv("CUDA_INJECTION64_PATH", agent, 1) ||
+	    setenv(GPUCHAN_ENV, r->chan.path, 1))
+		die("--gpu: cannot set the environment: %s", strerror(errno));
+	r->gpu_on = 1;
+}
+
+/*
+ * --gpu --pid: load the agent into the running target.  What keeps the
+ * GPU profile from being made (no CUDA in the target, no CUPTI, a
+ * failed injection) is said in one line; the CPU profile goes on.
+ */
+static void gpu_attach_setup(struct recorder *r, pid_t pid, const char *agent)
+{
+	struct gpuchan_state st;
+	char msg[512];
+
+	if (gpu_attach(pid, agent, &r->chan, &st, msg, sizeof(msg))) {
+		fprintf(stderr, "spyc: --gpu: %s; CPU profile only\n", msg);
+		return;
+	}
+	if (st.status != GPU_AGENT_RUNNING) {
+		fprintf(stderr, "spyc: --gpu: pid %d: %s (%s); CPU profile only\n",
+			(int)pid, st.message, gpu_agent_status_name(st.status));
+		gpuchan_release(&r->chan);
+		return;
+	}
+	r->gpu_on = 1;
+}
+
+/*
+ * --gpu, once sampling is over: the last records, the agent's status.
+ * Returns the GPU profile to write (attributed to r->stacks), or NULL
+ * after saying in one line why there is none.
+ */
+static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
+{
+	struct gpuchan_state st;
+
+	if (!r->chan.mem)
+		return NULL;
+	gpu_drain(r, SIZE_MAX);
+	if (!r->opts->argv)
+		gpuchan_control(&r->chan, GPU_CONTROL_STOP);
+	if (gpuchan_state(&r->chan, &st)) {
+		fprintf(stderr, "spyc: --gpu: the GPU channel was overwritten; "
+				"no GPU profile\n");
+		return NULL;
+	}
+	r->gp.lost = st.lost;
+	switch (st.status) {
+	case GPU_AGENT_WAITING:
+		fprintf(stderr,
+			"spyc: --gpu: %s used no CUDA (the CUDA driver never "
+			"loaded spyc's agent); CPU profile only\n",
+			who);
+		return NULL;
+	case GPU_AGENT_RUNNING:
+	case GPU_AGENT_STOPPED:
+		if (!r->gp.nr_acts) {
+			fprintf(stderr,
+				"spyc: --gpu: %s ran no kernel, copy or memset "
+				"that CUPTI reported (%" PRIu64
+				" records lost); CPU profile only\n",
+				who, st.lost);
+			return NULL;
+		}
+		gpuprof_attribute(&r->gp, &r->stacks);
+		return &r->gp;
+	default:
+		fprintf(stderr, "spyc: --gpu: %s: %s (%s); CPU profile only\n",
+			who, st.message[0] ? st.message : "no detail",
+			gpu_agent_status_name(st.status));
+		return NULL;
+	}
+}
+
+/* What every sampled process's sampler reads, as the options ask. */
+static void setup_sampler(struct py_sampler *ps, void *ctx)
+{
+	const struct record_opts *opts = ctx;
+
+	ps->want_state = !opts->idle;
+	ps->want_gil = opts->gil;
+	ps->want_names = 1;
+	/* Idle threads' stacks are not kept: do not even read them. */
+	ps->skip_idle = !opts->idle && !opts->gil;
+	ps->max_depth = opts->max_depth;
+}
+
+/*
+ * --subprocesses: start following the tree from the target, which need
+ * not be Python itself (a launcher, a shell wrapper).
+ */
+static void follow_tree_or_die(struct recorder *r)
+{
+	struct record_opts *opts = r->opts;
+
+	if (opts->argv) {
+		r->sl.child = launch_program_or_die(opts->argv, NULL);
+		r->sl.rt.pid = r->sl.child;
+	} else {
+		if (!proc_exists(opts->pid))
+			die("no process with pid %d", (int)opts->pid);
+		r->sl.rt.pid = opts->pid;
+	}
+	children_init(&r->kids, r->sl.rt.pid, setup_sampler, opts);
+	children_scan(&r->kids, 1);
+	r->sl.tree = &r->kids;
+}
+
+/*
+ * --subprocesses: one notice naming the processes that were not
+ * sampled because they are not Python (or not one spyc can read).
+ */
+static void tree_notice(struct recorder *r)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->kids.nr; i++) {
+		const struct child *ch = r->kids.list[i];
+
+		if (ch->runs_python)
+			continue;
+		strbuf_addstr(&sb, n++ ? ", " : "");
+		strbuf_addstr(&sb, ch->label);
+	}
+	if (n)
+		fprintf(stderr,
+			"spyc: notice: %zu process%s not Python, not "
+			"sampled: %s\n",
+			n, n == 1 ? "" : "es", sb.buf);
 	strbuf_release(&sb);
 }
 
@@ -320,33 +856,54 @@ int cmd_record(int argc, char **argv)
 	struct record_opts opts;
 	struct recorder r;
 	struct profile_meta meta;
-	char title[1200], cmdline[1024], outbuf[64];
-	uint64_t started, dropped = 0;
-	double elapsed;
+	struct profile_process process;
+	char title[1200], cmdline[1024], outbuf[64], who[64];
+	char *agent = NULL;
+	struct strbuf output = STRBUF_INIT;
+	uint64_t dropped = 0, taken;
 	size_t i;
-	int ret = EXIT_OK;
+	int ret = EXIT_OK, ended_by_spyc = 0, code;
 
 	parse_options(&opts, argc, argv);
+	check_output_or_die(&opts, outbuf, sizeof(outbuf), &output);
 	memset(&r, 0, sizeof(r));
 	r.opts = &opts;
+	gpuprof_init(&r.gp);
+	timeline_init(&r.timeline);
+	r.timeline_on = opts.format == FORMAT_CHROME;
+	if (opts.gpu) {
+		agent = gpu_agent_or_die();
+		r.gpubuf = xmalloc(GPU_BATCH * sizeof(*r.gpubuf));
+	}
 	sampleloop_signals();
-	if (opts.argv)
-		r.sl.child = launch_or_die(&r.sl.rt, opts.argv);
+	if (opts.gpu && opts.argv)
+		gpu_launch_setup(&r, agent);
+	if (opts.subprocesses)
+		follow_tree_or_die(&r);
+	else if (opts.argv)
+		r.sl.child = launch_or_die(&r.sl.rt, opts.argv, NULL);
 	else
 		attach_or_die(&r.sl.rt, opts.pid);
+	if (opts.gpu && !opts.argv)
+		gpu_attach_setup(&r, opts.pid, agent);
+	if (opts.gil && !opts.subprocesses)
+		gil_option_or_die(&r.sl.rt, r.sl.child);
 	if (!opts.output)
 		default_output(&opts, r.sl.rt.pid, outbuf, sizeof(outbuf));
+	else if (opts.argv && outname_uses(opts.template, 'p'))
+		expand_output_or_die(&opts, r.sl.rt.pid, &output);
 	target_cwd(r.sl.rt.pid, r.cwd, sizeof(r.cwd));
 	proc_cmdline(r.sl.rt.pid, cmdline, sizeof(cmdline));
 	sampleloop_init(&r.sl, opts.rate);
-	r.sl.ps.want_state = !opts.idle;
-	r.sl.ps.want_gil = opts.gil;
-	r.sl.ps.want_names = 1;
-	/* Idle threads' stacks are not kept: do not even read them. */
-	r.sl.ps.skip_idle = !opts.idle && !opts.gil;
+	setup_sampler(&r.sl.ps, &opts);
 	stacks_init(&r.stacks);
-	r.scratch = xmalloc(MAX_STACK * sizeof(*r.scratch));
-	r.merged = xmalloc(MAX_STACK * sizeof(*r.merged));
+	if (opts.async)
+		async_sampler_or_die(&r.sl.ps, &r.async, &r.sl.rt, r.sl.child,
+				     opts.idle);
+	/* The frames kept, the stand-in for the rest, the native ones. */
+	r.max_stack = opts.max_depth + 1 + NATIVE_MAX_DEPTH;
+	r.scratch = xmalloc(r.max_stack * sizeof(*r.scratch));
+	r.merged = xmalloc(r.max_stack * sizeof(*r.merged));
 	if (opts.native && native_init(&r.nu, &r.sl.rt)) {
 		ret = EXIT_FAILED;
 		goto out;
@@ -354,9 +911,11 @@ int cmd_record(int argc, char **argv)
 	if (opts.stop && !opts.native)
 		native_init_stopper(&r.nu, &r.sl.rt);
 
-	started = now_ns();
 	sample_loop(&r);
-	elapsed = (double)(now_ns() - started) / 1e9;
+	if (opts.argv)
+		snprintf(who, sizeof(who), "%s", program_name(opts.argv));
+	else
+		snprintf(who, sizeof(who), "pid %d", (int)opts.pid);
 
 	snprintf(title, sizeof(title), "%s (pid %d)", cmdline,
 		 (int)r.sl.rt.pid);
@@ -364,26 +923,72 @@ int cmd_record(int argc, char **argv)
 	meta.title = title;
 	meta.python_version = r.sl.rt.version;
 	meta.rate_hz = opts.rate;
-	meta.duration_s = elapsed;
+	meta.duration_s = r.elapsed;
 	meta.thread_prefix = opts.threads;
+	meta.gpu = gpu_finish(&r, who);
+	process.pid = r.sl.rt.pid;
+	process.command = cmdline;
+	process.host = opts.host[0] ? opts.host : NULL;
+	process.rank = opts.rank;
+	process.rank_var = opts.rank_var;
+	meta.process = &process;
+	meta.pid = (long)r.sl.rt.pid;
+	meta.start_unix_ns = r.start_unix_ns;
+	meta.idle = opts.idle;
+	if (opts.format == FORMAT_CHROME)
+		meta.timeline = &r.timeline;
 	if (output_write(opts.output, opts.format, &r.stacks, &meta)) {
 		ret = EXIT_FAILED;
 		goto out;
 	}
-	print_summary(&r, elapsed);
+	if (meta.gpu) {
+		struct strbuf sb = STRBUF_INIT;
+
+		gpuprof_summary(meta.gpu, GPU_SUMMARY_ROWS, &sb);
+		fputs(sb.buf, stderr);
+		strbuf_release(&sb);
+	}
+	if (opts.subprocesses)
+		tree_notice(&r);
+	if (getenv("SPYC_STATS"))
+		print_stats(&r);
+	print_summary(&r);
 	for (i = 0; i < DROP_NR; i++)
 		dropped += r.sl.dropped[i];
+	/* Following several processes, each one's read counts. */
+	if (opts.subprocesses)
+		taken = r.sl.tree_reads;
+	else
+		taken = r.samples;
 	if (!r.stacks.total_samples ||
-	    (double)dropped > DROP_TOLERANCE * (double)(r.samples + dropped))
+	    (double)dropped > DROP_TOLERANCE * (double)(taken + dropped))
 		ret = EXIT_DATA_LOST;
 out:
+	if (opts.kill_after_duration && r.at_deadline)
+		ended_by_spyc = sampleloop_end_child(&r.sl, KILL_GRACE_NS);
 	/* In launch mode spyc's life encloses the child's. */
 	sampleloop_finish(&r.sl, sampleloop_stop);
+	/*
+	 * As time(1) and perf stat do: the program's own status, which
+	 * says more than spyc's 0 or 1, unless spyc failed or ended it.
+	 */
+	code = sampleloop_child_exit_code(&r.sl);
+	if (ret != EXIT_FAILED && !ended_by_spyc && code >= 0)
+		ret = code;
 	free(r.scratch);
 	free(r.merged);
 	if (opts.stop)
 		native_release(&r.nu);
 	stacks_release(&r.stacks);
 	sampleloop_release(&r.sl);
+	pyasync_release(&r.async);
+	children_release(&r.kids);
+	channel_to_unlink = NULL;
+	gpuchan_release(&r.chan);
+	gpuprof_release(&r.gp);
+	timeline_release(&r.timeline);
+	free(r.gpubuf);
+	free(agent);
+	strbuf_release(&output);
 	return ret;
 }

@@ -12,11 +12,13 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "children.h"
 #include "commands.h"
 #include "native.h"
 #include "framename.h"
 #include "proc.h"
-#include "pyframe.h"
+#include "pyasync.h"
+#include "pysample.h"
 #include "sampleloop.h"
 #include "toptable.h"
 #include "util.h"
@@ -39,7 +41,10 @@
 #define PCT_WIDTH 6
 #define TIME_WIDTH 9
 #define THREAD_WIDTH 14
-/* Screen lines above the table's rows, and below them (the key help). */
+/*
+ * Screen lines above the table's rows (one more for the output line in
+ * launch mode), and below them (the key help).
+ */
 #define HEADER_LINES 6
 #define FOOTER_LINES 1
 /* Wide characters kept of a name or file name on screen. */
@@ -59,12 +64,25 @@ static const char usage_text[] =
     "      --interval SECS   refresh every SECS seconds (default 1)\n"
     "  -i, --idle            count threads that are sleeping or blocked too\n"
     "                        (default: only threads running on a CPU)\n"
-    "  -g, --gil             count only the thread holding the GIL\n"
+    "  -g, --gil             count only the thread holding the GIL (refused for\n"
+    "                        a free-threaded build, which has none)\n"
     "      --native          merge native frames in, as record does (stops\n"
     "                        each sampled thread briefly)\n"
     "      --blocking        stop each sampled thread while it is read\n"
     "      --nonblocking     never stop the target (the default without\n"
     "                        --native)\n"
+    "      --max-depth N     Python frames kept per stack (default 4096)\n"
+    "      --async           asyncio task stacks (CPython 3.14+), as record\n"
+    "                        --async makes them\n"
+    "  -s, --subprocesses    also the target's descendants as they start,\n"
+    "                        as record --subprocesses follows them; t\n"
+    "                        shows a row per process and thread, labelled\n"
+    "                        PID/THREAD, then per process (Python frames\n"
+    "                        only)\n"
+    "      --program-output FILE\n"
+    "                        with -- PROGRAM: where its standard output and\n"
+    "                        error go (default spyc-PID.out, PID the\n"
+    "                        program's, in the current directory)\n"
     "  -h, --help            this help\n"
     "\n"
     "keys: 1-5 sort by a column, < > move the sort column, l per line or\n"
@@ -77,18 +95,20 @@ static const char usage_text[] =
 static const char help_line[] = "1-5 </> sort  l line/function  t threads  "
 				"r recent/whole  p pause  q quit";
 
-/* Longest stack counted: Python frames and the native ones merged in. */
-#define TOP_MAX_STACK (PY_MAX_DEPTH + NATIVE_MAX_DEPTH)
 
 struct top_opts {
 	pid_t pid;
-	char **argv; /* launch mode */
+	char **argv;		    /* launch mode */
+	const char *program_output; /* --program-output, or NULL */
 	double rate;
 	double interval;
 	int idle;
 	int gil;
 	int native;
-	int stop; /* stop each sampled thread while reading it */
+	int async; /* asyncio task stacks */
+	int stop;  /* stop each sampled thread while reading it */
+	int subprocesses;
+	size_t max_depth;
 };
 
 /* Why the main loop ended. */
@@ -106,18 +126,34 @@ struct top {
 	struct top_view view;
 	struct top_snapshot snap;
 	uint32_t *sites;	     /* one stack's site ids, innermost first */
+	struct pyasync async;	     /* --async */
 	struct native_unwinder nu;   /* --native */
 	struct merged_frame *merged; /* one merged stack, root first */
+	size_t max_stack;	     /* longest: Python and native frames */
 	char cwd[4096];
+	const char *cwd_now; /* of the process whose stacks are added */
 	char cmdline[1024];
-	SCREEN *screen; /* NULL in plain-text mode */
+	/* --subprocesses: the tree, and the processes read cleanly now */
+	struct children kids;
+	const struct child **fresh;
+	size_t nr_fresh, alloc_fresh;
+	unsigned processes; /* Python processes in the last sample */
+	/* Launch mode: the file the program writes to, else empty. */
+	struct strbuf program_output;
+	int header_lines; /* screen lines above the table's rows */
+	SCREEN *screen;	  /* NULL in plain-text mode */
 	int paused;
 	uint64_t start;	   /* when sampling started (now_ns()) */
 	uint64_t prev;	   /* the last sample's time, 0 after a pause */
 	double max_weight; /* seconds a sample may stand for */
 	unsigned threads;  /* Python threads in the last sample */
-	/* samples a second over the last refresh interval */
-	uint64_t attempts, window_attempts, window_start;
+	/*
+	 * Samples a second, from the samples taken since the one that
+	 * started the window: counting samples per refresh instead would
+	 * say 1 then 0 at 0.5 Hz.  Negative until two were taken.
+	 */
+	uint64_t window_first, window_last; /* now_ns() of the ends, 0: none */
+	uint64_t window_attempts;	    /* after the first */
 	double achieved;
 	uint64_t shown;	    /* refreshes so far */
 	uint64_t snapshots; /* plain-text snapshots printed */
@@ -126,7 +162,7 @@ struct top {
 
 static void parse_options(struct top_opts *o, int argc, char **argv)
 {
-	enum { OPT_INTERVAL = 256, OPT_NATIVE };
+	enum { OPT_INTERVAL = 256, OPT_NATIVE, OPT_PROGRAM_OUTPUT };
 	static const struct option options[] = {
 	    {"pid", required_argument, NULL, 'p'},
 	    {"rate", required_argument, NULL, 'r'},
@@ -136,6 +172,10 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	    {"native", no_argument, NULL, OPT_NATIVE},
 	    {"blocking", no_argument, NULL, OPT_BLOCKING},
 	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
+	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	    {"async", no_argument, NULL, OPT_ASYNC},
+	    {"program-output", required_argument, NULL, OPT_PROGRAM_OUTPUT},
+	    {"subprocesses", no_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -144,7 +184,8 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
 	o->interval = DEFAULT_INTERVAL_S;
-	while ((c = getopt_long(argc, argv, "+p:r:igh", options, NULL)) != -1) {
+	o->max_depth = PY_DEFAULT_MAX_DEPTH;
+	while ((c = getopt_long(argc, argv, "+p:r:igsh", options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			o->pid = parse_pid(optarg);
@@ -170,6 +211,18 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 		case OPT_NONBLOCKING:
 			blocking |= c == OPT_BLOCKING ? 1 : 2;
 			break;
+		case OPT_MAX_DEPTH:
+			o->max_depth = parse_max_depth(optarg);
+			break;
+		case OPT_ASYNC:
+			o->async = 1;
+			break;
+		case 's':
+			o->subprocesses = 1;
+			break;
+		case OPT_PROGRAM_OUTPUT:
+			o->program_output = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
@@ -179,7 +232,24 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 		}
 	}
 	o->stop = threads_stopped(o->native, blocking);
+	if (o->async && o->native) {
+		fprintf(stderr,
+			"spyc: --async and --native cannot be used "
+			"together: task stacks are Python frames only\n");
+		exit(EXIT_USAGE);
+	}
+	if (o->subprocesses)
+		subprocesses_options_or_die(o->native, blocking, o->async, 0);
 	o->argv = parse_target(argc, argv, optind, o->pid, "top");
+	if (o->program_output && !o->argv) {
+		fprintf(stderr, "spyc: --program-output needs a program to "
+				"launch (-- PROGRAM)\n");
+		exit(EXIT_USAGE);
+	}
+	if (o->program_output && !*o->program_output) {
+		fprintf(stderr, "spyc: invalid --program-output ''\n");
+		exit(EXIT_USAGE);
+	}
 }
 
 static uint32_t make_site(void *ctx, const struct pycode *code, int line)
@@ -187,28 +257,32 @@ static uint32_t make_site(void *ctx, const struct pycode *code, int line)
 	struct top *t = ctx;
 
 	return toptable_site(&t->tt, code->name,
-			     short_filename(code->filename, t->cwd), line,
+			     short_filename(code->filename, t->cwd_now), line,
 			     code->firstlineno);
 }
 
 /* The site of a native frame, cached on its symbol. */
 static uint32_t native_site(struct top *t, struct native_sym *sym)
 {
-	if (sym->user_id < 0)
-		sym->user_id =
-		    toptable_site(&t->tt, sym->name, sym->file ? sym->file : "",
-				  sym->file ? sym->line : 0, 0);
+	if (sym->user_id >= 0)
+		return (uint32_t)sym->user_id;
+	/* Per function, a row shows where it starts, as Python's do. */
+	native_describe_function(&t->nu, sym);
+	sym->user_id = toptable_native_site(
+	    &t->tt, sym->name, sym->file ? sym->file : "",
+	    sym->file ? sym->line : 0, sym->func_file, sym->func_line);
 	return (uint32_t)sym->user_id;
 }
 
-/* Thread th's stack into t->sites, innermost first; returns its depth. */
-static size_t stack_sites(struct top *t, const struct py_thread *th)
+/* Thread th of s into t->sites, innermost first; returns its depth. */
+static size_t stack_sites(struct top *t, const struct py_sample *s,
+			  const struct py_thread *th)
 {
 	size_t j, n;
 	int unmerged;
 
-	n = native_thread_frames(t->opts->native ? &t->nu : NULL, &t->sl.sample,
-				 th, t->merged, TOP_MAX_STACK, &unmerged);
+	n = native_thread_frames(t->opts->native ? &t->nu : NULL, s, th,
+				 t->merged, t->max_stack, &unmerged);
 	for (j = 0; j < n; j++) {
 		const struct merged_frame *m = &t->merged[n - 1 - j];
 
@@ -220,26 +294,63 @@ static size_t stack_sites(struct top *t, const struct py_thread *th)
 	return n;
 }
 
+/* What the header counts of sample s: its threads' states, the GIL. */
+static void count_threads(const struct py_sample *s,
+			  struct top_sample_info *info)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_threads; i++) {
+		const struct py_thread *th = &s->threads[i];
+
+		/* A waiting task's stack (--async) is no thread of its own. */
+		if (th->is_task)
+			continue;
+		info->threads++;
+		if (th->state != THREAD_UNKNOWN) {
+			info->known++;
+			if (th->state != THREAD_RUNNING)
+				info->idle++;
+		}
+		if (th->holds_gil)
+			info->gil_held = 1;
+	}
+}
+
+/* The stacks of sample s, of the process labelled process (or NULL). */
+static void add_stacks(struct top *t, const struct py_sample *s,
+		       const char *process, const char *cwd)
+{
+	size_t i;
+
+	t->cwd_now = cwd;
+	for (i = 0; i < s->nr_threads; i++) {
+		const struct py_thread *th = &s->threads[i];
+
+		if (!th->depth ||
+		    !thread_wanted(th, t->opts->idle, t->opts->gil))
+			continue;
+		toptable_add(&t->tt,
+			     toptable_thread_in(&t->tt, process, th->ident,
+						th->tid,
+						th->name[0] ? th->name : NULL),
+			     t->sites, stack_sites(t, s, th));
+	}
+}
+
+/* The clean reads of this round: the target's, or the tree's. */
 static void add_sample(struct top *t, uint64_t now)
 {
-	const struct py_sample *s = &t->sl.sample;
 	struct top_sample_info info;
 	double weight;
 	size_t i;
 
 	memset(&info, 0, sizeof(info));
-	for (i = 0; i < s->nr_threads; i++) {
-		const struct py_thread *th = &s->threads[i];
-
-		info.threads++;
-		if (th->state != THREAD_UNKNOWN) {
-			info.known++;
-			if (th->state != THREAD_RUNNING)
-				info.idle++;
-		}
-		if (th->holds_gil)
-			info.gil_held = 1;
-	}
+	if (t->opts->subprocesses)
+		for (i = 0; i < t->nr_fresh; i++)
+			count_threads(&t->fresh[i]->sample, &info);
+	else
+		count_threads(&t->sl.sample, &info);
 	/* Time since the last sample, dropped ones included. */
 	weight = t->prev ? (double)(now - t->prev) / 1e9
 			 : (double)t->sl.interval / 1e9;
@@ -248,17 +359,36 @@ static void add_sample(struct top *t, uint64_t now)
 	t->prev = now;
 	t->threads = info.threads;
 	toptable_sample(&t->tt, (double)(now - t->start) / 1e9, weight, &info);
-	for (i = 0; i < s->nr_threads; i++) {
-		const struct py_thread *th = &s->threads[i];
-
-		if (!th->depth ||
-		    !thread_wanted(th, t->opts->idle, t->opts->gil))
-			continue;
-		toptable_add(&t->tt,
-			     toptable_thread(&t->tt, th->ident, th->tid,
-					     th->name[0] ? th->name : NULL),
-			     t->sites, stack_sites(t, th));
+	if (!t->opts->subprocesses) {
+		add_stacks(t, &t->sl.sample, NULL, t->cwd);
+		return;
 	}
+	t->processes = (unsigned)t->nr_fresh;
+	for (i = 0; i < t->nr_fresh; i++) {
+		char pid[32];
+
+		/* The table's thread column is narrow: PID/THREAD. */
+		snprintf(pid, sizeof(pid), "%d", (int)t->fresh[i]->pid);
+		add_stacks(t, &t->fresh[i]->sample, pid, t->fresh[i]->cwd);
+	}
+}
+
+/* --subprocesses: note a process read cleanly in this round. */
+static void note_fresh(void *ctx, const struct child *ch)
+{
+	struct top *t = ctx;
+
+	ALLOC_GROW(t->fresh, t->nr_fresh + 1, t->alloc_fresh);
+	t->fresh[t->nr_fresh++] = ch;
+}
+
+/* Take this round's sample: of the target, or of every process followed. */
+static enum drop_reason take(struct top *t)
+{
+	if (!t->opts->subprocesses)
+		return sampleloop_take(&t->sl);
+	t->nr_fresh = 0;
+	return sampleloop_take_tree(&t->sl, note_fresh, t);
 }
 
 static void format_time(char *buf, size_t size, double seconds)
@@ -277,6 +407,15 @@ static void format_pct(char *buf, size_t size, double pct)
 		snprintf(buf, size, "%.1f%%", pct);
 }
 
+/* The header's GIL share: "none" for a free-threaded target, no GIL. */
+static void format_gil(const struct top *t, char *buf, size_t size)
+{
+	if (t->sl.rt.free_threaded)
+		snprintf(buf, size, "none");
+	else
+		format_pct(buf, size, t->snap.gil_pct);
+}
+
 static void thread_label(const struct top *t, uint32_t thread, char *buf,
 			 size_t size)
 {
@@ -287,6 +426,20 @@ static void thread_label(const struct top *t, uint32_t thread, char *buf,
 		return;
 	}
 	th = &t->tt.names.threads[thread];
+	/* Per process: the process alone (its pid). */
+	if (t->view.per_thread == TOP_PER_PROCESS && th->process) {
+		snprintf(buf, size, "%s", th->process);
+		return;
+	}
+	/* --subprocesses: PID/ before it */
+	if (th->process) {
+		int n = snprintf(buf, size, "%s/", th->process);
+
+		if (n < 0 || (size_t)n >= size)
+			return;
+		buf += n;
+		size -= (size_t)n;
+	}
 	if (th->name)
 		snprintf(buf, size, "%s", th->name);
 	else if (th->tid)
@@ -303,7 +456,9 @@ static void describe_view(const struct top *t, struct strbuf *sb)
 		strbuf_addstr(sb, "whole run");
 	strbuf_addstr(sb, t->view.per_line ? ", per line" : ", per function");
 	if (t->view.per_thread)
-		strbuf_addstr(sb, ", per thread");
+		strbuf_addstr(sb, t->view.per_thread == TOP_PER_PROCESS
+				      ? ", per process"
+				      : ", per thread");
 	strbuf_addf(sb, ", sort %s", top_column_name(t->view.sort));
 }
 
@@ -325,7 +480,9 @@ static void format_columns(struct strbuf *sb, int per_thread, int *at)
 			strbuf_addch(sb, ' ');
 			if (per_thread)
 				strbuf_addf(sb, "%-*s ", THREAD_WIDTH,
-					    "THREAD");
+					    per_thread == TOP_PER_PROCESS
+						? "PROCESS"
+						: "THREAD");
 		}
 		if (at)
 			at[col] = (int)sb->len + w - (int)strlen(name);
@@ -333,6 +490,31 @@ static void format_columns(struct strbuf *sb, int per_thread, int *at)
 		if (col != TOP_COL_FUNCTION)
 			strbuf_addch(sb, ' ');
 	}
+}
+
+/*
+ * A row's function is "name (file:line)", a native one's with " [native]"
+ * after it.  What is not known is left out, never made up as ":0": the
+ * line where DWARF gives none ("name (file) [native]"), the file too
+ * where it gives nothing ("name [native]") and for the stand-in root of
+ * a stack cut at --max-depth ("[K frames not read]").
+ */
+static int row_has_file(const struct top_row *r)
+{
+	return r->file[0] != '\0';
+}
+
+/* What follows the file name: ":line)" or ")", then " [native]". */
+static void row_tail(const struct top_row *r, char *buf, size_t size)
+{
+	const char *native = r->native ? " [native]" : "";
+
+	if (!row_has_file(r))
+		snprintf(buf, size, "%s", native);
+	else if (r->line <= 0)
+		snprintf(buf, size, ")%s", native);
+	else
+		snprintf(buf, size, ":%d)%s", r->line, native);
 }
 
 /* A row's numbers, padded up to where the function's name goes. */
@@ -356,6 +538,19 @@ static void put_clean(FILE *fp, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, fp);
 }
 
+/* The target's Python version; following a tree, the first one's. */
+static const char *python_version(const struct top *t)
+{
+	size_t i;
+
+	if (!t->opts->subprocesses)
+		return t->sl.rt.version;
+	for (i = 0; i < t->kids.nr; i++)
+		if (t->kids.list[i]->runs_python)
+			return t->kids.list[i]->rt.version;
+	return "n/a";
+}
+
 static int print_snapshot(struct top *t)
 {
 	FILE *fp = stdout;
@@ -369,11 +564,24 @@ static int print_snapshot(struct top *t)
 	fprintf(fp, "pid: %d\n", (int)t->sl.rt.pid);
 	fputs("command: ", fp);
 	put_clean(fp, t->cmdline);
-	fprintf(fp, "\npython: %s\n", t->sl.rt.version);
+	if (t->program_output.len) {
+		fputs("\noutput: ", fp);
+		put_clean(fp, t->program_output.buf);
+	}
+	fprintf(fp, "\npython: %s\n", python_version(t));
+	if (t->opts->subprocesses)
+		fprintf(fp, "processes: %u\n", t->processes);
 	fprintf(fp, "threads: %u\n", t->threads);
-	fprintf(fp, "samples/s: %.1f\n", t->achieved);
+	fputs("samples/s: ", fp);
+	if (t->achieved < 0) {
+		fputs("n/a\n", fp);
+	} else {
+		sampleloop_add_rate(&sb, t->achieved);
+		fprintf(fp, "%s\n", sb.buf);
+		strbuf_reset(&sb);
+	}
 	format_pct(idle, sizeof(idle), t->snap.idle_pct);
-	format_pct(gil, sizeof(gil), t->snap.gil_pct);
+	format_gil(t, gil, sizeof(gil));
 	fprintf(fp, "idle: %s\ngil: %s\n", idle, gil);
 	sampleloop_describe_drops(&t->sl, &sb);
 	fprintf(fp, "errors: %s\n", sb.buf);
@@ -386,13 +594,18 @@ static int print_snapshot(struct top *t)
 	for (i = 0; i < t->snap.nr_rows && i < PLAIN_MAX_ROWS; i++) {
 		const struct top_row *r = &t->snap.rows[i];
 
+		char tail[64];
+
 		strbuf_reset(&sb);
 		format_numbers(&sb, r);
 		fputs(sb.buf, fp);
 		put_clean(fp, r->name);
-		fputs(" (", fp);
-		put_clean(fp, r->file);
-		fprintf(fp, ":%d)\n", r->line);
+		if (row_has_file(r)) {
+			fputs(" (", fp);
+			put_clean(fp, r->file);
+		}
+		row_tail(r, tail, sizeof(tail));
+		fprintf(fp, "%s\n", tail);
 	}
 	strbuf_release(&sb);
 	fputc('\n', fp);
@@ -469,21 +682,23 @@ static void put_text(int y, int x, const char *s, int width)
 }
 
 /*
- * "name (file:line)" in width columns: when too long, the file name
- * loses its beginning ("name (...ets/hot.py:22)"), then the end goes.
+ * "name (file:line)" in width columns (see row_tail): when too long, the
+ * file name loses its beginning ("name (...ets/hot.py:22)"), then the
+ * end goes.
  */
 static void put_function(int y, int x, const struct top_row *r, int width)
 {
 	wchar_t out[3 * WIDE_MAX], file[WIDE_MAX];
-	char tail[32];
+	char tail[64];
 	size_t len = 0, file_len = 0, skip = 0;
 	int cols, file_cols, budget;
 
 	if (width <= 0)
 		return;
-	snprintf(tail, sizeof(tail), ":%d)", r->line);
+	row_tail(r, tail, sizeof(tail));
 	cols = widen(r->name, out, &len, WIDE_MAX);
-	cols += widen(" (", out, &len, 3 * WIDE_MAX);
+	if (row_has_file(r))
+		cols += widen(" (", out, &len, 3 * WIDE_MAX);
 	file_cols = widen(r->file, file, &file_len, WIDE_MAX);
 	budget = width - cols - (int)strlen(tail);
 	if (file_cols > budget && budget > 4) {
@@ -549,15 +764,19 @@ static void draw(struct top *t)
 	put_text(0, 0, sb.buf, COLS);
 	strbuf_reset(&sb);
 	format_pct(idle, sizeof(idle), t->snap.idle_pct);
-	format_pct(gil, sizeof(gil), t->snap.gil_pct);
-	strbuf_addf(&sb,
-		    "Python %s  threads: %u  samples/s: ", t->sl.rt.version,
-		    t->threads);
+	format_gil(t, gil, sizeof(gil));
+	strbuf_addf(&sb, "Python %s  ", python_version(t));
+	if (t->opts->subprocesses)
+		strbuf_addf(&sb, "processes: %u  ", t->processes);
+	strbuf_addf(&sb, "threads: %u  samples/s: ", t->threads);
 	if (t->paused)
 		strbuf_addstr(&sb, "paused");
+	else if (t->achieved < 0)
+		strbuf_addstr(&sb, "n/a");
 	else
-		strbuf_addf(&sb, "%.1f", t->achieved);
-	strbuf_addf(&sb, "  idle: %s  GIL: %s", idle, gil);
+		sampleloop_add_rate(&sb, t->achieved);
+	strbuf_addf(&sb, "  idle: %s  GIL: %s%s", idle, gil,
+		    t->sl.rt.free_threaded ? " (free-threaded)" : "");
 	put_text(1, 0, sb.buf, COLS);
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "errors: ");
@@ -569,14 +788,19 @@ static void draw(struct top *t)
 	strbuf_addstr(&sb, "view: ");
 	describe_view(t, &sb);
 	put_text(3, 0, sb.buf, COLS);
+	if (t->program_output.len) {
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "output: %s", t->program_output.buf);
+		put_text(4, 0, sb.buf, COLS);
+	}
 	strbuf_release(&sb);
 
-	draw_columns(t, HEADER_LINES - 1);
-	rows = LINES - HEADER_LINES - FOOTER_LINES;
-	for (i = 0, y = HEADER_LINES; i < t->snap.nr_rows && (int)i < rows;
+	draw_columns(t, t->header_lines - 1);
+	rows = LINES - t->header_lines - FOOTER_LINES;
+	for (i = 0, y = t->header_lines; i < t->snap.nr_rows && (int)i < rows;
 	     i++, y++)
 		draw_row(t, y, &t->snap.rows[i]);
-	if (LINES > HEADER_LINES) {
+	if (LINES > t->header_lines) {
 		attron(A_REVERSE);
 		mvhline(LINES - 1, 0, ' ', COLS);
 		put_text(LINES - 1, 0, help_line, COLS);
@@ -647,7 +871,12 @@ static int read_keys(struct top *t)
 			t->view.per_line = !t->view.per_line;
 			break;
 		case 't':
-			t->view.per_thread = !t->view.per_thread;
+			/* Following a tree: per thread, per process, summed. */
+			if (t->view.per_thread == TOP_PER_THREAD &&
+			    t->opts->subprocesses)
+				t->view.per_thread = TOP_PER_PROCESS;
+			else
+				t->view.per_thread = !t->view.per_thread;
 			break;
 		case 'r':
 			t->view.recent = !t->view.recent;
@@ -656,6 +885,8 @@ static int read_keys(struct top *t)
 		case ' ':
 			t->paused = !t->paused;
 			t->prev = 0;
+			/* A pause is no sampling time. */
+			t->window_first = t->window_attempts = 0;
 			break;
 		case 'L' &
 		    0x1f: /* Ctrl-L: repaint what another program wrote */
@@ -675,15 +906,26 @@ static int read_keys(struct top *t)
 
 /* --- the loop --- */
 
+static void count_attempt(struct top *t, uint64_t now)
+{
+	if (!t->window_first) {
+		t->window_first = now;
+		return;
+	}
+	t->window_attempts++;
+	t->window_last = now;
+}
+
 static int show(struct top *t, uint64_t now)
 {
-	double secs = (double)(now - t->window_start) / 1e9;
+	double secs = (double)(t->window_last - t->window_first) / 1e9;
 
-	/* A last, short interval says little: keep the previous rate. */
-	if (secs > 0 && (secs >= t->opts->interval / 2 || !t->shown)) {
-		t->achieved = (double)(t->attempts - t->window_attempts) / secs;
-		t->window_start = now;
-		t->window_attempts = t->attempts;
+	/* A short window says little: keep the previous rate, if any. */
+	if (t->window_attempts && secs > 0 &&
+	    (secs >= t->opts->interval / 2 || t->achieved < 0)) {
+		t->achieved = (double)t->window_attempts / secs;
+		t->window_first = t->window_last;
+		t->window_attempts = 0;
 	}
 	t->shown++;
 	if (!t->screen)
@@ -707,11 +949,11 @@ static enum top_end run(struct top *t)
 			return END_SIGNAL;
 		now = now_ns();
 		if (!t->paused && now >= t->sl.next) {
-			enum drop_reason why = sampleloop_take(&t->sl);
+			enum drop_reason why = take(t);
 
 			if (why == DROP_GONE)
 				return END_TARGET;
-			t->attempts++;
+			count_attempt(t, now);
 			if (why == DROP_NONE && t->opts->stop)
 				why = sampleloop_stop_wanted(&t->sl, &t->nu,
 							     t->opts->idle,
@@ -743,8 +985,23 @@ static enum top_end run(struct top *t)
 			deadline = next_check;
 		if (t->screen && next_keys < deadline)
 			deadline = next_keys;
-		sleep_until(deadline);
+		if (sampleloop_wait(&t->sl, deadline))
+			return END_TARGET;
 	}
+}
+
+/* What every sampled process's sampler reads, as the options ask. */
+static void setup_sampler(struct py_sampler *ps, void *ctx)
+{
+	const struct top_opts *opts = ctx;
+
+	/* The header's %idle and %GIL need both, whatever the options. */
+	ps->want_state = 1;
+	ps->want_names = 1;
+	ps->want_gil = 1;
+	ps->max_depth = opts->max_depth;
+	/* Idle threads count in the header, but their stacks do not. */
+	ps->skip_idle = !opts->idle && !opts->gil;
 }
 
 int cmd_top(int argc, char **argv)
@@ -761,27 +1018,52 @@ int cmd_top(int argc, char **argv)
 	t.opts = &opts;
 	t.view.recent = 1;
 	t.view.sort = TOP_COL_OWN_TIME;
+	t.header_lines = HEADER_LINES;
+	strbuf_init(&t.program_output, 0);
 	sampleloop_signals();
-	if (opts.argv)
-		t.sl.child = launch_or_die(&t.sl.rt, opts.argv);
-	else
+	if (opts.argv) {
+		/* The program's output would scroll the table away. */
+		if (opts.program_output)
+			strbuf_addstr(&t.program_output, opts.program_output);
+		if (opts.subprocesses) {
+			t.sl.child = launch_program_or_die(opts.argv,
+							   &t.program_output);
+			t.sl.rt.pid = t.sl.child;
+		} else {
+			t.sl.child = launch_or_die(&t.sl.rt, opts.argv,
+						   &t.program_output);
+		}
+		t.header_lines++;
+	} else if (opts.subprocesses) {
+		if (!proc_exists(opts.pid))
+			die("no process with pid %d", (int)opts.pid);
+		t.sl.rt.pid = opts.pid;
+	} else {
 		attach_or_die(&t.sl.rt, opts.pid);
+	}
+	if (opts.subprocesses) {
+		children_init(&t.kids, t.sl.rt.pid, setup_sampler, &opts);
+		children_scan(&t.kids, 1);
+		t.sl.tree = &t.kids;
+	}
+	if (opts.gil && !opts.subprocesses)
+		gil_option_or_die(&t.sl.rt, t.sl.child);
 	target_cwd(t.sl.rt.pid, t.cwd, sizeof(t.cwd));
 	proc_cmdline(t.sl.rt.pid, t.cmdline, sizeof(t.cmdline));
 	toptable_init(&t.tt, HALF_LIFE_S);
-	t.sites = xmalloc(TOP_MAX_STACK * sizeof(*t.sites));
-	t.merged = xmalloc(TOP_MAX_STACK * sizeof(*t.merged));
+	/* The frames kept, the stand-in for the rest, the native ones. */
+	t.max_stack = opts.max_depth + 1 + NATIVE_MAX_DEPTH;
+	t.sites = xmalloc(t.max_stack * sizeof(*t.sites));
+	t.merged = xmalloc(t.max_stack * sizeof(*t.merged));
 	if (opts.native && native_init(&t.nu, &t.sl.rt))
 		return EXIT_FAILED;
 	if (opts.stop && !opts.native)
 		native_init_stopper(&t.nu, &t.sl.rt);
 	sampleloop_init(&t.sl, opts.rate);
-	/* The header's %idle and %GIL need both, whatever the options. */
-	t.sl.ps.want_state = 1;
-	t.sl.ps.want_names = 1;
-	t.sl.ps.want_gil = 1;
-	/* Idle threads count in the header, but their stacks do not. */
-	t.sl.ps.skip_idle = !opts.idle && !opts.gil;
+	setup_sampler(&t.sl.ps, &opts);
+	if (opts.async)
+		async_sampler_or_die(&t.sl.ps, &t.async, &t.sl.rt, t.sl.child,
+				     opts.idle);
 	t.max_weight =
 	    2.0 / opts.rate > MAX_WEIGHT_S ? 2.0 / opts.rate : MAX_WEIGHT_S;
 	if (isatty(STDOUT_FILENO)) {
@@ -794,7 +1076,8 @@ int cmd_top(int argc, char **argv)
 		/* A reader that goes away (| head) ends top like q. */
 		signal(SIGPIPE, SIG_IGN);
 	}
-	t.start = t.window_start = now_ns();
+	t.start = now_ns();
+	t.achieved = -1;
 	end = run(&t);
 	/* The last, partial interval too, so that a short run shows. */
 	if (!t.screen && end != END_OUTPUT && t.tt.samples) {
@@ -831,6 +1114,10 @@ out:
 		native_release(&t.nu);
 	top_snapshot_release(&t.snap);
 	toptable_release(&t.tt);
+	strbuf_release(&t.program_output);
 	sampleloop_release(&t.sl);
+	pyasync_release(&t.async);
+	children_release(&t.kids);
+	free(t.fresh);
 	return ret;
 }

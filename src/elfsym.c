@@ -75,6 +75,30 @@ int elfsym_needs(struct elfsym *es, const char *prefix)
 	return 0;
 }
 
+int elfsym_section(struct elfsym *es, const char *name, uint64_t *addr,
+		   uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(es->elf, &shstrndx))
+		return -1;
+	while ((scn = elf_nextscn(es->elf, scn))) {
+		GElf_Shdr sh;
+		const char *s;
+
+		if (!gelf_getshdr(scn, &sh) || !sh.sh_addr)
+			continue;
+		s = elf_strptr(es->elf, shstrndx, sh.sh_name);
+		if (s && !strcmp(s, name)) {
+			*addr = sh.sh_addr;
+			*size = sh.sh_size;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 void elfsym_close(struct elfsym *es)
 {
 	if (es->elf)
@@ -86,7 +110,7 @@ void elfsym_close(struct elfsym *es)
 }
 
 static int lookup_in(struct elfsym *es, Elf64_Word type, const char *name,
-		     uint64_t *value)
+		     uint64_t *value, uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 
@@ -112,6 +136,8 @@ static int lookup_in(struct elfsym *es, Elf64_Word type, const char *name,
 			s = elf_strptr(es->elf, sh.sh_link, sym.st_name);
 			if (s && !strcmp(s, name)) {
 				*value = sym.st_value;
+				if (size)
+					*size = sym.st_size;
 				return 0;
 			}
 		}
@@ -121,9 +147,15 @@ static int lookup_in(struct elfsym *es, Elf64_Word type, const char *name,
 
 int elfsym_lookup(struct elfsym *es, const char *name, uint64_t *value)
 {
-	if (!lookup_in(es, SHT_DYNSYM, name, value))
+	return elfsym_lookup_sized(es, name, value, NULL);
+}
+
+int elfsym_lookup_sized(struct elfsym *es, const char *name, uint64_t *value,
+			uint64_t *size)
+{
+	if (!lookup_in(es, SHT_DYNSYM, name, value, size))
 		return 0;
-	return lookup_in(es, SHT_SYMTAB, name, value);
+	return lookup_in(es, SHT_SYMTAB, name, value, size);
 }
 
 int is_version_string(const char *s, size_t len)

@@ -22,6 +22,26 @@ void elfsym_close(struct elfsym *es);
  * st_value in *value and returns 0, or returns -1 if it is not there.
  */
 int elfsym_lookup(struct elfsym *es, const char *name, uint64_t *value);
+/* The same, also storing the symbol's st_size in *size (may be NULL). */
+int elfsym_lookup_sized(struct elfsym *es, const char *name, uint64_t *value,
+			uint64_t *size);
+/*
+ * The load bias of a shared object (es) mapped in a process with its
+ * first page at base (the mapping of file offset 0): add it to a
+ * symbol's value to get its address there.  0 for an ET_EXEC file.
+ */
+static inline uint64_t elfsym_bias(const struct elfsym *es, uint64_t base)
+{
+	return es->is_exec ? 0 : base - es->first_vaddr;
+}
+
+/*
+ * Find the allocated section called name (".AsyncioDebug").  Stores its
+ * (unrelocated) address and size and returns 0, or returns -1 if the
+ * file has none.
+ */
+int elfsym_section(struct elfsym *es, const char *name, uint64_t *addr,
+		   uint64_t *size);
 
 /* Whether one of the file's DT_NEEDED libraries starts with prefix. */
 int elfsym_needs(struct elfsym *es, const char *prefix);

@@ -3,6 +3,7 @@
  * frames with libdw, and merging with Python frames. */
 #include "native.h"
 
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <libunwind-ptrace.h>
@@ -15,6 +16,7 @@
 
 #include "proc.h"
 #include "util.h"
+#include "faults.h" /* last: make FAULTS=1 wraps ptrace */
 
 /* Bytes of a stopped thread's stack copied in one read: most unwinds need no
  * more. */
@@ -219,6 +221,7 @@ void native_release(struct native_unwinder *nu)
 			continue;
 		free(nu->syms[i]->name);
 		free(nu->syms[i]->file);
+		free(nu->syms[i]->func_file);
 		free(nu->syms[i]);
 	}
 	free(nu->syms);
@@ -401,6 +404,37 @@ static const char *base_name(const char *path)
 	return p ? p + 1 : path;
 }
 
+/* How deep find_subprogram() looks into namespaces and classes. */
+#define SCOPE_MAX_DEPTH 8
+
+/*
+ * The concrete function (DW_TAG_subprogram) under parent whose code holds
+ * pc, into *out; 1 if found.  Not dwarf_getscopes(): inside inlined code
+ * it goes on to the inlined function's abstract scopes, not its caller.
+ */
+static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out,
+			   int depth)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(parent, &child))
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_subprogram && dwarf_haspc(&child, pc) > 0) {
+			*out = child;
+			return 1;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+		     tag == DW_TAG_structure_type) &&
+		    depth < SCOPE_MAX_DEPTH &&
+		    find_subprogram(&child, pc, out, depth + 1))
+			return 1;
+	} while (!dwarf_siblingof(&child, &child));
+	return 0;
+}
+
 static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 {
 	struct native_sym *s = xcalloc(1, sizeof(*s));
@@ -475,6 +509,30 @@ const struct native_sym *native_symbolize(struct native_unwinder *nu,
 	s = describe(nu, ip);
 	sym_insert(nu, s);
 	return s;
+}
+
+void native_describe_function(struct native_unwinder *nu, struct native_sym *s)
+{
+	Dwfl_Module *mod;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu, func;
+	const char *file;
+	int line = 0;
+
+	if (s->func_described)
+		return;
+	s->func_described = 1;
+	mod = dwfl_addrmodule(nu->dwfl, s->ip);
+	cu = mod ? dwfl_module_addrdie(mod, s->ip, &bias) : NULL;
+	if (!cu || !find_subprogram(cu, s->ip - bias, &func, 0))
+		return;
+	/* Both follow DW_AT_specification and DW_AT_abstract_origin. */
+	file = dwarf_decl_file(&func);
+	if (!file)
+		return;
+	s->func_file = xstrdup(file);
+	if (!dwarf_decl_line(&func, &line) && line > 0)
+		s->func_line = line;
 }
 
 /* The symbol of frame i: a return address names its call, so look at ip-1. */

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "pyframe.h"
+#include "pysample.h"
 #include "pyruntime.h"
 
 /* Deepest native stack followed. */
@@ -21,6 +21,14 @@ struct native_sym {
 	char *name; /* "func", or "module+0xOFFSET" with no symbol */
 	char *file; /* source file from DWARF, or NULL */
 	int line;
+	/*
+	 * Where DWARF says the function holding ip is declared, or NULL
+	 * and 0 (file differs from it inside inlined code: a header).
+	 * Only once native_describe_function() has looked.
+	 */
+	char *func_file;
+	int func_line;
+	int func_described;
 	int is_eval;   /* _PyEval_EvalFrameDefault: runs Python frames */
 	int in_interp; /* inside the interpreter's own binary */
 	long user_id;  /* for callers to cache a number on; starts at -1 */
@@ -94,6 +102,13 @@ size_t native_unwind(struct native_unwinder *nu, long tid, uint64_t *ips,
 /* The name of a native address, cached.  Never NULL. */
 const struct native_sym *native_symbolize(struct native_unwinder *nu,
 					  uint64_t ip);
+
+/*
+ * Fill in s->func_file and s->func_line, the first time only.  It looks
+ * through the DWARF of s's compilation unit, so it is not done for every
+ * symbol named: only for those a caller shows per function.
+ */
+void native_describe_function(struct native_unwinder *nu, struct native_sym *s);
 
 /* One frame of a merged stack. */
 struct merged_frame {

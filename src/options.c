@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "commands.h"
+#include "pysample.h"
 
 double parse_positive_arg(const char *opt, const char *arg, double max)
 {
@@ -18,6 +19,22 @@ double parse_positive_arg(const char *opt, const char *arg, double max)
 		exit(EXIT_USAGE);
 	}
 	return v;
+}
+
+size_t parse_max_depth(const char *arg)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || *end || end == arg || v < 1 || v > PY_WALK_LIMIT) {
+		fprintf(stderr,
+			"spyc: invalid --max-depth '%s' (1 to %u frames)\n",
+			arg, PY_WALK_LIMIT);
+		exit(EXIT_USAGE);
+	}
+	return (size_t)v;
 }
 
 char **parse_target(int argc, char **argv, int first, pid_t pid,
@@ -49,4 +66,21 @@ int threads_stopped(int native, int blocking)
 		exit(EXIT_USAGE);
 	}
 	return native || blocking;
+}
+
+void subprocesses_options_or_die(int native, int blocking, int async, int gpu)
+{
+	const char *opt = native	 ? "--native"
+			  : blocking & 1 ? "--blocking"
+			  : async	 ? "--async"
+			  : gpu		 ? "--gpu"
+					 : NULL;
+
+	if (!opt)
+		return;
+	fprintf(stderr,
+		"spyc: --subprocesses reads Python frames only: it cannot be "
+		"used with %s\n",
+		opt);
+	exit(EXIT_USAGE);
 }

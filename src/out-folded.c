@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuprof.h"
 #include "util.h"
 
 /* Shown for a sample with no frames, so that no line starts with a count. */
@@ -60,13 +61,17 @@ static size_t *render_frames(const struct stacks *st, struct strbuf *names)
 	return offset;
 }
 
-int out_folded_write(FILE *fp, const struct stacks *st,
-		     const struct profile_meta *meta)
+/*
+ * Write st's stacks, each weighing count * scale rounded (at least 1 if
+ * count is not 0).  names and offset: st's frames, rendered.
+ */
+static int write_stacks(FILE *fp, const struct stacks *st, int prefix,
+			double scale, const struct strbuf *names,
+			const size_t *offset)
 {
-	struct strbuf names = STRBUF_INIT, line = STRBUF_INIT;
-	int prefix = meta && meta->thread_prefix;
-	size_t *offset = render_frames(st, &names);
+	struct strbuf line = STRBUF_INIT;
 	char label[256];
+	uint64_t weight;
 	uint32_t id;
 	size_t i, j;
 	int ret = 0;
@@ -78,8 +83,14 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 			continue;
 		strbuf_reset(&line);
 		if (prefix) {
-			stacks_thread_label(&st->threads[e->thread], label,
-					    sizeof(label));
+			const struct stack_thread *t = &st->threads[e->thread];
+
+			/* Following several processes: process;thread;... */
+			if (t->process) {
+				add_clean(&line, t->process);
+				strbuf_addch(&line, ';');
+			}
+			stacks_thread_label(t, label, sizeof(label));
 			add_clean(&line, label);
 		} else if (!e->depth) {
 			strbuf_addstr(&line, EMPTY_STACK);
@@ -88,19 +99,43 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 			if (j || prefix)
 				strbuf_addch(&line, ';');
 			id = e->frames[j];
-			strbuf_add(&line, names.buf + offset[id],
+			strbuf_add(&line, names->buf + offset[id],
 				   offset[id + 1] - offset[id]);
 		}
-		strbuf_addf(&line, " %" PRIu64 "\n", e->count);
+		weight = scale == 1.0 ? e->count
+				      : (uint64_t)((double)e->count * scale + 0.5);
+		strbuf_addf(&line, " %" PRIu64 "\n", weight ? weight : 1);
 		if (fwrite(line.buf, 1, line.len, fp) != line.len) {
-			ret = error("cannot write folded stacks: %s",
-				    strerror(errno));
-			goto out;
+			ret = errno ? -errno : -EIO;
+			break;
 		}
 	}
-out:
-	free(offset);
 	strbuf_release(&line);
+	return ret;
+}
+
+int out_folded_write(FILE *fp, const struct stacks *st,
+		     const struct profile_meta *meta)
+{
+	const struct gpuprof *gpu = meta ? meta->gpu : NULL;
+	/* With GPU stacks, whose frames include the CPU ones: all of them. */
+	const struct stacks *frames = gpu ? &gpu->stacks : st;
+	struct strbuf names = STRBUF_INIT;
+	int prefix = meta && meta->thread_prefix;
+	size_t *offset = render_frames(frames, &names);
+	int ret;
+
+	/*
+	 * With GPU time, CPU samples and GPU nanoseconds share one unit,
+	 * the microsecond, so that a flame graph compares them fairly.
+	 */
+	ret = write_stacks(fp, st, prefix,
+			   gpu && meta->rate_hz > 0 ? 1e6 / meta->rate_hz : 1.0,
+			   &names, offset);
+	if (!ret && gpu)
+		ret = write_stacks(fp, &gpu->stacks, prefix, 1e-3, &names,
+				   offset);
+	free(offset);
 	strbuf_release(&names);
 	return ret;
 }

@@ -23,6 +23,7 @@
 
 enum node_kind {
 	NODE_ROOT,
+	NODE_PROCESS, /* --subprocesses with --threads: above its threads */
 	NODE_THREAD,
 	NODE_FRAME,
 };
@@ -30,7 +31,7 @@ enum node_kind {
 /* One node of the flame graph, as the walk meets it. */
 struct node {
 	enum node_kind kind;
-	uint32_t id;	/* frame id, or thread id for NODE_THREAD */
+	uint32_t id;	/* frame id, or a thread's id for the others */
 	uint32_t depth; /* 0 for the root */
 	uint64_t x;	/* samples left of this node */
 	uint64_t total; /* samples in this node and below */
@@ -46,9 +47,11 @@ struct node {
  */
 struct flame {
 	const struct stacks *st;
-	int prefix;	       /* 1 when the thread is the first level */
-	uint32_t *frame_rank;  /* frame id -> its place in name order */
-	uint32_t *thread_rank; /* thread id -> its place in label order */
+	/* levels above the frames: 0, 1 (thread), 2 (process, thread) */
+	int prefix;
+	uint32_t *frame_rank;	/* frame id -> its place in name order */
+	uint32_t *thread_rank;	/* thread id -> its place in label order */
+	uint32_t *process_rank; /* thread id -> its process's, dense */
 	uint32_t *order;       /* the entries with samples, by path */
 	uint64_t *cum;	       /* cum[i]: samples in order[0 .. i - 1] */
 	size_t nr;
@@ -78,9 +81,14 @@ static int compare_threads(const void *a, const void *b, void *data)
 {
 	const struct stacks *st = data;
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const char *pa = st->threads[ia].process, *pb = st->threads[ib].process;
 	char la[256], lb[256];
 	int c;
 
+	/* By process, then by thread: a process's threads side by side. */
+	c = pa && pb ? strcmp(pa, pb) : (pb != NULL) - (pa != NULL);
+	if (c)
+		return c;
 	stacks_thread_label(&st->threads[ia], la, sizeof(la));
 	stacks_thread_label(&st->threads[ib], lb, sizeof(lb));
 	c = strcmp(la, lb);
@@ -107,6 +115,31 @@ static uint32_t *make_rank(size_t nr,
 	return rank;
 }
 
+/*
+ * rank[id] = place of thread id's process among the processes in label
+ * order: the same for every thread of one process.
+ */
+static uint32_t *make_process_rank(const struct stacks *st,
+				   const uint32_t *thread_rank)
+{
+	size_t nr = st->nr_threads, i;
+	uint32_t *ids = xmalloc((nr ? nr : 1) * sizeof(*ids));
+	uint32_t *rank = xmalloc((nr ? nr : 1) * sizeof(*rank));
+	uint32_t r = 0;
+
+	/* Threads sort by process first: their order groups them. */
+	for (i = 0; i < nr; i++)
+		ids[thread_rank[i]] = (uint32_t)i;
+	for (i = 0; i < nr; i++) {
+		if (i && st->threads[ids[i]].process !=
+			     st->threads[ids[i - 1]].process)
+			r++;
+		rank[ids[i]] = r;
+	}
+	free(ids);
+	return rank;
+}
+
 static size_t path_len(const struct flame *fl, const struct stack_entry *e)
 {
 	return e->depth + (size_t)fl->prefix;
@@ -116,6 +149,8 @@ static size_t path_len(const struct flame *fl, const struct stack_entry *e)
 static uint32_t path_key(const struct flame *fl, const struct stack_entry *e,
 			 size_t i)
 {
+	if (i + 2 == (size_t)fl->prefix)
+		return fl->process_rank[e->thread];
 	if (i < (size_t)fl->prefix)
 		return fl->thread_rank[e->thread];
 	return fl->frame_rank[e->frames[i - (size_t)fl->prefix]];
@@ -147,8 +182,12 @@ static void flame_init(struct flame *fl, const struct stacks *st, int prefix)
 
 	fl->st = st;
 	fl->prefix = !!prefix;
+	for (i = 0; prefix && i < st->nr_threads; i++)
+		if (st->threads[i].process)
+			fl->prefix = 2;
 	fl->frame_rank = make_rank(st->nr_frames, compare_frames, st);
 	fl->thread_rank = make_rank(st->nr_threads, compare_threads, st);
+	fl->process_rank = make_process_rank(st, fl->thread_rank);
 	fl->order =
 	    xmalloc((st->nr_entries ? st->nr_entries : 1) * sizeof(*fl->order));
 	fl->nr = 0;
@@ -168,6 +207,7 @@ static void flame_release(struct flame *fl)
 	free(fl->cum);
 	free(fl->order);
 	free(fl->thread_rank);
+	free(fl->process_rank);
 	free(fl->frame_rank);
 }
 
@@ -227,8 +267,10 @@ static void flame_walk(const struct flame *fl, visit_fn *visit, void *data)
 		lv->next = j;
 		if (n.total * MIN_WIDTH_DIVISOR < fl->all)
 			continue;
-		n.kind = level < (size_t)fl->prefix ? NODE_THREAD : NODE_FRAME;
-		n.id = n.kind == NODE_THREAD
+		n.kind = level + 2 == (size_t)fl->prefix ? NODE_PROCESS
+			 : level < (size_t)fl->prefix	 ? NODE_THREAD
+							 : NODE_FRAME;
+		n.id = n.kind != NODE_FRAME
 			   ? e->thread
 			   : e->frames[level - (size_t)fl->prefix];
 		n.depth = (uint32_t)level + 1;
@@ -323,9 +365,18 @@ static void node_label(const struct flame *fl, const struct node *n,
 	case NODE_ROOT:
 		strbuf_addstr(sb, "all");
 		return;
+	case NODE_PROCESS:
+		strbuf_addstr(sb,
+			      output_utf8(fl->st->threads[n->id].process, tmp));
+		return;
 	case NODE_THREAD:
-		stacks_thread_label(&fl->st->threads[n->id], label,
-				    sizeof(label));
+		/* Under its process's node, or on its own. */
+		if (fl->prefix == 2)
+			stacks_thread_label(&fl->st->threads[n->id], label,
+					    sizeof(label));
+		else
+			stacks_thread_full_label(&fl->st->threads[n->id],
+						 label, sizeof(label));
 		strbuf_addstr(sb, output_utf8(label, tmp));
 		return;
 	case NODE_FRAME:
@@ -351,6 +402,10 @@ static void node_colour(const struct flame *fl, const struct node *n,
 
 	if (n->kind == NODE_ROOT) {
 		strbuf_addstr(sb, "rgb(200,200,200)");
+		return;
+	}
+	if (n->kind == NODE_PROCESS) {
+		strbuf_addstr(sb, "rgb(205,190,160)");
 		return;
 	}
 	if (n->kind == NODE_THREAD) {
@@ -624,7 +679,7 @@ int out_svg_write(FILE *fp, const struct stacks *st,
 	flame_walk(&fl, add_node, &em);
 	strbuf_addstr(&em.out, "</g>\n</svg>\n");
 	if (fwrite(em.out.buf, 1, em.out.len, fp) != em.out.len || ferror(fp))
-		ret = error("cannot write flame graph: %s", strerror(errno));
+		ret = errno ? -errno : -EIO;
 
 	strbuf_release(&em.tmp);
 	strbuf_release(&em.label);

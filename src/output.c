@@ -2,6 +2,7 @@
 /* Choosing a profile format and writing a profile file atomically. */
 #include "output.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -14,16 +15,22 @@ static const struct {
     {"speedscope", FORMAT_SPEEDSCOPE},
     {"folded", FORMAT_FOLDED},
     {"svg", FORMAT_SVG},
+    {"pprof", FORMAT_PPROF},
+    {"chrome", FORMAT_CHROME},
 };
 
 static const struct {
 	const char *ext;
 	enum output_format format;
 } extensions[] = {
+    /* Before ".json": the longest suffix that matches wins. */
+    {".trace.json", FORMAT_CHROME},
     {".json", FORMAT_SPEEDSCOPE},
     {".txt", FORMAT_FOLDED},
     {".folded", FORMAT_FOLDED},
     {".svg", FORMAT_SVG},
+    {".pb.gz", FORMAT_PPROF},
+    {".pprof", FORMAT_PPROF},
 };
 
 enum output_format output_format_parse(const char *name)
@@ -40,20 +47,21 @@ enum output_format output_format_parse(const char *name)
 
 enum output_format output_format_from_path(const char *path)
 {
-	const char *base, *dot;
-	size_t i;
+	const char *base;
+	size_t i, len, ext_len;
 
 	if (!path)
 		return FORMAT_NONE;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	dot = strrchr(base, '.');
-	/* "x.json" has a suffix; ".json" alone is a hidden file's name. */
-	if (!dot || dot == base)
-		return FORMAT_NONE;
-	for (i = 0; i < ARRAY_SIZE(extensions); i++)
-		if (!strcasecmp(dot, extensions[i].ext))
+	len = strlen(base);
+	for (i = 0; i < ARRAY_SIZE(extensions); i++) {
+		ext_len = strlen(extensions[i].ext);
+		/* "x.json" has a suffix; ".json" alone is a hidden file's. */
+		if (len > ext_len &&
+		    !strcasecmp(base + len - ext_len, extensions[i].ext))
 			return extensions[i].format;
+	}
 	return FORMAT_NONE;
 }
 
@@ -85,6 +93,12 @@ int output_write(const char *path, enum output_format fmt,
 		break;
 	case FORMAT_SVG:
 		job.fn = out_svg_write;
+		break;
+	case FORMAT_PPROF:
+		job.fn = out_pprof_write;
+		break;
+	case FORMAT_CHROME:
+		job.fn = out_chrome_write;
 		break;
 	default:
 		return error("cannot write '%s': unknown output format %d",
@@ -152,4 +166,45 @@ const char *output_utf8(const char *s, struct strbuf *tmp)
 		}
 	}
 	return tmp->buf;
+}
+
+uint32_t *output_frame_functions(const struct stacks *st,
+				 size_t *nr_functions, uint32_t **first_frame)
+{
+	uint32_t *fn = xmalloc((st->nr_frames ? st->nr_frames : 1) *
+			       sizeof(*fn));
+	uint32_t *first = xmalloc((st->nr_frames ? st->nr_frames : 1) *
+				  sizeof(*first));
+	/* Open addressing over frame ids + 1 (0: empty), half full at most. */
+	size_t size = 16, mask, i, h, n = 0;
+	uint32_t *slots;
+
+	while (size < 2 * st->nr_frames)
+		size *= 2;
+	mask = size - 1;
+	slots = xcalloc(size, sizeof(*slots));
+	for (i = 0; i < st->nr_frames; i++) {
+		const struct stack_frame *f = &st->frames[i];
+
+		/* stacks interns its strings: equal strings, equal pointers. */
+		h = (size_t)fnv1a(fnv1a(FNV_INIT, &f->name, sizeof(f->name)),
+				  &f->file, sizeof(f->file));
+		for (h &= mask; slots[h]; h = (h + 1) & mask) {
+			const struct stack_frame *g = &st->frames[slots[h] - 1];
+
+			if (g->name == f->name && g->file == f->file)
+				break;
+		}
+		if (!slots[h]) {
+			slots[h] = (uint32_t)i + 1;
+			first[n] = (uint32_t)i;
+			fn[i] = (uint32_t)n++;
+		} else {
+			fn[i] = fn[slots[h] - 1];
+		}
+	}
+	free(slots);
+	*nr_functions = n;
+	*first_frame = first;
+	return fn;
 }

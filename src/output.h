@@ -1,13 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* Profile writers: speedscope JSON, folded stacks, SVG flame graph. */
+/* Profile writers: speedscope JSON, folded stacks, SVG flame graph, pprof,
+ * Chrome trace. */
 #ifndef SPYC_OUTPUT_H
 #define SPYC_OUTPUT_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "stacks.h"
 
 struct strbuf;
+struct gpuprof;
+struct timeline;
+
+/*
+ * The process a profile is of: speedscope's "spyc_process" member, which
+ * spyc merge reads.  command and host may be NULL; rank is a decimal MPI
+ * rank taken from the environment variable rank_var, or NULL.
+ */
+struct profile_process {
+	pid_t pid;
+	const char *command;
+	const char *host;
+	const char *rank;
+	const char *rank_var;
+};
 
 /* What outputs say about the whole profile. */
 struct profile_meta {
@@ -16,11 +33,30 @@ struct profile_meta {
 	double rate_hz;	   /* requested sampling rate */
 	double duration_s; /* wall time sampled */
 	int thread_prefix; /* folded/SVG: put the thread as the root */
+	/*
+	 * --gpu, when the agent collected: activities attributed
+	 * (gpuprof_attribute() done with the same stacks), else NULL.
+	 * Speedscope adds its profiles; folded adds its stacks and gives
+	 * every weight in microseconds.
+	 */
+	const struct gpuprof *gpu;
+	/* Speedscope: who was profiled, for spyc merge; NULL: not said. */
+	const struct profile_process *process;
+	long pid;		    /* the target's; 0 when unknown */
+	uint64_t start_unix_ns;	    /* sampling began (CLOCK_REALTIME); 0 */
+	int idle;		    /* idle threads kept: time is wall time */
+	/*
+	 * The samples in time order (cmd-record keeps it for the Chrome
+	 * trace only, which cannot be written without it), else NULL.
+	 */
+	const struct timeline *timeline;
 };
 
 /*
- * Writers.  Each returns 0, or -1 after reporting an error.  They write
- * to fp but do not close it; write_file_atomic() checks the stream.
+ * Writers.  Each returns 0, or a negative errno code (-ENOMEM when the
+ * profile could not be built), and reports nothing: write_file_atomic()
+ * names the file.  They write to fp but do not close it;
+ * write_file_atomic() checks the stream.
  */
 int out_speedscope_write(FILE *fp, const struct stacks *st,
 			 const struct profile_meta *meta);
@@ -28,17 +64,34 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 		     const struct profile_meta *meta);
 int out_svg_write(FILE *fp, const struct stacks *st,
 		  const struct profile_meta *meta);
+/* pprof's profile.proto, gzipped.  CPU samples only (no --gpu data). */
+int out_pprof_write(FILE *fp, const struct stacks *st,
+		    const struct profile_meta *meta);
+/*
+ * Chrome's Trace Event Format (JSON): each thread's stacks over time.
+ * Needs meta->timeline (-EINVAL without one).
+ */
+int out_chrome_write(FILE *fp, const struct stacks *st,
+		     const struct profile_meta *meta);
 
 enum output_format {
 	FORMAT_NONE = 0,
 	FORMAT_SPEEDSCOPE,
 	FORMAT_FOLDED,
 	FORMAT_SVG,
+	FORMAT_PPROF,
+	FORMAT_CHROME,
 };
 
-/* Parse "speedscope", "folded" or "svg"; FORMAT_NONE if unknown. */
+/*
+ * Parse "speedscope", "folded", "svg", "pprof" or "chrome"; FORMAT_NONE
+ * if unknown.
+ */
 enum output_format output_format_parse(const char *name);
-/* Guess from a file name: .json, .txt/.folded, .svg; FORMAT_NONE if none. */
+/*
+ * Guess from a file name: .json, .txt/.folded, .svg, .pb.gz/.pprof,
+ * .trace.json; FORMAT_NONE if none.
+ */
 enum output_format output_format_from_path(const char *path);
 /* Write st to path in fmt, atomically.  0, or -1 after reporting. */
 int output_write(const char *path, enum output_format fmt,
@@ -51,5 +104,16 @@ int output_write(const char *path, enum output_format fmt,
  * reset first; the result lives until s or tmp changes.
  */
 const char *output_utf8(const char *s, struct strbuf *tmp);
+
+/*
+ * For the writers: the function of each of st's frames, frames with the
+ * same name and file being one function (at different lines): returns
+ * an array of st->nr_frames function numbers, 0 to *nr_functions - 1 in
+ * the order first seen, which the caller frees.  *first_frame (the
+ * caller frees it too) gets each function's first frame, where its name
+ * and file are.
+ */
+uint32_t *output_frame_functions(const struct stacks *st,
+				 size_t *nr_functions, uint32_t **first_frame);
 
 #endif

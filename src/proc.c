@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util.h"
+#include "faults.h" /* last: make FAULTS=1 wraps process_vm_readv */
 
 /* A maps file larger than this is not a process we want to parse. */
 #define MAPS_MAX_BYTES (64u << 20)
@@ -112,6 +113,8 @@ out:
 	return ret;
 }
 
+struct proc_counts proc_counts;
+
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {buf, len};
@@ -120,7 +123,52 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 	if (!len)
 		return 0;
+	proc_counts.remote_reads++;
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != len)
+		return -EFAULT;
+	return 0;
+}
+
+/* Reads proc_read_stable() makes before it gives up. */
+#define STABLE_TRIES 8
+
+int proc_read_stable(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	unsigned char *again = xmalloc(len ? len : 1);
+	int have = 0, tries, r = 0;
+
+	for (tries = 0; tries < STABLE_TRIES; tries++) {
+		r = proc_read(pid, addr, have ? again : buf, len);
+		if (r == -ESRCH || r == -EPERM)
+			break;
+		if (r < 0) {
+			have = 0;
+			continue;
+		}
+		if (have && !memcmp(buf, again, len))
+			break;
+		if (have)
+			memcpy(buf, again, len);
+		have = 1;
+	}
+	if (tries == STABLE_TRIES)
+		r = r < 0 ? r : -EAGAIN;
+	free(again);
+	return r;
+}
+
+int proc_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = {(void *)buf, len};
+	struct iovec remote = {(void *)(uintptr_t)addr, len};
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
 	if (n < 0)
 		return -errno;
 	if ((size_t)n != len)
@@ -136,8 +184,11 @@ int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
 
 	while (done < n) {
 		size_t batch = n - done < IOV_MAX ? n - done : IOV_MAX;
-		ssize_t got = process_vm_readv(pid, local + done, batch,
-					       remote + done, batch, 0);
+		ssize_t got;
+
+		proc_counts.remote_reads++;
+		got = process_vm_readv(pid, local + done, batch, remote + done,
+				       batch, 0);
 		size_t i, total = 0;
 
 		if (got < 0) {
@@ -196,6 +247,30 @@ int proc_alive(pid_t pid)
 	return alive;
 }
 
+/* PF_KTHREAD in the flags field of /proc/PID/stat (linux/sched.h). */
+#define PROC_PF_KTHREAD 0x00200000UL
+
+enum proc_kind proc_kind(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags = 0;
+	char state = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (proc_read_text(path, buf, sizeof(buf)) <= 0)
+		return PROC_GONE;
+	/* After the name (which may hold ')'): state, then 5 fields, flags. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
+			 &flags) != 2)
+		return PROC_USER;
+	if (state == 'Z' || state == 'X' || state == 'x')
+		return PROC_ZOMBIE;
+	if (flags & PROC_PF_KTHREAD)
+		return PROC_KERNEL_THREAD;
+	return PROC_USER;
+}
+
 int proc_exe(pid_t pid, char *buf, size_t size)
 {
 	char path[64];
@@ -252,6 +327,7 @@ ssize_t proc_read_text(const char *path, char *buf, size_t size)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
+	proc_counts.file_calls += 3; /* open, read, close */
 	buf[0] = '\0';
 	if (fd < 0)
 		return -1;
@@ -300,6 +376,8 @@ size_t proc_tasks(pid_t pid, long *tids, size_t max)
 	size_t n = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	/* open, getdents until empty (twice for a small one), close */
+	proc_counts.file_calls += 4;
 	dir = opendir(path);
 	if (!dir)
 		return 0;

@@ -31,11 +31,38 @@ int proc_maps_load(struct proc_maps *maps, pid_t pid);
 void proc_maps_release(struct proc_maps *maps);
 
 /*
+ * System calls spyc made to read targets, for its own cost figures
+ * (SPYC_STATS): process_vm_readv calls, and those that read /proc
+ * files (open, read, close: each counts).
+ */
+struct proc_counts {
+	uint64_t remote_reads;
+	uint64_t file_calls;
+};
+extern struct proc_counts proc_counts;
+
+/*
  * Read len bytes at addr of pid into buf.  Returns 0, or a negative
  * errno: -ESRCH (gone), -EPERM (not allowed), -EFAULT (unmapped or a
  * short read).  Never blocks the target.
  */
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Read data that does not change once the target has written it (a
+ * version number, _Py_DebugOffsets): read until two reads in a row agree,
+ * so that one read torn by the target's start-up, or wrong, is not
+ * believed.  Returns 0, a negative errno as proc_read, or -EAGAIN when no
+ * two reads agreed.
+ */
+int proc_read_stable(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Write len bytes from buf at addr of pid: only ever the stack of a
+ * thread spyc holds stopped (src/inject.c).  Returns 0 or a negative
+ * errno, as proc_read.
+ */
+int proc_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 
 /*
  * Read n regions at once (one process_vm_readv per IOV_MAX regions).
@@ -49,6 +76,15 @@ int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
 int proc_exists(pid_t pid);
 /* 1 if pid exists and is not a zombie or dead. */
 int proc_alive(pid_t pid);
+
+/* What kind of process pid is, as /proc/PID/stat says. */
+enum proc_kind {
+	PROC_GONE,	    /* no such process (or its stat unreadable) */
+	PROC_USER,	    /* a running (or sleeping, stopped...) program */
+	PROC_ZOMBIE,	    /* exited, not reaped yet */
+	PROC_KERNEL_THREAD, /* PF_KTHREAD: no user memory to read */
+};
+enum proc_kind proc_kind(pid_t pid);
 
 /*
  * The target's executable path (readlink /proc/PID/exe) into buf.

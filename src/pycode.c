@@ -14,16 +14,10 @@
 #define LINETABLE_MAX_BYTES (4u << 20)
 /* Beyond this many cached code objects, start over (bounds memory). */
 #define CACHE_MAX_ENTRIES (1u << 18)
+/* Beyond this many "[N frames not read]" stand-ins, likewise. */
+#define PLACEHOLDERS_MAX 4096
 /* 3.11+ bytecode is in 2-byte code units (_Py_CODEUNIT). */
 #define CODEUNIT_BYTES 2
-
-static uint64_t get_ptr(const unsigned char *buf, long at)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
 
 static int get_int(const unsigned char *buf, long at)
 {
@@ -36,9 +30,13 @@ static int get_int(const unsigned char *buf, long at)
 void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
 {
 	const struct py_offsets *off = rt->off;
-	long fields[] = {off->object_type,    off->code_filename,
-			 off->code_name,      off->code_qualname,
-			 off->code_linetable, off->code_firstlineno};
+	long fields[] = {off->object_type,     off->var_size,
+			 off->code_filename,
+			 off->code_name,       off->code_qualname,
+			 off->code_linetable,  off->code_firstlineno,
+			 off->code_framesize,  off->code_nlocalsplus,
+			 off->code_stacksize,  off->code_flags,
+			 off->code_tlbc};
 	size_t i;
 	long end = 0;
 
@@ -69,13 +67,38 @@ static void pycode_free(struct pycode *code)
 	free(code);
 }
 
+/*
+ * Frames of the sample being taken may point at code: freed only by
+ * pycode_cache_collect(), after the sample.
+ */
+static void retire(struct pycode_cache *cache, struct pycode *code)
+{
+	ALLOC_GROW(cache->retired, cache->nr_retired + 1,
+		   cache->alloc_retired);
+	cache->retired[cache->nr_retired++] = code;
+}
+
+void pycode_cache_collect(struct pycode_cache *cache)
+{
+	size_t i;
+
+	for (i = 0; i < cache->nr_retired; i++)
+		pycode_free(cache->retired[i]);
+	cache->nr_retired = 0;
+}
+
+/* Empty the cache; its entries are retired, not freed. */
 static void cache_clear(struct pycode_cache *cache)
 {
 	size_t i;
 
+	for (i = 0; i < cache->nr_placeholders; i++)
+		retire(cache, cache->placeholders[i]);
+	cache->nr_placeholders = 0;
+
 	for (i = 0; i < cache->size; i++) {
 		if (cache->slots[i])
-			pycode_free(cache->slots[i]);
+			retire(cache, cache->slots[i]);
 		cache->slots[i] = NULL;
 	}
 	cache->count = 0;
@@ -85,8 +108,14 @@ void pycode_cache_release(struct pycode_cache *cache)
 {
 	if (cache->slots)
 		cache_clear(cache);
+	pycode_cache_collect(cache);
 	free(cache->slots);
+	free(cache->placeholders);
+	free(cache->retired);
 	cache->slots = NULL;
+	cache->placeholders = NULL;
+	cache->retired = NULL;
+	cache->alloc_retired = 0;
 	cache->size = 0;
 }
 
@@ -284,6 +313,24 @@ static int is_code_type(struct pycode_cache *cache, uint64_t type)
 	return 1;
 }
 
+/* Words a frame of this code takes on the data stack (3.11+), or 0. */
+static long frame_words(const struct py_offsets *off,
+			const unsigned char *header)
+{
+	long n;
+
+	if (off->code_framesize != OFF_NONE)
+		n = get_int(header, off->code_framesize);
+	else if (off->code_nlocalsplus != OFF_NONE &&
+		 off->code_stacksize != OFF_NONE &&
+		 off->frame_specials != OFF_NONE)
+		n = (long)get_int(header, off->code_nlocalsplus) +
+		    get_int(header, off->code_stacksize) + off->frame_specials;
+	else
+		return 0;
+	return n > 0 ? n : 0;
+}
+
 static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header)
 {
@@ -294,12 +341,29 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 						      : off->code_name;
 
 	code->addr = addr;
-	code->name_ptr = get_ptr(header, name_at);
-	code->filename_ptr = get_ptr(header, off->code_filename);
-	code->linetable_ptr = get_ptr(header, off->code_linetable);
+	code->name_ptr = load_u64(header, name_at);
+	code->filename_ptr = load_u64(header, off->code_filename);
+	code->linetable_ptr = load_u64(header, off->code_linetable);
 	code->firstlineno = get_int(header, off->code_firstlineno);
+	code->framesize = frame_words(off, header);
+	/* 3.11+: ob_size counts the code units of co_code_adaptive. */
+	if (cache->kind == LINETABLE_LOCATIONS && off->var_size != OFF_NONE) {
+		int64_t units;
+
+		memcpy(&units, header + off->var_size, sizeof(units));
+		if (units > 0 && units < (int64_t)LINETABLE_MAX_BYTES)
+			code->code_bytes = (long)units * CODEUNIT_BYTES;
+	}
+	code->flags = get_int(header, off->code_flags);
 	code->last_addrq = -2;
-	if (pystring_read(cache->pid, off, code->name_ptr, &sb))
+	/*
+	 * CPython's compiler gives every code object a name and a first
+	 * line of 0 or more: anything else is a torn read, not believed.
+	 */
+	if (code->firstlineno < 0)
+		goto fail;
+	/* (Empty as a C string: a NUL read where the first letter was.) */
+	if (pystring_read(cache->pid, off, code->name_ptr, &sb) || !sb.buf[0])
 		goto fail;
 	code->name = strbuf_detach(&sb);
 	if (pystring_read(cache->pid, off, code->filename_ptr, &sb))
@@ -324,22 +388,26 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 	struct pycode **slot;
 	struct pycode *code;
 
-	if (!is_code_type(cache, get_ptr(header, off->object_type)))
+	if (!is_code_type(cache, load_u64(header, off->object_type)))
 		return NULL;
 	slot = cache_find(cache, addr);
 	if (slot) {
 		code = *slot;
-		if (code->name_ptr == get_ptr(header, name_at) &&
-		    code->filename_ptr == get_ptr(header, off->code_filename) &&
+		if (code->name_ptr == load_u64(header, name_at) &&
+		    code->filename_ptr == load_u64(header, off->code_filename) &&
 		    code->linetable_ptr ==
-			get_ptr(header, off->code_linetable) &&
+			load_u64(header, off->code_linetable) &&
 		    code->firstlineno == get_int(header, off->code_firstlineno))
 			return code;
-		/* The address now holds another code object. */
+		/*
+		 * The address now holds another code object (or one of the
+		 * reads was torn): an earlier frame of this sample may still
+		 * point at the old one.
+		 */
 		code = decode(cache, addr, header);
 		if (!code)
 			return NULL;
-		pycode_free(*slot);
+		retire(cache, *slot);
 		*slot = code;
 		return code;
 	}
@@ -349,13 +417,59 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 	return code;
 }
 
+struct pycode *pycode_peek(struct pycode_cache *cache, uint64_t addr)
+{
+	struct pycode **slot = cache_find(cache, addr);
+
+	return slot ? *slot : NULL;
+}
+
+long pycode_framesize(const struct pycode_cache *cache,
+		      const unsigned char *header)
+{
+	return frame_words(cache->off, header);
+}
+
+struct pycode *pycode_placeholder(struct pycode_cache *cache, size_t omitted)
+{
+	struct pycode *code;
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+
+	for (i = 0; i < cache->nr_placeholders; i++)
+		if (cache->placeholders[i]->addr == omitted)
+			return cache->placeholders[i];
+	/* Depths that vary without end: start over, as the cache does. */
+	if (cache->nr_placeholders >= PLACEHOLDERS_MAX) {
+		for (i = 0; i < cache->nr_placeholders; i++)
+			pycode_free(cache->placeholders[i]);
+		cache->nr_placeholders = 0;
+	}
+	code = xcalloc(1, sizeof(*code));
+	code->addr = omitted;
+	strbuf_addf(&sb, "[%zu frames not read]", omitted);
+	code->name = strbuf_detach(&sb);
+	code->filename = xstrdup("");
+	code->last_addrq = -2;
+	code->placeholder = 1;
+	ALLOC_GROW(cache->placeholders, cache->nr_placeholders + 1,
+		   cache->alloc_placeholders);
+	cache->placeholders[cache->nr_placeholders++] = code;
+	return code;
+}
+
 int pycode_line(struct pycode_cache *cache, struct pycode *code, long addrq)
 {
+	if (code->placeholder)
+		return 0;
 	if (addrq == code->last_addrq)
 		return code->last_line;
 	code->last_line =
 	    linetable_addr2line(cache->kind, code->linetable,
 				code->linetable_len, code->firstlineno, addrq);
+	/* Deltas that go below line 0: a line table read torn. */
+	if (code->last_line < 0)
+		code->last_line = code->firstlineno;
 	code->last_addrq = addrq;
 	return code->last_line;
 }

@@ -22,12 +22,24 @@ struct pycode_line {
 	uint32_t id;
 };
 
+/*
+ * co_flags of code that runs in a generator, coroutine or async
+ * generator frame (CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE,
+ * CO_ASYNC_GENERATOR in CPython's Include/cpython/code.h, the same in
+ * every version): such a frame is never a thread's first.
+ */
+#define PYCODE_SUSPENDABLE (0x20 | 0x80 | 0x100 | 0x200)
+
 /* A decoded code object.  Owned by its cache. */
 struct pycode {
 	uint64_t addr;
 	uint64_t name_ptr, filename_ptr, linetable_ptr; /* to validate */
 	int firstlineno;
-	char *name; /* qualified name on 3.11+ */
+	long framesize;	 /* words on the data stack (3.11+), 0 if unknown */
+	long code_bytes; /* of its bytecode (3.11+), 0 if unknown */
+	int flags;	 /* co_flags */
+	int placeholder; /* "[N frames not read]": addr is N, no file */
+	char *name;	 /* qualified name on 3.11+ */
 	char *filename;
 	unsigned char *linetable;
 	size_t linetable_len;
@@ -45,11 +57,24 @@ struct pycode_cache {
 	size_t header_len;  /* bytes of a code object to read to validate */
 	struct pycode **slots;
 	size_t size, count;
+	struct pycode **placeholders; /* see pycode_placeholder() */
+	size_t nr_placeholders, alloc_placeholders;
+	/* Replaced or evicted, still pointed at by the current sample. */
+	struct pycode **retired;
+	size_t nr_retired, alloc_retired;
 };
 
 void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt);
 /* Free every entry and the table. */
 void pycode_cache_release(struct pycode_cache *cache);
+
+/*
+ * Free the code objects that lookups replaced or evicted since the last
+ * call.  Pointers from pycode_lookup() and pycode_placeholder() stay
+ * valid until then: call it only when none is in use (py_sampler_sample
+ * does, as it starts a sample).
+ */
+void pycode_cache_collect(struct pycode_cache *cache);
 
 /*
  * The cached code object at addr, validated against header (its first
@@ -59,6 +84,26 @@ void pycode_cache_release(struct pycode_cache *cache);
  */
 struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header);
+
+/*
+ * The cached code object at addr as last validated, or NULL: no read,
+ * so it may be out of date.  For checks that may only reject.
+ */
+struct pycode *pycode_peek(struct pycode_cache *cache, uint64_t addr);
+
+/*
+ * Words on the data stack (3.11+) of a frame of the code object whose
+ * first cache->header_len bytes are header, or 0 if unknown.  Pure.
+ */
+long pycode_framesize(const struct pycode_cache *cache,
+		      const unsigned char *header);
+
+/*
+ * A stand-in code object named "[N frames not read]" (no file, line 0)
+ * for the outermost frames of a stack cut at the depth limit.  Owned by
+ * the cache, like the others.
+ */
+struct pycode *pycode_placeholder(struct pycode_cache *cache, size_t omitted);
 
 /*
  * The line executing at byte offset addrq of the code's bytecode, or

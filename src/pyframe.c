@@ -1,156 +1,69 @@
 /* SPDX-License-Identifier: MIT */
-/* Walking the target's Python threads and frames, one sample at a time. */
+/* Walking one thread's Python frames, and naming the code they run. */
 #include "pyframe.h"
 
-#include "pyattr.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proc.h"
-#include "pyattr.h"
 #include "util.h"
 
 /* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
 #define CHUNK_MAX_BYTES (4u << 20)
+/* Bytes of a page: data-stack chunks are mapped in whole ones. */
+#define PAGE_BYTES ((uint64_t)4096)
 /* Most data-stack chunks followed per thread. */
 #define CHUNKS_MAX 64
-/* Bytes of glibc's struct pthread searched for the tid field. */
-#define PTHREAD_SCAN_BYTES 1024
-/* Largest span of PyInterpreterState read for next and the threads. */
-#define INTERP_HEAD_MAX 4096
-/* Code object pointers on 3.14+ are tagged _PyStackRef: low bits. */
-#define STACKREF_TAG_MASK ((uint64_t)7)
+/* Room for the fields pycode reads of a code object (its first 144 bytes). */
+#define CODE_HEADER_MAX 1024
 
-static const char *const drop_names[DROP_NR] = {
-    [DROP_NONE] = "none",	   [DROP_READ] = "failed reads",
-    [DROP_INVALID] = "torn reads", [DROP_DEPTH] = "too deep or looping",
-    [DROP_GONE] = "process gone",
+/* ps->entries[] value of the "[N frames not read]" stand-in (code is N). */
+#define ENTRY_PLACEHOLDER 2
+
+/*
+ * Brent's cycle finding over the addresses of one chain: a torn read
+ * can link frames into a loop, which must end the walk early and
+ * cheaply.  Also bounds the walk at PY_WALK_LIMIT frames.
+ */
+struct loop_check {
+	uint64_t mark; /* an address seen earlier in the chain */
+	size_t power, since, steps;
 };
 
-const char *thread_state_name(enum py_thread_state state)
+static void loop_check_init(struct loop_check *lc)
 {
-	static const char *const names[] = {
-	    [THREAD_UNKNOWN] = "unknown",
-	    [THREAD_RUNNING] = "running",
-	    [THREAD_IDLE] = "idle",
-	    [THREAD_GIL_WAIT] = "waiting for the GIL",
-	};
-
-	if (state < 0 || state >= (int)ARRAY_SIZE(names))
-		return "unknown";
-	return names[state];
+	lc->mark = 0;
+	lc->power = 1;
+	lc->since = lc->steps = 0;
 }
 
-const char *drop_reason_name(enum drop_reason reason)
+/*
+ * DROP_INVALID if addr closes a loop (only torn data links a chain into
+ * one), DROP_DEPTH if the chain is longer than PY_WALK_LIMIT, else
+ * DROP_NONE.
+ */
+static enum drop_reason loop_check(struct loop_check *lc, uint64_t addr)
 {
-	if (reason < 0 || reason >= DROP_NR)
-		return "unknown";
-	return drop_names[reason];
-}
-
-static uint64_t get_ptr(const unsigned char *buf, long at)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
-
-/* Make room for n regions in the sampler's batched-read vectors. */
-static void grow_iov(struct py_sampler *ps, size_t n)
-{
-	size_t a = ps->alloc_iov;
-
-	ALLOC_GROW(ps->local, n, a);
-	a = ps->alloc_iov;
-	ALLOC_GROW(ps->remote, n, a);
-	ps->alloc_iov = a;
-}
-
-static enum drop_reason read_error(int r)
-{
-	return r == -ESRCH ? DROP_GONE : DROP_READ;
-}
-
-void py_sample_release(struct py_sample *s)
-{
-	free(s->threads);
-	free(s->frames);
-	memset(s, 0, sizeof(*s));
-}
-
-void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
-			   size_t n)
-{
-	size_t i, j;
-
-	for (i = 0; i < s->nr_threads; i++) {
-		for (j = 0; j < n; j++) {
-			if (before[j].ident != s->threads[i].ident)
-				continue;
-			s->threads[i].state = before[j].state;
-			s->threads[i].holds_gil = before[j].holds_gil;
-		}
+	if (++lc->steps > PY_WALK_LIMIT)
+		return DROP_DEPTH;
+	if (addr == lc->mark)
+		return DROP_INVALID;
+	if (++lc->since == lc->power) {
+		lc->mark = addr;
+		lc->power *= 2;
+		lc->since = 0;
 	}
-}
-
-void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
-{
-	const struct py_offsets *off = rt->off;
-	long frame_len =
-	    off->frame_size != OFF_NONE ? off->frame_size : off->iframe_size;
-
-	memset(ps, 0, sizeof(*ps));
-	ps->rt = rt;
-	pycode_cache_init(&ps->codes, rt);
-	ps->tstate_buf = xcalloc(1, (size_t)off->tstate_size);
-	ps->frame_buf = xcalloc(1, (size_t)frame_len);
-	ps->pthread_tid_at = -1;
-}
-
-void py_sampler_release(struct py_sampler *ps)
-{
-	size_t i;
-
-	pycode_cache_release(&ps->codes);
-	free(ps->tstate_buf);
-	free(ps->frame_buf);
-	for (i = 0; i < ps->alloc_chunks; i++)
-		free(ps->chunks[i].buf);
-	free(ps->chunks);
-	free(ps->code_addrs);
-	free(ps->addrqs);
-	free(ps->entries);
-	free(ps->headers);
-	free(ps->local);
-	free(ps->remote);
-	free(ps->tids);
-	for (i = 0; i < ps->nr_memos; i++)
-		free(ps->memos[i].addrs);
-	free(ps->memos);
-	free(ps->batch);
-	free(ps->walk_frames);
-	for (i = 0; i < ps->nr_task_files; i++)
-		close(ps->task_files[i].fd);
-	free(ps->task_files);
-	free(ps->names);
-	memset(ps, 0, sizeof(*ps));
+	return DROP_NONE;
 }
 
 /*
  * entry: the frame is the first one its C-level evaluation call ran
- * (always up to 3.10, where each frame has its own call).
+ * (always up to 3.10, where each frame has its own call).  frame: where
+ * the frame is, 0 for a stand-in.
  */
-static enum drop_reason push_frame(struct py_sampler *ps, struct py_sample *out,
-				   uint64_t code, long addrq, int entry)
+static void push_frame(struct py_sampler *ps, struct py_sample *out,
+		       uint64_t frame, uint64_t code, long addrq, int entry)
 {
-	if (out->nr_frames >= PY_MAX_DEPTH * 4)
-		return DROP_DEPTH;
 	if (out->nr_frames >= ps->alloc_walk) {
 		size_t n = ps->alloc_walk;
 
@@ -159,13 +72,42 @@ static enum drop_reason push_frame(struct py_sampler *ps, struct py_sample *out,
 		ALLOC_GROW(ps->addrqs, out->nr_frames + 1, n);
 		n = ps->alloc_walk;
 		ALLOC_GROW(ps->entries, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->tlbcs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->tlbc_arrays, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->frame_addrs, out->nr_frames + 1, n);
 		ps->alloc_walk = n;
 	}
+	ps->frame_addrs[out->nr_frames] = frame;
 	ps->code_addrs[out->nr_frames] = code;
 	ps->addrqs[out->nr_frames] = addrq;
 	ps->entries[out->nr_frames] = (unsigned char)entry;
+	ps->tlbcs[out->nr_frames] = 0;
+	ps->tlbc_arrays[out->nr_frames] = 0;
 	out->nr_frames++;
-	return DROP_NONE;
+}
+
+/*
+ * Frame number depth of a walk (0: the innermost) is past the depth
+ * limit: count it instead of keeping it.
+ */
+static int past_limit(struct py_sampler *ps, size_t depth)
+{
+	size_t max = ps->max_depth ? ps->max_depth : PY_DEFAULT_MAX_DEPTH;
+
+	if (depth < max)
+		return 0;
+	ps->omitted++;
+	return 1;
+}
+
+/* End a cut walk with its "[N frames not read]" stand-in. */
+static void push_omitted(struct py_sampler *ps, struct py_sample *out)
+{
+	if (ps->omitted)
+		push_frame(ps, out, 0, ps->omitted, -1, ENTRY_PLACEHOLDER);
 }
 
 static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
@@ -190,10 +132,26 @@ static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
 }
 
 /*
- * Read last sample's frames of this thread in one process_vm_readv.
- * Returns how many there are; frame i is at batch + i * frame_size.
+ * A copy of the thread state taken in the same process_vm_readv as the
+ * frames it points to is of nearly the same instant: take it as the
+ * thread state if it is one (same interpreter as the first copy).
  */
-static size_t read_memo_batch(struct py_sampler *ps,
+static void take_fresh_tstate(struct py_sampler *ps)
+{
+	long at = ps->rt->off->tstate_interp;
+
+	if (load_u64(ps->fresh_tstate, at) == load_u64(ps->tstate_buf, at))
+		memcpy(ps->tstate_buf, ps->fresh_tstate,
+		       (size_t)ps->rt->off->tstate_size);
+}
+
+/*
+ * Read the thread state again and, in the same process_vm_readv (so
+ * that they agree as closely as they can), last sample's frames of this
+ * thread.  Returns how many frames there are; frame i is at batch +
+ * i * frame_size.
+ */
+static size_t read_memo_batch(struct py_sampler *ps, uint64_t tstate,
 			      const struct py_frame_memo *m)
 {
 	size_t fs = (size_t)ps->rt->off->frame_size, i;
@@ -206,16 +164,41 @@ static size_t read_memo_batch(struct py_sampler *ps,
 		ps->alloc_batch = m->nr * fs * 2;
 		ps->batch = xmalloc(ps->alloc_batch);
 	}
-	grow_iov(ps, m->nr);
-	for (i = 0; i < m->nr; i++) {
-		ps->local[i].iov_base = ps->batch + i * fs;
-		ps->local[i].iov_len = fs;
-		ps->remote[i].iov_base = (void *)(uintptr_t)m->addrs[i];
-		ps->remote[i].iov_len = fs;
-	}
-	r = proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr);
+	py_sampler_grow_iov(ps, m->nr + 1);
+	py_sampler_set_iov(ps, 0, ps->fresh_tstate, tstate,
+			   (size_t)ps->rt->off->tstate_size);
+	for (i = 0; i < m->nr; i++)
+		py_sampler_set_iov(ps, i + 1, ps->batch + i * fs, m->addrs[i],
+				   fs);
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr + 1);
+	if (r < 0)
+		return 0;
+	take_fresh_tstate(ps);
 	/* A region that failed reads as zeros: it will not link up. */
-	return r < 0 ? 0 : m->nr;
+	return m->nr;
+}
+
+/*
+ * Up to 3.10: can the frame object f, depth frames out from the
+ * innermost, be part of the thread's live chain?  Every caller is
+ * running (its f_executing or f_state says so) and held twice: by its
+ * own call and by its callee's f_back.  A frame freed and reused while
+ * the chain was read fails one of these; so does a generator that
+ * suspended mid-read (no longer running, its f_back cleared), which
+ * would otherwise end the chain early.  The innermost frame may be
+ * starting or ending.
+ */
+static int frame_object_live(const struct py_offsets *off,
+			     const unsigned char *f, size_t depth)
+{
+	int64_t refcnt = (int64_t)load_u64(f, off->frame_refcnt);
+	int running = (signed char)f[off->frame_executing] ==
+		      off->frame_executing_value;
+	int outermost = !load_u64(f, off->frame_back);
+
+	if (refcnt < (depth ? 2 : 1))
+		return 0;
+	return running || (!depth && !outermost);
 }
 
 /*
@@ -223,24 +206,26 @@ static size_t read_memo_batch(struct py_sampler *ps,
  * come from one batched read; only new ones cost a read each.
  */
 static enum drop_reason walk_frame_objects(struct py_sampler *ps,
-					   uint64_t tstate, uint64_t frame,
+					   uint64_t tstate,
 					   struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t fs = (size_t)off->frame_size;
 	int lasti_units = ps->codes.kind == LINETABLE_310;
 	struct py_frame_memo *m = frame_memo(ps, tstate);
-	size_t batched = read_memo_batch(ps, m), pos = 0, depth = 0;
+	size_t batched = read_memo_batch(ps, tstate, m), pos = 0, depth = 0;
+	uint64_t frame = load_u64(ps->tstate_buf, off->tstate_frame);
 	enum drop_reason why = DROP_NONE;
+	struct loop_check lc;
 
+	loop_check_init(&lc);
 	while (frame) {
 		const unsigned char *f;
 		int lasti, r;
 
-		if (depth >= PY_MAX_DEPTH) {
-			why = DROP_DEPTH;
+		why = loop_check(&lc, frame);
+		if (why)
 			break;
-		}
 		/* Usually the batch lines up; after a change, look it up. */
 		if (pos >= batched || m->addrs[pos] != frame)
 			for (pos = 0; pos < batched; pos++)
@@ -252,28 +237,34 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 		} else {
 			r = proc_read(ps->rt->pid, frame, ps->frame_buf, fs);
 			if (r) {
-				why = read_error(r);
+				why = py_read_error(r);
 				break;
 			}
 			f = ps->frame_buf;
 		}
+		if (!frame_object_live(off, f, depth)) {
+			why = DROP_INVALID;
+			break;
+		}
 		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		why = push_frame(
-		    ps, out, get_ptr(f, off->frame_code),
-		    lasti < 0 ? -1 : (long)lasti * (lasti_units ? 2 : 1), 1);
-		if (why)
-			break;
+		if (!past_limit(ps, depth))
+			push_frame(ps, out, frame, load_u64(f, off->frame_code),
+				   lasti < 0 ? -1
+					     : (long)lasti * (lasti_units ? 2 : 1),
+				   1);
 		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
 		ps->walk_frames[depth++] = frame;
 		ps->root_frame = frame;
-		frame = get_ptr(f, off->frame_back);
+		frame = load_u64(f, off->frame_back);
 	}
 	/* Remember this walk for the next sample, even a failed one. */
 	ALLOC_GROW(m->addrs, depth, m->alloc);
 	if (depth)
 		memcpy(m->addrs, ps->walk_frames, depth * sizeof(*m->addrs));
 	m->nr = depth;
+	if (!why)
+		push_omitted(ps, out);
 	return why;
 }
 
@@ -312,26 +303,202 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 }
 
 /*
- * 3.11+: copy the used part of the thread's newest data-stack chunk in
- * one read; most of its frames live there.
+ * 3.11 frames keep no mark of calling (3.12+ reset stacktop when they
+ * run again): a frame popped and its place reused by one of the same
+ * size between the copy of its caller and its own looks like a callee.
  */
-static void read_current_chunk(struct py_sampler *ps)
+static int frames_unmarked(const struct py_offsets *off)
+{
+	return off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000;
+}
+
+/*
+ * 3.11: was frame f of the newest chunk (region 0) the same in the
+ * second copy, taken right after the first?  Its code and caller, and
+ * for a caller (not the running innermost frame) its instruction too.
+ * A push and pop that tore the first copy most likely shows here; 1 if
+ * steady or not checked.
+ */
+static int chunk_frame_steady(struct py_sampler *ps, const unsigned char *f,
+			      long region, int innermost)
 {
 	const struct py_offsets *off = ps->rt->off;
-	uint64_t chunk, top;
+	const unsigned char *g;
+	size_t at;
+
+	if (region != 0 || !ps->chunk_again_len)
+		return 1;
+	at = (size_t)(f - ps->chunks[0].buf);
+	if (at + (size_t)off->iframe_size > ps->chunk_again_len)
+		return 1;
+	g = ps->chunk_again + at;
+	return load_u64(f, off->iframe_code) == load_u64(g, off->iframe_code) &&
+	       load_u64(f, off->iframe_previous) ==
+		   load_u64(g, off->iframe_previous) &&
+	       (innermost || load_u64(f, off->iframe_instr) ==
+				 load_u64(g, off->iframe_instr));
+}
+
+/* The shim frames remembered for tstate, made if new (3.12+). */
+static struct py_shim_memo *shim_memo(struct py_sampler *ps, uint64_t tstate)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_shims; i++)
+		if (ps->shims[i].tstate == tstate)
+			return &ps->shims[i];
+	/* Threads come and go: forget them all now and then. */
+	if (ps->nr_shims >= PY_MAX_THREADS)
+		ps->nr_shims = 0;
+	ALLOC_GROW(ps->shims, ps->nr_shims + 1, ps->alloc_shims);
+	memset(&ps->shims[ps->nr_shims], 0, sizeof(*ps->shims));
+	ps->shims[ps->nr_shims].tstate = tstate;
+	return &ps->shims[ps->nr_shims++];
+}
+
+/*
+ * 3.12+: the copy, made with the chunk, of the shim frame at addr, if
+ * its last walk read one there on its own and it still is one; else
+ * NULL.  Taken as a frame read on its own, a moment earlier.
+ */
+static const unsigned char *side_shim(struct py_sampler *ps, uint64_t addr)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t i;
+
+	for (i = 0; i < ps->nr_side; i++) {
+		const unsigned char *f =
+		    ps->side_buf + i * (size_t)off->iframe_size;
+
+		if (ps->side_addrs[i] == addr &&
+		    f[off->iframe_owner] == off->owner_cstack)
+			return f;
+	}
+	return NULL;
+}
+
+/* 3.12+: the walk went through the shim at addr, found off the chunk. */
+static void note_shim(struct py_sampler *ps, uint64_t addr)
+{
+	if (ps->nr_walk_shims < PY_SHIMS_KEPT)
+		ps->walk_shims[ps->nr_walk_shims++] = addr;
+}
+
+/* 3.12+: keep the shims the last walk found, for the thread's next one. */
+static void remember_shims(struct py_sampler *ps)
+{
+	struct py_shim_memo *m = ps->shim_now;
+
+	if (!m)
+		return;
+	memcpy(m->addrs, ps->walk_shims, ps->nr_walk_shims * sizeof(*m->addrs));
+	m->nr = ps->nr_walk_shims;
+}
+
+/*
+ * 3.11+: copy the thread state again, and right after it (one
+ * process_vm_readv, so the two agree as closely as they can) the used
+ * part of its newest data-stack chunk, where most of its frames live,
+ * up to the end of the page (a stack that grew since the first copy),
+ * and on 3.12+ the shim frames its last walk found off the chunk.
+ * *frame is the innermost frame per the new copy.  Returns 0 or -errno.
+ */
+static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
+			      uint64_t *frame)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top, cframe = 0, current = 0, fresh_cframe;
+	struct py_region *rg = NULL;
+	size_t n = 0, len = 0;
+	int r;
 
 	ps->nr_chunks = 0;
 	ps->next_chunk = 0;
-	if (off->tstate_datastack_top == OFF_NONE ||
-	    off->chunk_data == OFF_NONE)
-		return;
-	chunk = get_ptr(ps->tstate_buf, off->tstate_datastack_chunk);
-	top = get_ptr(ps->tstate_buf, off->tstate_datastack_top);
-	if (!chunk || top <= chunk || top - chunk > CHUNK_MAX_BYTES)
-		return;
-	if (read_region(ps, chunk, (size_t)(top - chunk)))
-		return;
-	ps->next_chunk = get_ptr(ps->chunks[0].buf, off->chunk_previous);
+	ps->chunk_again_len = 0;
+	remember_shims(ps);
+	ps->nr_side = 0;
+	ps->nr_walk_shims = 0;
+	ps->shim_now = NULL;
+	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	py_sampler_grow_iov(ps, 4 + PY_SHIMS_KEPT);
+	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
+			   (size_t)off->tstate_size);
+	/* The innermost frame before the frames: not newer than they. */
+	if (off->tstate_cframe != OFF_NONE &&
+	    (cframe = load_u64(ps->tstate_buf, off->tstate_cframe)))
+		py_sampler_set_iov(ps, n++, &current,
+				   cframe + (uint64_t)off->cframe_current_frame,
+				   sizeof(current));
+	if (chunk && top > chunk && top - chunk <= CHUNK_MAX_BYTES) {
+		/* Chunks are mapped whole pages: the rest of top's is there. */
+		len = (size_t)(((top + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)) -
+			       chunk);
+		rg = new_region(ps);
+		if (len > rg->alloc) {
+			free(rg->buf);
+			rg->buf = xmalloc(len);
+			rg->alloc = len;
+		}
+		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
+		if (frames_unmarked(off)) {
+			if (len > ps->alloc_chunk_again) {
+				free(ps->chunk_again);
+				ps->chunk_again = xmalloc(len);
+				ps->alloc_chunk_again = len;
+			}
+			py_sampler_set_iov(ps, n++, ps->chunk_again, chunk,
+					   len);
+		}
+	}
+	if (off->owner_cstack != OFF_NONE) {
+		size_t i, size = (size_t)off->iframe_size;
+
+		ps->shim_now = shim_memo(ps, tstate);
+		if (!ps->side_buf)
+			ps->side_buf = xmalloc(PY_SHIMS_KEPT * size);
+		for (i = 0; i < ps->shim_now->nr; i++) {
+			ps->side_addrs[i] = ps->shim_now->addrs[i];
+			py_sampler_set_iov(ps, n++, ps->side_buf + i * size,
+					   ps->side_addrs[i], size);
+		}
+		ps->nr_side = ps->shim_now->nr;
+		/* A copy that failed reads as zeros: no shim's owner. */
+		memset(ps->side_buf, 0, ps->nr_side * size);
+	}
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
+	if (r < 0)
+		return r;
+	take_fresh_tstate(ps);
+	/* A region that failed reads as zeros: no size, not taken. */
+	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
+		rg->addr = chunk;
+		rg->len = len;
+		ps->nr_chunks = 1;
+		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
+		if (frames_unmarked(off) &&
+		    (size_t)r == n)
+			ps->chunk_again_len = len;
+	}
+	ps->walk_cframe = 0;
+	if (off->tstate_cframe == OFF_NONE) {
+		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
+		return 0;
+	}
+	/* 3.11, 3.12: through the C frame, which may have changed too. */
+	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
+	ps->walk_cframe = fresh_cframe;
+	if (fresh_cframe != cframe || !current) {
+		current = 0;
+		if (fresh_cframe &&
+		    (r = proc_read(ps->rt->pid,
+				   fresh_cframe +
+				       (uint64_t)off->cframe_current_frame,
+				   &current, sizeof(current))))
+			return r;
+	}
+	*frame = current;
+	return 0;
 }
 
 /* Copy the next older chunk, up to its saved top; 0 or -1. */
@@ -348,19 +515,26 @@ static int read_older_chunk(struct py_sampler *ps)
 	    proc_read(ps->rt->pid, chunk, head, (size_t)off->chunk_data))
 		return -1;
 	/* The saved top counts PyObject * slots after data[]. */
-	top = get_ptr(head, off->chunk_top);
+	top = load_u64(head, off->chunk_top);
 	len = (size_t)off->chunk_data + (size_t)top * 8;
 	if (top > CHUNK_MAX_BYTES / 8 || read_region(ps, chunk, len))
 		return -1;
-	ps->next_chunk = get_ptr(head, off->chunk_previous);
+	ps->next_chunk = load_u64(head, off->chunk_previous);
 	return 0;
 }
 
-/* The bytes of the interpreter frame at addr, from a chunk or a read. */
+/*
+ * The bytes of the interpreter frame at addr, from a chunk (*region is
+ * its index) or a read of its own (*region is -1).  A frame read on its
+ * own is read with the bytes before it where a generator keeps its
+ * state (gen_state_at), and *state_ok says whether they came.
+ */
 static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
-					 int *err)
+					 long *region, int *state_ok, int *err)
 {
-	size_t len = (size_t)ps->rt->off->iframe_size;
+	const struct py_offsets *off = ps->rt->off;
+	size_t len = (size_t)off->iframe_size, pre = 0;
+	const unsigned char *f;
 	size_t i;
 
 	for (;;) {
@@ -369,654 +543,524 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 
 			/* Torn pointers can be anything: no overflow. */
 			if (addr >= rg->addr && rg->len >= len &&
-			    addr - rg->addr <= rg->len - len)
+			    addr - rg->addr <= rg->len - len) {
+				*region = (long)i;
+				*state_ok = 0;
 				return rg->buf + (addr - rg->addr);
+			}
+		}
+		/* A shim copied with the chunk: no older chunk holds it. */
+		f = side_shim(ps, addr);
+		if (f) {
+			*region = -1;
+			*state_ok = 0;
+			note_shim(ps, addr);
+			return f;
 		}
 		/* Frames of generators live outside the chunks. */
 		if (!ps->next_chunk || read_older_chunk(ps))
 			break;
 	}
-	*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
-	return *err ? NULL : ps->frame_buf;
+	*region = -1;
+	if (off->gen_state_at != OFF_NONE && off->gen_state_at < 0 &&
+	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX && addr > PY_FRAME_PREFIX_MAX)
+		pre = (size_t)-off->gen_state_at;
+	*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf, len + pre);
+	if (*err && pre) {
+		pre = 0;
+		*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+	}
+	*state_ok = pre > 0;
+	if (*err)
+		return NULL;
+	f = ps->frame_buf + pre;
+	/* 3.12+: a shim read on its own: copy it with the chunk next time. */
+	if (off->owner_cstack != OFF_NONE &&
+	    f[off->iframe_owner] == off->owner_cstack)
+		note_shim(ps, addr);
+	return f;
+}
+
+/* One interpreter frame of a 3.11+ walk, and where it was found. */
+struct iframe_seen {
+	uint64_t addr;
+	long region; /* chunk index, or -1 */
+	int direct;  /* called its callee itself, no C call between */
+};
+
+/*
+ * Does the code object at code, as it is now, put a callee of its frame
+ * at self at callee?  The cache may be out of date: the code object it
+ * had there freed and another made at its address since.  A size from
+ * the cache would then reject every sample, and samples rejected in the
+ * walk never reach pyframe_resolve, which would bring the cache up to
+ * date: so before rejecting, one read tells the size now.
+ */
+static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
+			 uint64_t callee)
+{
+	unsigned char header[CODE_HEADER_MAX];
+	size_t len = ps->codes.header_len;
+	long words;
+
+	if (len > sizeof(header) || proc_read(ps->rt->pid, code, header, len))
+		return 0;
+	words = pycode_framesize(&ps->codes, header);
+	return words && callee == self + (uint64_t)words * 8;
+}
+
+/*
+ * 3.11+: can frame f, found at addr (region: see iframe_bytes), be
+ * part of the thread's live chain, with callee (the frame walked just
+ * before it, addr 0 if none) called by it?  Frames on the data stack
+ * are the thread's own and sit end to end, each callee right after its
+ * caller's co_framesize words: a frame popped and its place reused
+ * while the chain was read breaks that.  A generator's frame is in the
+ * chain only while the generator runs; one that suspended mid-read has
+ * its previous link cleared and would end the chain early.  On 3.12 and
+ * 3.13 a frame that called a Python function directly saved its stack
+ * depth, and sets it to -1 again when it runs: a frame found running
+ * where its callee should be is not that callee's caller any more.
+ *
+ * 3.14 saves a stack pointer instead and clears it on resuming only in
+ * debug builds (_PyFrame_GetStackPointer, pycore_interpframe.h), so a
+ * caller that runs again looks like one that calls.  But 3.14 clears a
+ * returning frame's code (PyStackRef_CLEAR of f_executable in ceval.c's
+ * clear_thread_frame), which 3.12 and 3.13 did not, and that serves
+ * the same end: a chunk is copied from low addresses up (one iovec of
+ * process_vm_readv, page by page in order) and each callee sits above
+ * its caller, so a callee that returned before its caller was copied
+ * is copied with no code, which the walk takes as torn (in a
+ * free-threaded build too: the cleared reference, PyStackRef_NULL, is
+ * the bare deferred tag, which PY_STACKREF_TAG_MASK clears to 0).  A
+ * frame found there with code is a call the caller has made since: the
+ * link is real, the caller's line at most a statement early.  A caller
+ * copied after its callee (in an older chunk, or a generator's frame)
+ * is followed by a chunk frame noted for links_still_hold, which finds
+ * the thread no longer in the walk's first frame if the callee returned.
+ */
+static int iframe_live(struct py_sampler *ps, const unsigned char *f,
+		       uint64_t code, const struct iframe_seen *self,
+		       const struct iframe_seen *callee, int state_ok)
+{
+	const struct py_offsets *off = ps->rt->off;
+	long owner = f[off->iframe_owner];
+	int32_t stacktop;
+
+	if (callee->addr && self->direct && off->iframe_stacktop != OFF_NONE) {
+		memcpy(&stacktop, f + off->iframe_stacktop, sizeof(stacktop));
+		if (stacktop < 0)
+			return 0;
+	}
+	if (self->region >= 0) {
+		const struct pycode *c;
+
+		if (off->owner_thread != OFF_NONE && owner != off->owner_thread)
+			return 0;
+		/* Only a code object seen before says its size: no read. */
+		if (callee->addr && callee->region == self->region &&
+		    (c = pycode_peek(&ps->codes, code)) && c->framesize &&
+		    callee->addr != self->addr + (uint64_t)c->framesize * 8 &&
+		    !size_now_fits(ps, code, self->addr, callee->addr))
+			return 0;
+		return 1;
+	}
+	if (off->owner_generator != OFF_NONE &&
+	    owner == off->owner_generator && state_ok &&
+	    (callee->addr || !load_u64(f, off->iframe_previous)))
+		return (signed char)f[off->gen_state_at] == off->gen_executing;
+	return 1;
+}
+
+/*
+ * Where interpreter frame f (running code) is: the byte offset of its
+ * instruction in the code's bytecode (-1: unknown), with *tlbc 0.
+ * Free-threaded, a frame may run its thread's own copy of the bytecode
+ * (*tlbc > 0, the copy's index in the code's co_tlbc): then the
+ * instruction's address, made an offset once the copy is read with the
+ * code (pyframe_resolve).
+ */
+static long iframe_where(const struct py_offsets *off,
+			 const unsigned char *f, uint64_t code, int32_t *tlbc)
+{
+	uint64_t instr = load_u64(f, off->iframe_instr);
+	uint64_t start = code + (uint64_t)off->code_code_adaptive;
+
+	*tlbc = 0;
+	if (off->iframe_tlbc_index != OFF_NONE)
+		memcpy(tlbc, f + off->iframe_tlbc_index, sizeof(*tlbc));
+	if (*tlbc)
+		return (long)instr;
+	return instr >= start ? (long)(instr - start) : -1;
+}
+
+/*
+ * 3.11+: does the thread's data stack hold frames, per the thread state
+ * copy?  The first chunk keeps its first slot unused (push_chunk in
+ * CPython's Python/pystate.c), so anything past it is a frame.  -1 when
+ * the offsets do not say (_Py_DebugOffsets has no top).
+ */
+static int datastack_in_use(const struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top;
+
+	if (off->tstate_datastack_top == OFF_NONE ||
+	    off->tstate_datastack_chunk == OFF_NONE ||
+	    off->chunk_data == OFF_NONE)
+		return -1;
+	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	return chunk && top > chunk &&
+	       top - chunk > (uint64_t)off->chunk_data + 8;
+}
+
+/* Note chunk frame f at self for links_still_hold (see py_link_check). */
+static void note_link(struct py_sampler *ps, const unsigned char *f,
+		      uint64_t addr)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct py_link_check *l;
+
+	ALLOC_GROW(ps->links, ps->nr_links + 1, ps->alloc_links);
+	l = &ps->links[ps->nr_links++];
+	l->addr = addr;
+	l->code = load_u64(f, off->iframe_code);
+	l->previous = load_u64(f, off->iframe_previous);
+	l->instr = load_u64(f, off->iframe_instr);
+}
+
+/*
+ * A chain that crosses a frame read on its own was read over a span of
+ * time, not at once: a generator's frame read after the chunk may have
+ * been freed and its memory reused by a generator another caller runs,
+ * linking to a chunk frame that, in the older copy, was a different
+ * call.  So, once, after the walk: the thread must still be in the
+ * frame the walk started from, and every chunk frame reached from such
+ * a frame must still hold the code, caller and instruction it was read
+ * with.  One read, only for chains with generators; 1 when it holds.
+ */
+static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t hlen = (size_t)off->iframe_size, n = 0, i;
+	uint64_t where = 0, cframe_now = 0;
+	unsigned char *b;
+
+	if (!ps->nr_links)
+		return 1;
+	py_sampler_grow_iov(ps, ps->nr_links + 2);
+	if (ps->nr_links * hlen > ps->alloc_link_buf) {
+		free(ps->link_buf);
+		ps->alloc_link_buf = ps->nr_links * hlen * 2;
+		ps->link_buf = xmalloc(ps->alloc_link_buf);
+	}
+	if (ps->walk_cframe)
+		py_sampler_set_iov(ps, n++, &cframe_now,
+				   tstate + (uint64_t)off->tstate_cframe,
+				   sizeof(cframe_now));
+	py_sampler_set_iov(
+	    ps, n++, &where,
+	    ps->walk_cframe
+		? ps->walk_cframe + (uint64_t)off->cframe_current_frame
+		: tstate + (uint64_t)off->tstate_current_frame,
+	    sizeof(where));
+	for (i = 0; i < ps->nr_links; i++)
+		py_sampler_set_iov(ps, n++, ps->link_buf + i * hlen,
+				   ps->links[i].addr, hlen);
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) < 0)
+		return 0;
+	if (cframe_now != ps->walk_cframe || where != ps->walk_frame)
+		return 0;
+	for (i = 0, b = ps->link_buf; i < ps->nr_links; i++, b += hlen) {
+		const struct py_link_check *l = &ps->links[i];
+
+		if (load_u64(b, off->iframe_code) != l->code ||
+		    load_u64(b, off->iframe_previous) != l->previous ||
+		    load_u64(b, off->iframe_instr) != l->instr)
+			return 0;
+	}
+	return 1;
 }
 
 /* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
 static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
-						uint64_t frame,
+						uint64_t tstate,
 						struct py_sample *out)
 {
 	size_t first = out->nr_frames;
 	const struct py_offsets *off = ps->rt->off;
+	struct iframe_seen callee = {0, -1, 0};
 	size_t depth = 0;
-	enum drop_reason why;
+	struct loop_check lc;
+	long owner = -1;
+	int shim = 0; /* a C-stack shim since the last Python frame */
+	uint64_t frame, base = 0;
+	int at_base = 0;
+	int r = read_current_chunk(ps, tstate, &frame);
 
-	read_current_chunk(ps);
+	if (r)
+		return py_read_error(r);
+	/* 3.15: where the thread's own sentinel frame is (in its state). */
+	if (off->tstate_base_frame != OFF_NONE)
+		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
+	ps->walk_frame = frame;
+	ps->nr_links = 0;
+	loop_check_init(&lc);
 	while (frame) {
+		struct iframe_seen self = {frame, -1, 1};
 		const unsigned char *f;
 		uint64_t code;
-		unsigned char owner;
-		int err = 0;
+		int err = 0, state_ok;
 
-		if (++depth > PY_MAX_DEPTH)
-			return DROP_DEPTH;
-		f = iframe_bytes(ps, frame, &err);
-		if (!f)
-			return read_error(err);
-		owner = f[off->iframe_owner];
-		code = get_ptr(f, off->iframe_code) & ~STACKREF_TAG_MASK;
-		if (off->owner_cstack == OFF_NONE ||
-		    owner != off->owner_cstack) {
-			uint64_t instr = get_ptr(f, off->iframe_instr);
-			uint64_t start =
-			    code + (uint64_t)off->code_code_adaptive;
+		enum drop_reason why = loop_check(&lc, frame);
 
-			why = push_frame(ps, out, code,
-					 instr >= start ? (long)(instr - start)
-							: -1,
-					 off->iframe_is_entry != OFF_NONE &&
-					     f[off->iframe_is_entry]);
-			if (why)
-				return why;
-			ps->root_frame = frame;
-		} else if (out->nr_frames > first) {
-			/* 3.12+: a C-stack shim starts each eval call. */
-			ps->entries[out->nr_frames - 1] = 1;
+		if (why)
+			return why;
+		/* 3.15's base frame ends every chain: no need to read it. */
+		if (frame == base) {
+			at_base = 1;
+			break;
 		}
-		frame = get_ptr(f, off->iframe_previous);
+		f = iframe_bytes(ps, frame, &self.region, &state_ok, &err);
+		if (!f)
+			return py_read_error(err);
+		owner = f[off->iframe_owner];
+		code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+		if (off->owner_cstack != OFF_NONE &&
+		    owner == off->owner_cstack) {
+			/* 3.12+: a C-stack shim starts each eval call. */
+			if (out->nr_frames > first && !ps->omitted)
+				ps->entries[out->nr_frames - 1] = 1;
+			shim = 1;
+		} else {
+			int32_t tlbc;
+			long addrq = iframe_where(off, f, code, &tlbc);
+
+			self.direct = !shim;
+			shim = 0;
+			/*
+			 * No code: it returned (3.14+ clears it, see
+			 * iframe_live).  Said here, the thread is read again.
+			 */
+			if (!code ||
+			    !iframe_live(ps, f, code, &self, &callee,
+					 state_ok) ||
+			    !chunk_frame_steady(ps, f, self.region, !depth))
+				return DROP_INVALID;
+			if (callee.addr && self.region >= 0 &&
+			    callee.region != self.region)
+				note_link(ps, f, frame);
+			if (!past_limit(ps, depth)) {
+				push_frame(ps, out, frame, code, addrq,
+					   off->iframe_is_entry != OFF_NONE &&
+					       f[off->iframe_is_entry]);
+				ps->tlbcs[out->nr_frames - 1] = tlbc;
+			}
+			depth++;
+			callee = self;
+			ps->root_frame = frame;
+		}
+		frame = load_u64(f, off->iframe_previous);
+	}
+	/*
+	 * The chain of a thread ends at its first frame: the shim of its
+	 * first eval call (3.12+), or a frame of its own (3.11), and on
+	 * 3.15 at the base frame below that shim, the thread's own.  Ending
+	 * anywhere else, such as at a generator, it was cut mid-read.
+	 */
+	if (depth) {
+		long root = off->owner_cstack != OFF_NONE ? off->owner_cstack
+							  : off->owner_thread;
+
+		if (root != OFF_NONE && owner != root)
+			return DROP_INVALID;
+		if (base && !at_base)
+			return DROP_INVALID;
+	}
+	/*
+	 * No frame, yet frames on its data stack: the innermost frame was
+	 * read in the moment a new C frame is linked in before it says
+	 * which frame it runs (3.11, 3.12's _PyEval_EvalFrameDefault).
+	 */
+	if (!depth && datastack_in_use(ps) == 1)
+		return DROP_INVALID;
+	if (!links_still_hold(ps, tstate))
+		return DROP_INVALID;
+	push_omitted(ps, out);
+	return DROP_NONE;
+}
+
+void pyframe_push(struct py_sampler *ps, struct py_sample *out,
+		  uint64_t frame, const unsigned char *f)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	int32_t tlbc;
+	long addrq = iframe_where(off, f, code, &tlbc);
+
+	push_frame(ps, out, frame, code, addrq, 0);
+	ps->tlbcs[out->nr_frames - 1] = tlbc;
+}
+
+enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
+			      struct py_sample *out)
+{
+	ps->omitted = 0;
+	if (ps->rt->off->tstate_frame != OFF_NONE)
+		return walk_frame_objects(ps, tstate, out);
+	return walk_interpreter_frames(ps, tstate, out);
+}
+
+/* Recursion repeats a code object: is frame i's the one of frame i-1? */
+static int repeats_code(const struct py_sampler *ps, size_t from, size_t i)
+{
+	return i > from && ps->code_addrs[i] == ps->code_addrs[i - 1] &&
+	       ps->entries[i - 1] != ENTRY_PLACEHOLDER;
+}
+
+/* Same code and bytecode copy as frame i-1: read co_tlbc once for both. */
+static int repeats_tlbc(const struct py_sampler *ps, size_t from, size_t i)
+{
+	return i > from && ps->code_addrs[i] == ps->code_addrs[i - 1] &&
+	       ps->tlbcs[i] == ps->tlbcs[i - 1] &&
+	       ps->tlbc_arrays[i] == ps->tlbc_arrays[i - 1];
+}
+
+/*
+ * Free-threaded builds: the lines of the frames from from on that run a
+ * thread-local copy of their code's bytecode (ps->tlbcs[i] > 0, their
+ * instruction pointers in ps->addrqs).  Each copy is entries[tlbc] of
+ * the code's co_tlbc array (pycore_code.h, _PyCode_GetTLBCFast), read
+ * now in one process_vm_readv: the array's size and that entry.  A copy
+ * lives as long as a thread holds its index (CPython frees the copies
+ * of released indices only), so it is still the frame's if the frame
+ * is still live; the instruction pointer must then lie inside it, a
+ * check that a torn read (a wrong index, a replaced array, a frame
+ * popped and reused) fails.  Returns DROP_NONE or why to drop.
+ */
+static enum drop_reason resolve_tlbc(struct py_sampler *ps,
+				     struct py_sample *out, size_t from)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t n = out->nr_frames, i, nio = 0;
+	int r;
+
+	ALLOC_GROW(ps->tlbc_words, 2 * n, ps->alloc_tlbc_words);
+	ALLOC_GROW(ps->tlbc_slots, n, ps->alloc_tlbc_slots);
+	py_sampler_grow_iov(ps, 2 * n);
+	for (i = from; i < n; i++) {
+		uint64_t array = ps->tlbc_arrays[i];
+		int32_t tlbc = ps->tlbcs[i];
+
+		if (!tlbc || ps->entries[i] == ENTRY_PLACEHOLDER)
+			continue;
+		if (tlbc < 0 || tlbc > PY_TLBC_INDEX_MAX || !array)
+			return DROP_INVALID;
+		if (repeats_tlbc(ps, from, i)) {
+			ps->tlbc_slots[i] = ps->tlbc_slots[i - 1];
+			continue;
+		}
+		ps->tlbc_slots[i] = nio;
+		py_sampler_set_iov(ps, nio, &ps->tlbc_words[nio],
+				   array + (uint64_t)off->codearray_size, 8);
+		nio++;
+		py_sampler_set_iov(ps, nio, &ps->tlbc_words[nio],
+				   array + (uint64_t)off->codearray_entries +
+				       (uint64_t)tlbc * 8,
+				   8);
+		nio++;
+	}
+	if (!nio)
+		return DROP_NONE;
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
+	if (r < 0)
+		return py_read_error(r);
+	for (i = from; i < n; i++) {
+		struct py_frame *fr = &out->frames[i];
+		uint64_t instr = (uint64_t)ps->addrqs[i], size, copy;
+
+		if (!ps->tlbcs[i] || ps->entries[i] == ENTRY_PLACEHOLDER)
+			continue;
+		/* A region that could not be read is zeros: no size. */
+		size = ps->tlbc_words[ps->tlbc_slots[i]];
+		copy = ps->tlbc_words[ps->tlbc_slots[i] + 1];
+		if ((uint64_t)ps->tlbcs[i] >= size || !copy || instr < copy ||
+		    (fr->code->code_bytes &&
+		     instr - copy >= (uint64_t)fr->code->code_bytes))
+			return DROP_INVALID;
+		fr->line = pycode_line(&ps->codes, fr->code,
+				       (long)(instr - copy));
 	}
 	return DROP_NONE;
 }
 
-static enum drop_reason walk_thread(struct py_sampler *ps, uint64_t tstate,
-				    struct py_sample *out)
+enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
+				 size_t from)
 {
 	const struct py_offsets *off = ps->rt->off;
-	uint64_t frame;
-	int r;
-
-	if (off->tstate_frame != OFF_NONE)
-		return walk_frame_objects(
-		    ps, tstate, get_ptr(ps->tstate_buf, off->tstate_frame),
-		    out);
-	if (off->tstate_cframe != OFF_NONE) {
-		uint64_t cframe = get_ptr(ps->tstate_buf, off->tstate_cframe);
-
-		frame = 0;
-		if (cframe) {
-			r = proc_read(ps->rt->pid,
-				      cframe +
-					  (uint64_t)off->cframe_current_frame,
-				      &frame, sizeof(frame));
-			if (r)
-				return read_error(r);
-		}
-	} else {
-		frame = get_ptr(ps->tstate_buf, off->tstate_current_frame);
-	}
-	return walk_interpreter_frames(ps, frame, out);
-}
-
-/* Read every frame's code object header in one go, then decode. */
-static enum drop_reason resolve_codes(struct py_sampler *ps,
-				      struct py_sample *out)
-{
+	int tlbc = 0;
 	size_t n = out->nr_frames, hl = ps->codes.header_len, i, nio = 0;
 	int r;
 
-	if (!n)
+	if (from >= n)
 		return DROP_NONE;
 	if (n * hl > ps->alloc_headers) {
 		free(ps->headers);
 		ps->alloc_headers = n * hl * 2;
 		ps->headers = xmalloc(ps->alloc_headers);
 	}
-	grow_iov(ps, n);
-	for (i = 0; i < n; i++) {
+	py_sampler_grow_iov(ps, n);
+	for (i = from; i < n; i++) {
+		if (ps->entries[i] == ENTRY_PLACEHOLDER)
+			continue;
 		if (!ps->code_addrs[i])
 			return DROP_INVALID;
-		/* Recursion repeats a code object: read it once. */
-		if (nio && ps->code_addrs[i] == ps->code_addrs[i - 1])
+		if (repeats_code(ps, from, i))
 			continue;
-		ps->local[nio].iov_base = ps->headers + nio * hl;
-		ps->local[nio].iov_len = hl;
-		ps->remote[nio].iov_base = (void *)(uintptr_t)ps->code_addrs[i];
-		ps->remote[nio].iov_len = hl;
+		py_sampler_set_iov(ps, nio, ps->headers + nio * hl,
+				   ps->code_addrs[i], hl);
 		nio++;
 	}
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
 	if (r < 0)
-		return read_error(r);
+		return py_read_error(r);
 	if ((size_t)r != nio)
 		return DROP_READ;
 	ALLOC_GROW(out->frames, n, out->alloc_frames);
 	nio = 0;
-	for (i = 0; i < n; i++) {
-		struct pycode *code;
+	for (i = from; i < n; i++) {
+		struct py_frame *fr = &out->frames[i];
 
-		if (i && ps->code_addrs[i] == ps->code_addrs[i - 1]) {
-			out->frames[i].code = out->frames[i - 1].code;
+		if (ps->entries[i] == ENTRY_PLACEHOLDER) {
+			fr->code = pycode_placeholder(&ps->codes,
+						      ps->code_addrs[i]);
+			fr->entry = 0;
+			fr->line = 0;
+			continue;
+		}
+		if (repeats_code(ps, from, i)) {
+			fr->code = out->frames[i - 1].code;
+			ps->tlbc_arrays[i] = ps->tlbc_arrays[i - 1];
 		} else {
-			code = pycode_lookup(&ps->codes, ps->code_addrs[i],
-					     ps->headers + nio * hl);
+			const unsigned char *header = ps->headers + nio * hl;
+
+			fr->code = pycode_lookup(&ps->codes, ps->code_addrs[i],
+						 header);
 			nio++;
-			if (!code)
+			if (!fr->code)
 				return DROP_INVALID;
-			out->frames[i].code = code;
+			if (off->code_tlbc != OFF_NONE)
+				ps->tlbc_arrays[i] =
+				    load_u64(header, off->code_tlbc);
 		}
-		out->frames[i].entry = ps->entries[i];
-		out->frames[i].line =
-		    pycode_line(&ps->codes, out->frames[i].code, ps->addrqs[i]);
-	}
-	return DROP_NONE;
-}
-
-static int is_task(const long *tids, size_t n, long tid)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (tids[i] == tid)
-			return 1;
-	return 0;
-}
-
-/*
- * Up to 3.10 the thread state has no native id, but glibc's struct
- * pthread (at the address of pthread_t) holds the tid.  Its offset
- * varies between glibc builds: find the first offset at which every
- * thread's struct holds one of the process's task ids.  A thread that
- * exits while it is looked at (its tid already cleared or reaped) may
- * miss, so with three threads or more one miss is allowed.
- */
-static void find_pthread_tid_offset(struct py_sampler *ps,
-				    const struct py_sample *out,
-				    const long *tasks, size_t nr_tasks)
-{
-	unsigned char *bufs;
-	size_t i, n = out->nr_threads;
-	long at;
-
-	if (!n || n > 64)
-		return;
-	bufs = xmalloc(n * PTHREAD_SCAN_BYTES);
-	/* An unreadable struct (its thread gone) reads as zeros: a miss. */
-	for (i = 0; i < n; i++)
-		if (proc_read(ps->rt->pid, out->threads[i].ident,
-			      bufs + i * PTHREAD_SCAN_BYTES,
-			      PTHREAD_SCAN_BYTES))
-			memset(bufs + i * PTHREAD_SCAN_BYTES, 0,
-			       PTHREAD_SCAN_BYTES);
-	for (at = 0; at + 4 <= PTHREAD_SCAN_BYTES; at += 4) {
-		size_t misses = 0;
-
-		for (i = 0; i < n; i++) {
-			int32_t v;
-
-			memcpy(&v, bufs + i * PTHREAD_SCAN_BYTES + at, 4);
-			if ((v <= 0 || !is_task(tasks, nr_tasks, v)) &&
-			    ++misses > (n >= 3 ? 1u : 0u))
-				break;
-		}
-		if (i == n) {
-			ps->pthread_tid_at = at;
-			break;
-		}
-	}
-	free(bufs);
-}
-
-static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
-{
-	long tasks[PY_MAX_THREADS];
-	size_t nr_tasks, i, nio = 0;
-	int32_t tids[PY_MAX_THREADS];
-	size_t slot[PY_MAX_THREADS];
-
-	if (ps->pthread_tid_at < 0) {
-		nr_tasks = proc_tasks(ps->rt->pid, tasks, ARRAY_SIZE(tasks));
-		find_pthread_tid_offset(ps, out, tasks, nr_tasks);
-		if (ps->pthread_tid_at < 0)
-			return;
-	}
-	grow_iov(ps, out->nr_threads);
-	for (i = 0; i < out->nr_threads && nio < PY_MAX_THREADS; i++) {
-		/* known_idle() may have read this one already. */
-		if (out->threads[i].tid)
-			continue;
-		slot[nio] = i;
-		ps->local[nio].iov_base = &tids[nio];
-		ps->local[nio].iov_len = 4;
-		ps->remote[nio].iov_base =
-		    (void *)(uintptr_t)(out->threads[i].ident +
-					(uint64_t)ps->pthread_tid_at);
-		ps->remote[nio].iov_len = 4;
-		nio++;
-	}
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
-		return;
-	for (i = 0; i < nio; i++)
-		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
-}
-
-/* Bytes of a pthread mutex or condition variable, at most. */
-#define GIL_SYNC_SIZE 64
-
-/* The GIL of one interpreter, as this sample saw it. */
-struct gil_view {
-	int locked;
-	uint64_t holder; /* PyThreadState * of the last holder */
-	uint64_t lo, hi; /* its struct: where waiters' futexes are */
-};
-
-/* Read the GIL serving interp.  Leaves g zeroed if unknown. */
-static void read_gil(struct py_sampler *ps, uint64_t interp, struct gil_view *g)
-{
-	const struct pyruntime *rt = ps->rt;
-	const struct py_offsets *off = rt->off;
-	unsigned char buf[64];
-	uint64_t gil = 0;
-	int32_t locked;
-	long span;
-	size_t i;
-
-	memset(g, 0, sizeof(*g));
-	if (rt->gil_locked && rt->gil_last_holder) {
-		/* 3.6: static variables in ceval_gil.h */
-		if (proc_read(rt->pid, rt->gil_locked, &locked,
-			      sizeof(locked)) ||
-		    proc_read(rt->pid, rt->gil_last_holder, &g->holder,
-			      sizeof(g->holder)))
-			return;
-		g->locked = locked > 0;
-		/*
-		 * A waiter blocks on gil_mutex or gil_cond; a thread asked to
-		 * drop the GIL waits on switch_cond until another takes it.
-		 * The four sit side by side: one span covers them.
-		 */
-		for (i = 0; i < ARRAY_SIZE(rt->gil_sync); i++) {
-			uint64_t a = rt->gil_sync[i];
-
-			if (!a)
-				continue;
-			if (!g->lo || a < g->lo)
-				g->lo = a;
-			if (a + GIL_SYNC_SIZE > g->hi)
-				g->hi = a + GIL_SYNC_SIZE;
-		}
-		/* Not side by side after all: no guess. */
-		if (g->hi - g->lo > 4 * GIL_SYNC_SIZE)
-			g->lo = g->hi = 0;
-		return;
-	}
-	if (off->gil_locked == OFF_NONE || off->gil_last_holder == OFF_NONE)
-		return;
-	if (off->runtime_gil != OFF_NONE && rt->runtime)
-		gil = rt->runtime + (uint64_t)off->runtime_gil;
-	else if (off->interp_gil_ptr != OFF_NONE)
-		proc_read(rt->pid, interp + (uint64_t)off->interp_gil_ptr, &gil,
-			  sizeof(gil));
-	else if (off->interp_gil != OFF_NONE)
-		gil = interp + (uint64_t)off->interp_gil;
-	span = (off->gil_locked > off->gil_last_holder ? off->gil_locked
-						       : off->gil_last_holder) +
-	       8;
-	if (!gil || span > (long)sizeof(buf) ||
-	    proc_read(rt->pid, gil, buf, (size_t)span))
-		return;
-	memcpy(&locked, buf + off->gil_locked, sizeof(locked));
-	g->locked = locked > 0;
-	g->holder = get_ptr(buf, off->gil_last_holder);
-	g->lo = gil;
-	g->hi =
-	    gil + (uint64_t)(off->gil_size != OFF_NONE ? off->gil_size : span);
-}
-
-/* Read a /proc file's first line (without its newline) into buf. */
-static void read_line(const char *path, char *buf, size_t size)
-{
-	proc_read_text(path, buf, size);
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* What spyc keeps open or knows about thread tid, or NULL if gone. */
-static struct py_task_file *task_file(struct py_sampler *ps, long tid)
-{
-	struct py_task_file *tf;
-	char path[64];
-	size_t i;
-	int fd;
-
-	for (i = 0; i < ps->nr_task_files; i++)
-		if (ps->task_files[i].tid == tid)
-			return &ps->task_files[i];
-	/* Threads come and go: start over rather than grow forever. */
-	if (ps->nr_task_files >= PY_MAX_THREADS) {
-		for (i = 0; i < ps->nr_task_files; i++)
-			close(ps->task_files[i].fd);
-		ps->nr_task_files = 0;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", (int)ps->rt->pid,
-		 tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1, ps->alloc_task_files);
-	tf = &ps->task_files[ps->nr_task_files++];
-	tf->tid = tid;
-	tf->fd = fd;
-	snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", (int)ps->rt->pid,
-		 tid);
-	read_line(path, tf->comm, sizeof(tf->comm));
-	return tf;
-}
-
-static void forget_task(struct py_sampler *ps, long tid)
-{
-	size_t i;
-
-	for (i = 0; i < ps->nr_task_files; i++) {
-		if (ps->task_files[i].tid != tid)
-			continue;
-		close(ps->task_files[i].fd);
-		ps->task_files[i] = ps->task_files[--ps->nr_task_files];
-		return;
-	}
-}
-
-/* The scheduler state letter of a thread (proc(5): R, S, D, ...), or 0. */
-static char task_state(struct py_sampler *ps, long tid)
-{
-	char buf[512], *p;
-	ssize_t n;
-	struct py_task_file *tf = task_file(ps, tid);
-
-	if (!tf)
-		return 0;
-	n = pread(tf->fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0) {
-		forget_task(ps, tid);
-		return 0;
-	}
-	buf[n] = '\0';
-	/* The state follows the last ')': the name may hold one. */
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
-/* x86-64's futex(2); /proc/PID/task/TID/syscall gives its first argument. */
-#define SYSCALL_FUTEX 202
-
-/* Is tid blocked in a futex inside [lo, hi)?  That is a GIL wait. */
-static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
-{
-	char path[64], buf[256];
-	unsigned long long uaddr;
-	long nr;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall", (int)pid,
-		 tid);
-	if (proc_read_text(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	if (sscanf(buf, "%ld %llx", &nr, &uaddr) != 2 || nr != SYSCALL_FUTEX)
-		return 0;
-	return uaddr >= lo && uaddr < hi;
-}
-
-/*
- * Is t known to be off the CPU, before its frames are read?  Finds its
- * tid first if the thread state does not hold it (up to 3.10).
- */
-static int known_idle(struct py_sampler *ps, struct py_thread *t)
-{
-	char st;
-
-	if (!t->tid && ps->pthread_tid_at >= 0) {
-		int32_t tid = 0;
-
-		if (!proc_read(ps->rt->pid,
-			       t->ident + (uint64_t)ps->pthread_tid_at, &tid,
-			       sizeof(tid)) &&
-		    tid > 0)
-			t->tid = tid;
-	}
-	if (!t->tid)
-		return 0;
-	st = task_state(ps, t->tid);
-	return st && st != 'R' && st != 'D';
-}
-
-/* Reads of a thread's name that may fail before it is given up on. */
-#define NAME_TRIES 3
-
-/* Is code threading's Thread._bootstrap or _bootstrap_inner? */
-static int is_thread_bootstrap(const struct pycode *code)
-{
-	const char *name = strrchr(code->name, '.');
-	const char *file = strrchr(code->filename, '/');
-
-	name = name ? name + 1 : code->name;
-	file = file ? file + 1 : code->filename;
-	return (!strcmp(name, "_bootstrap") ||
-		!strcmp(name, "_bootstrap_inner")) &&
-	       !strcmp(file, "threading.py");
-}
-
-/*
- * The name threading gave each thread it started: the Thread object is
- * the first local (self) of the outermost frame, threading's
- * _bootstrap, and its name the str attribute _name.  Looked up once per
- * thread: a new thread can reuse an old one's thread state and frame
- * memory, but not (for a long while) its tid.
- */
-static void python_names(struct py_sampler *ps, struct py_sample *out)
-{
-	const struct py_offsets *off = ps->rt->off;
-	long locals = off->frame_localsplus != OFF_NONE
-			  ? off->frame_localsplus
-			  : off->iframe_localsplus;
-	size_t i, j;
-
-	if (locals == OFF_NONE || !pyattr_supported(off))
-		return;
-	for (i = 0; i < out->nr_threads; i++) {
-		struct py_thread *t = &out->threads[i];
-		struct py_name_memo *nm = NULL;
-		struct strbuf sb = STRBUF_INIT;
-		uint64_t self;
-		int r;
-
-		if (!t->root_frame || !t->depth)
-			continue;
-		/* Threads keep their order between samples: try i first. */
-		for (j = 0; j < ps->nr_names && !nm; j++) {
-			size_t k = (i + j) % ps->nr_names;
-
-			if (ps->names[k].tstate == t->tstate &&
-			    ps->names[k].root_frame == t->root_frame &&
-			    ps->names[k].tid == t->tid)
-				nm = &ps->names[k];
-		}
-		if (!nm) {
-			/* Threads come and go: start over, not grow forever. */
-			if (ps->nr_names >= PY_MAX_THREADS)
-				ps->nr_names = 0;
-			ALLOC_GROW(ps->names, ps->nr_names + 1,
-				   ps->alloc_names);
-			nm = &ps->names[ps->nr_names++];
-			memset(nm, 0, sizeof(*nm));
-			nm->tstate = t->tstate;
-			nm->root_frame = t->root_frame;
-			nm->tid = t->tid;
-		}
-		if (nm->tries < NAME_TRIES &&
-		    is_thread_bootstrap(
-			out->frames[t->first + t->depth - 1].code)) {
-			r = proc_read(ps->rt->pid,
-				      t->root_frame + (uint64_t)locals, &self,
-				      sizeof(self));
-			if (!r)
-				r = pyattr_str(ps->rt->pid, off, self, "_name",
-					       &sb);
-			/* A torn read: try again next sample, a few times. */
-			if (r && r != -ENOENT) {
-				nm->tries++;
-				strbuf_release(&sb);
-				continue;
-			}
-			utf8_truncate(nm->name, sizeof(nm->name), sb.buf);
-			strbuf_release(&sb);
-		}
-		nm->tries = NAME_TRIES;
-		memcpy(t->name, nm->name, sizeof(t->name));
-	}
-}
-
-/* OS thread names that say more than the process's own name. */
-static void name_threads(struct py_sampler *ps, struct py_sample *out)
-{
-	size_t i;
-
-	if (!ps->process_name[0]) {
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)ps->rt->pid);
-		read_line(path, ps->process_name, sizeof(ps->process_name));
-	}
-	for (i = 0; i < out->nr_threads; i++) {
-		struct py_thread *t = &out->threads[i];
-		struct py_task_file *tf = t->tid ? task_file(ps, t->tid) : NULL;
-
-		/* A name from threading comes first. */
-		if (!t->name[0] && tf && tf->comm[0] &&
-		    strcmp(tf->comm, ps->process_name))
-			memcpy(t->name, tf->comm, sizeof(tf->comm));
-	}
-}
-
-/* Fill in what the commands asked for: states, GIL holder and waiters. */
-static void annotate_threads(struct py_sampler *ps, struct py_sample *out,
-			     const struct gil_view *gil)
-{
-	size_t i;
-
-	for (i = 0; i < out->nr_threads; i++) {
-		struct py_thread *t = &out->threads[i];
-		char st;
-
-		t->holds_gil =
-		    ps->want_gil && gil->locked && gil->holder == t->tstate;
-		if (t->skipped) {
-			t->state = THREAD_IDLE;
+		fr->entry = ps->entries[i];
+		if (ps->tlbcs[i]) {
+			fr->line = 0; /* below, once its copy is known */
+			tlbc = 1;
 			continue;
 		}
-		t->state = THREAD_UNKNOWN;
-		if (!ps->want_state || !t->tid)
-			continue;
-		st = task_state(ps, t->tid);
-		if (!st)
-			continue;
-		/* R runs or is runnable; D is in the kernel on its behalf. */
-		if (st == 'R' || st == 'D' || t->holds_gil)
-			t->state = THREAD_RUNNING;
-		else if (ps->want_gil && gil->hi &&
-			 waits_on(ps->rt->pid, t->tid, gil->lo, gil->hi))
-			t->state = THREAD_GIL_WAIT;
-		else
-			t->state = THREAD_IDLE;
+		fr->line = pycode_line(&ps->codes, fr->code, ps->addrqs[i]);
 	}
-}
-
-enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
-{
-	const struct py_offsets *off = ps->rt->off;
-	uint64_t interp;
-	size_t interps = 0;
-	struct gil_view gil;
-	enum drop_reason why;
-	int r;
-
-	out->nr_threads = 0;
-	out->nr_frames = 0;
-	r = pyruntime_interp_head(ps->rt, &interp);
-	if (r)
-		return read_error(r);
-	/* The main interpreter's GIL: the one Python threads share. */
-	memset(&gil, 0, sizeof(gil));
-	if (ps->want_gil && interp)
-		read_gil(ps, interp, &gil);
-	while (interp) {
-		/* Both fields in one read: they sit near the start. */
-		unsigned char head[INTERP_HEAD_MAX];
-		long lo = off->interp_next < off->interp_threads_head
-			      ? off->interp_next
-			      : off->interp_threads_head;
-		long hi = off->interp_next < off->interp_threads_head
-			      ? off->interp_threads_head
-			      : off->interp_next;
-		uint64_t tstate, next_interp;
-		size_t threads = 0;
-
-		if (++interps > PY_MAX_INTERPS)
-			return DROP_DEPTH;
-		if (hi + 8 - lo > INTERP_HEAD_MAX)
-			return DROP_INVALID;
-		r = proc_read(ps->rt->pid, interp + (uint64_t)lo, head,
-			      (size_t)(hi + 8 - lo));
-		if (r)
-			return read_error(r);
-		tstate = get_ptr(head, off->interp_threads_head - lo);
-		next_interp = get_ptr(head, off->interp_next - lo);
-		while (tstate) {
-			struct py_thread *t;
-
-			if (++threads > PY_MAX_THREADS)
-				return DROP_DEPTH;
-			r = proc_read(ps->rt->pid, tstate, ps->tstate_buf,
-				      (size_t)off->tstate_size);
-			if (r)
-				return read_error(r);
-			if (get_ptr(ps->tstate_buf, off->tstate_interp) !=
-			    interp)
-				return DROP_INVALID;
-			ALLOC_GROW(out->threads, out->nr_threads + 1,
-				   out->alloc_threads);
-			t = &out->threads[out->nr_threads++];
-			t->ident =
-			    get_ptr(ps->tstate_buf, off->tstate_thread_id);
-			t->tid =
-			    off->tstate_native_thread_id == OFF_NONE
-				? 0
-				: (long)get_ptr(ps->tstate_buf,
-						off->tstate_native_thread_id);
-			t->tstate = tstate;
-			t->state = THREAD_UNKNOWN;
-			t->holds_gil = 0;
-			t->name[0] = '\0';
-			t->first = out->nr_frames;
-			t->skipped = ps->skip_idle && ps->want_state &&
-				     known_idle(ps, t);
-			ps->root_frame = 0;
-			if (!t->skipped) {
-				why = walk_thread(ps, tstate, out);
-				if (why)
-					return why;
-			}
-			t->root_frame = ps->root_frame;
-			t->depth = out->nr_frames - t->first;
-			tstate = get_ptr(ps->tstate_buf, off->tstate_next);
-		}
-		interp = next_interp;
-	}
-	why = resolve_codes(ps, out);
-	if (why)
-		return why;
-	if (off->tstate_native_thread_id == OFF_NONE)
-		fill_native_tids(ps, out);
-	if (ps->want_state || ps->want_gil)
-		annotate_threads(ps, out, &gil);
-	if (ps->want_names) {
-		python_names(ps, out);
-		name_threads(ps, out);
-	}
-	return DROP_NONE;
+	return tlbc ? resolve_tlbc(ps, out, from) : DROP_NONE;
 }

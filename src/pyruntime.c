@@ -83,7 +83,7 @@ static void version_format(unsigned long hex, char *buf, size_t size)
 
 const struct py_offsets *
 py_offsets_select(const struct py_offsets *const *tables, size_t n,
-		  unsigned long hexversion)
+		  unsigned long hexversion, int free_threaded)
 {
 	const struct py_offsets *best = NULL;
 	size_t i;
@@ -91,7 +91,8 @@ py_offsets_select(const struct py_offsets *const *tables, size_t n,
 	for (i = 0; i < n; i++) {
 		const struct py_offsets *t = tables[i];
 
-		if (hexversion < t->first_hex || hexversion > t->last_hex)
+		if (hexversion < t->first_hex || hexversion > t->last_hex ||
+		    !t->free_threaded != !free_threaded)
 			continue;
 		if (!best || t->last_hex - t->first_hex <
 				 best->last_hex - best->first_hex)
@@ -141,7 +142,9 @@ int py_offsets_from_debug(struct py_offsets *out, const struct py_offsets *base,
 	    out->iframe_code >= out->iframe_size ||
 	    out->code_filename >= out->code_size ||
 	    out->code_name >= out->code_size ||
-	    out->code_linetable >= out->code_size)
+	    out->code_linetable >= out->code_size ||
+	    (out->tstate_base_frame != OFF_NONE &&
+	     out->tstate_base_frame + 8 > out->tstate_size))
 		return -1;
 	/* The target gives the GIL's fields from the interpreter's start. */
 	if (out->interp_gil != OFF_NONE && out->gil_locked >= out->interp_gil &&
@@ -334,7 +337,7 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 
 	if (pyver) {
 		uint64_t v = 0;
-		int r = proc_read(rt->pid, pyver + bias, &v, sizeof(v));
+		int r = proc_read_stable(rt->pid, pyver + bias, &v, sizeof(v));
 
 		if (r == -EPERM) {
 			ret = no_permission(rt);
@@ -388,6 +391,42 @@ static int layout_mismatch(const struct pyruntime *rt,
 	return back != interp;
 }
 
+const struct py_offsets *
+py_offsets_newest_upto(const struct py_offsets *const *tables, size_t n,
+		       unsigned long hexversion, int free_threaded)
+{
+	const struct py_offsets *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct py_offsets *t = tables[i];
+
+		if (t->first_hex <= hexversion &&
+		    !t->free_threaded == !free_threaded &&
+		    (!best || t->first_hex > best->first_hex))
+			best = t;
+	}
+	return best;
+}
+
+/* The minor versions spyc reads free-threaded builds of, as "3.14t". */
+static void free_threaded_tables(char *buf, size_t size)
+{
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < py_offset_tables_count && len + 16 < size; i++) {
+		const struct py_offsets *t = py_offset_tables[i];
+
+		if (t->free_threaded)
+			len += (size_t)snprintf(buf + len, size - len, "%s%lu.%lut",
+						len ? ", " : "", t->first_hex >> 24,
+						(t->first_hex >> 16) & 0xFF);
+	}
+	if (!len)
+		snprintf(buf, size, "none");
+}
+
 static int choose_offsets(struct pyruntime *rt)
 {
 	const struct py_offsets *table = NULL, *base;
@@ -395,9 +434,14 @@ static int choose_offsets(struct pyruntime *rt)
 	unsigned char raw[4096];
 	int r;
 
-	if (!no_tables || !*no_tables || !strcmp(no_tables, "0"))
-		table = py_offsets_select(
-		    py_offset_tables, py_offset_tables_count, rt->hexversion);
+	int use_tables = !no_tables || !*no_tables || !strcmp(no_tables, "0");
+	uint64_t free_threaded;
+
+	/* Free-threaded builds began with 3.13, which says which it is. */
+	if (use_tables)
+		table = py_offsets_select(py_offset_tables,
+					  py_offset_tables_count,
+					  rt->hexversion, 0);
 	if (rt->hexversion < DEBUG_OFFSETS_SINCE) {
 		if (!table)
 			return fail(
@@ -410,12 +454,28 @@ static int choose_offsets(struct pyruntime *rt)
 		return PYRT_OK;
 	}
 
-	/* 3.13+: the target publishes its offsets; read and use them. */
-	base = table ? table : py_offset_tables[py_offset_tables_count - 1];
+	/*
+	 * 3.13+: the target publishes its offsets; read and use them.  The
+	 * layout of _Py_DebugOffsets itself changes between minor versions
+	 * (3.14 and 3.15 added fields mid-struct), so without a table for
+	 * the target read it as the newest table not newer than the target
+	 * lays it out.
+	 */
+	base = table ? table
+		     : py_offsets_newest_upto(py_offset_tables,
+					      py_offset_tables_count,
+					      rt->hexversion, 0);
+	if (!base)
+		base = py_offsets_newest_upto(py_offset_tables,
+					      py_offset_tables_count,
+					      rt->hexversion, 1);
+	if (!base)
+		goto unsupported;
 	if (base->debug_size == OFF_NONE ||
 	    (size_t)base->debug_size > sizeof(raw))
 		goto unsupported;
-	r = proc_read(rt->pid, rt->runtime, raw, (size_t)base->debug_size);
+	r = proc_read_stable(rt->pid, rt->runtime, raw,
+			     (size_t)base->debug_size);
 	if (r == -EPERM)
 		return no_permission(rt);
 	/* The loader may not have mapped the data segment yet. */
@@ -423,20 +483,45 @@ static int choose_offsets(struct pyruntime *rt)
 		return fail(rt, r == -ESRCH ? PYRT_NO_PROCESS : PYRT_NOT_READY,
 			    "cannot read _PyRuntime of pid %d: %s",
 			    (int)rt->pid, strerror(-r));
+	/*
+	 * Whether the target is free-threaded is its own word, not its file
+	 * name's: _Py_DebugOffsets.free_threaded.  Its layout of
+	 * _Py_DebugOffsets is that of the build with the GIL (the struct is
+	 * the same; only its values differ), but every object it describes
+	 * is laid out anew: read it with a free-threaded table of the same
+	 * minor version, and refuse a version no such table was made and
+	 * tested for (3.13t, or a newer one).
+	 */
+	memcpy(&free_threaded, raw + base->debug_free_threaded_at,
+	       sizeof(free_threaded));
+	if (free_threaded) {
+		char known[64];
+
+		rt->free_threaded = 1;
+		table = use_tables ? py_offsets_select(py_offset_tables,
+						       py_offset_tables_count,
+						       rt->hexversion, 1)
+				   : NULL;
+		base = table ? table
+			     : py_offsets_newest_upto(py_offset_tables,
+						      py_offset_tables_count,
+						      rt->hexversion, 1);
+		if (!base || (base->first_hex >> 16) != (rt->hexversion >> 16)) {
+			free_threaded_tables(known, sizeof(known));
+			return fail(rt, PYRT_UNSUPPORTED,
+				    "Python %s in pid %d is a free-threaded "
+				    "build, which spyc reads only for %s%s",
+				    rt->version, (int)rt->pid, known,
+				    no_tables && !use_tables
+					? " (SPYC_NO_OFFSET_TABLES is set)"
+					: "");
+		}
+		if ((size_t)base->debug_size > sizeof(raw))
+			goto unsupported;
+	}
 	if (py_offsets_from_debug(&rt->debug_off, base, raw,
 				  (size_t)base->debug_size))
 		goto unsupported;
-	{
-		uint64_t free_threaded;
-
-		memcpy(&free_threaded, raw + base->debug_free_threaded_at,
-		       sizeof(free_threaded));
-		if (free_threaded)
-			return fail(rt, PYRT_UNSUPPORTED,
-				    "Python %s in pid %d is a free-threaded "
-				    "build, which spyc does not support yet",
-				    rt->version, (int)rt->pid);
-	}
 	if (!table && layout_mismatch(rt, &rt->debug_off))
 		return fail(rt, PYRT_UNSUPPORTED,
 			    "Python %s in pid %d is not supported: its "
@@ -473,7 +558,9 @@ static int choose_offsets(struct pyruntime *rt)
 	} else {
 		snprintf(rt->notice, sizeof(rt->notice),
 			 "no offset table for CPython %s; using the offsets "
-			 "it publishes (_Py_DebugOffsets)",
+			 "it publishes (_Py_DebugOffsets), which do not say "
+			 "where threading keeps thread names: only the OS's "
+			 "are shown",
 			 rt->version);
 	}
 	return PYRT_OK;
@@ -496,6 +583,19 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 	if (!proc_exists(pid))
 		return fail(rt, PYRT_NO_PROCESS, "no process with pid %d",
 			    (int)pid);
+	switch (proc_kind(pid)) {
+	case PROC_ZOMBIE:
+		return fail(rt, PYRT_NO_PROCESS,
+			    "pid %d has exited (a zombie its parent has not "
+			    "reaped): there is nothing to sample",
+			    (int)pid);
+	case PROC_KERNEL_THREAD:
+		return fail(rt, PYRT_NOT_PYTHON,
+			    "pid %d is a kernel thread, not a Python process",
+			    (int)pid);
+	default:
+		break;
+	}
 	ret = proc_maps_load(&maps, pid);
 	if (ret == -EACCES || ret == -EPERM)
 		return no_permission(rt);

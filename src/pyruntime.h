@@ -26,6 +26,8 @@ struct pyruntime {
 	int shared;	   /* 1 if binary is a libpython */
 	char version[32];  /* "3.11.7" */
 	unsigned long hexversion;
+	/* built with Py_GIL_DISABLED, as its _Py_DebugOffsets says: no GIL */
+	int free_threaded;
 	uint64_t runtime;	 /* address of _PyRuntime (3.7+), or 0 */
 	uint64_t interp_head;	 /* address of interp_head (3.6), or 0 */
 	uint64_t tstate_current; /* address of _PyThreadState_Current (3.6) */
@@ -68,12 +70,24 @@ int pyruntime_still_valid(const struct pyruntime *rt);
 int pyruntime_interp_head(const struct pyruntime *rt, uint64_t *interp);
 
 /*
- * Pick the table for hexversion from tables[0..n-1]: the narrowest
- * range holding it.  NULL if none does.  Pure; for tests.
+ * Pick the table for hexversion from tables[0..n-1], among those of
+ * free-threaded builds if free_threaded, else among those of builds
+ * with the GIL: the narrowest range holding it.  NULL if none does.
+ * Pure; for tests.
  */
 const struct py_offsets *
 py_offsets_select(const struct py_offsets *const *tables, size_t n,
-		  unsigned long hexversion);
+		  unsigned long hexversion, int free_threaded);
+
+/*
+ * The table of the newest version not newer than hexversion in
+ * tables[0..n-1], of a free-threaded build or of one with the GIL as
+ * free_threaded says (how a later version's _Py_DebugOffsets is laid
+ * out, as far as spyc knows), or NULL.  Pure; for tests.
+ */
+const struct py_offsets *
+py_offsets_newest_upto(const struct py_offsets *const *tables, size_t n,
+		       unsigned long hexversion, int free_threaded);
 
 /*
  * Fill out from a raw copy of a target's _Py_DebugOffsets, using the

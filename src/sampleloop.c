@@ -4,6 +4,7 @@
 #include "sampleloop.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -16,12 +17,16 @@
 #define EXEC_CHECK_NS 500000000ULL
 /* How long a child hit by a terminal's Ctrl-C gets to stop by itself. */
 #define CTRL_C_GRACE_NS 100000000L
+/* How often a wait for the child looks at it and at spyc's signals. */
+#define CHILD_POLL_NS 20000000L
 
 volatile sig_atomic_t sampleloop_stop;
+volatile sig_atomic_t sampleloop_signals_seen;
 
 static void on_signal(int sig)
 {
 	sampleloop_stop = sig;
+	sampleloop_signals_seen++;
 }
 
 void sampleloop_signals(void)
@@ -39,8 +44,10 @@ void sampleloop_signals(void)
 void sampleloop_init(struct sampleloop *sl, double rate_hz)
 {
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-	py_sampler_init(&sl->ps, &sl->rt);
-	sl->interval = (uint64_t)(1e9 / rate_hz);
+	/* Without an interpreter (--subprocesses' root): pacing only. */
+	if (sl->rt.off)
+		py_sampler_init(&sl->ps, &sl->rt);
+	sl->interval = (uint64_t)(1e9 / rate_hz + 0.5);
 	if (!sl->interval)
 		sl->interval = 1;
 	sl->next = sl->last_check = now_ns();
@@ -54,18 +61,36 @@ void sampleloop_release(struct sampleloop *sl)
 	py_sampler_release(&sl->ps);
 }
 
+/* Reap the child if it has exited; returns 1 once it is reaped. */
+static int reap_child(struct sampleloop *sl)
+{
+	pid_t got;
+	int status;
+
+	if (sl->child_reaped)
+		return 1;
+	got = waitpid(sl->child, &status, WNOHANG);
+	/* A stop while --native held it is no exit. */
+	if (got == sl->child && (WIFEXITED(status) || WIFSIGNALED(status))) {
+		sl->child_status = status;
+		sl->child_reaped = 1;
+	} else if (got < 0 && errno == ECHILD) {
+		/* Reaped by someone else: its status is lost. */
+		sl->child_status = -1;
+		sl->child_reaped = 1;
+	}
+	return sl->child_reaped;
+}
+
 int sampleloop_target_gone(struct sampleloop *sl)
 {
-	if (sl->child && !sl->child_reaped &&
-	    waitpid(sl->child, &sl->child_status, WNOHANG) == sl->child) {
-		sl->child_reaped = 1;
+	if ((sl->child && reap_child(sl)) || !proc_alive(sl->rt.pid)) {
 		sl->ended = "the target exited";
 		return 1;
 	}
-	if (sl->child_reaped || !proc_alive(sl->rt.pid)) {
-		sl->ended = "the target exited";
-		return 1;
-	}
+	/* Following a tree, the target may exec (a wrapper, Python). */
+	if (sl->tree)
+		return 0;
 	if (!pyruntime_still_valid(&sl->rt)) {
 		sl->ended = "the target exec'd another program";
 		sl->execd = 1;
@@ -99,13 +124,49 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	return why;
 }
 
+enum drop_reason sampleloop_take_tree(struct sampleloop *sl,
+				      void (*add)(void *ctx,
+						  const struct child *ch),
+				      void *ctx)
+{
+	size_t i;
+
+	children_scan(sl->tree, 0);
+	for (i = 0; i < sl->tree->nr; i++) {
+		struct child *ch = sl->tree->list[i];
+		enum drop_reason why;
+
+		if (ch->state != CHILD_PYTHON)
+			continue;
+		why = children_take(ch);
+		if (why == DROP_GONE)
+			continue;
+		if (why != DROP_NONE) {
+			sl->dropped[why]++;
+			continue;
+		}
+		sl->tree_reads++;
+		add(ctx, ch);
+	}
+	return sampleloop_target_gone(sl) ? DROP_GONE : DROP_NONE;
+}
+
 uint64_t sampleloop_schedule(struct sampleloop *sl)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), behind;
 
 	sl->next += sl->interval;
-	if (sl->next <= now)
-		sl->next = now;
+	/*
+	 * Slots stay on the grid of the first one: a sample a little late
+	 * is taken at once, and the slots whose time passed wholly while
+	 * spyc was busy or preempted are skipped and counted, never made
+	 * up in a burst.
+	 */
+	if (now > sl->next) {
+		behind = (now - sl->next) / sl->interval;
+		sl->missed += behind;
+		sl->next += behind * sl->interval;
+	}
 	return sl->next;
 }
 
@@ -119,6 +180,44 @@ void sleep_until(uint64_t deadline)
 		   EINTR &&
 	       !sampleloop_stop)
 		;
+}
+
+int sampleloop_wait(struct sampleloop *sl, uint64_t deadline)
+{
+	uint64_t now;
+
+	while (!sampleloop_stop && (now = now_ns()) < deadline) {
+		if (deadline - now <= EXEC_CHECK_NS) {
+			sleep_until(deadline);
+			break;
+		}
+		sleep_until(now + EXEC_CHECK_NS);
+		if (!sampleloop_stop && sampleloop_target_gone(sl))
+			return 1;
+	}
+	return 0;
+}
+
+/* Decimals a rate shows with beyond the three significant digits. */
+#define RATE_MAX_DECIMALS 9
+
+void sampleloop_add_rate(struct strbuf *sb, double hz)
+{
+	char buf[64];
+	int decimals = 1;
+	size_t n;
+
+	if (hz > 0 && hz < 10) {
+		decimals = 2 - (int)floor(log10(hz));
+		if (decimals > RATE_MAX_DECIMALS)
+			decimals = RATE_MAX_DECIMALS;
+	}
+	snprintf(buf, sizeof(buf), "%.*f", decimals, hz);
+	/* "0.500" reads as 0.5, but keep one decimal: "5.0". */
+	n = strlen(buf);
+	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
+		buf[--n] = '\0';
+	strbuf_addstr(sb, buf);
 }
 
 uint64_t sampleloop_describe_drops(const struct sampleloop *sl,
@@ -164,6 +263,7 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	ALLOC_GROW(sl->before, nr + 1, sl->alloc_before);
 	for (i = 0; i < nr; i++)
 		if (s->threads[i].depth && s->threads[i].tid &&
+		    !s->threads[i].is_task &&
 		    thread_wanted(&s->threads[i], idle, gil))
 			sl->tids[n++] = s->threads[i].tid;
 	if (!n)
@@ -182,24 +282,76 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	return why;
 }
 
-void sampleloop_finish(struct sampleloop *sl, int sig)
+static void pass_on(struct sampleloop *sl, int sig)
 {
-	if (!sl->child || sl->child_reaped)
-		return;
 	if (sig == SIGINT) {
 		struct timespec ts = {0, CTRL_C_GRACE_NS};
 
 		nanosleep(&ts, NULL);
 	}
-	if (sig &&
-	    waitpid(sl->child, &sl->child_status, WNOHANG) == sl->child) {
-		sl->child_reaped = 1;
-		return;
-	}
-	if (sig)
+	/* Once reaped, its pid may be another process's. */
+	if (!reap_child(sl))
 		kill(sl->child, sig);
-	/* A second Ctrl-C interrupts the wait, not spyc's duty to wait. */
-	while (waitpid(sl->child, &sl->child_status, 0) < 0 && errno == EINTR)
-		;
-	sl->child_reaped = 1;
+}
+
+/*
+ * Wait for the child to exit until deadline (a now_ns() time), passing
+ * spyc's signals on to it.  Polls: a blocking waitpid() could miss a
+ * signal that lands between the look at sampleloop_signals_seen and the
+ * call.  Returns 1 once it is reaped, 0 at the deadline.
+ */
+static int wait_child(struct sampleloop *sl, uint64_t deadline)
+{
+	while (!reap_child(sl)) {
+		struct timespec ts = {0, CHILD_POLL_NS};
+
+		if (sl->signals_passed != sampleloop_signals_seen) {
+			sl->signals_passed = sampleloop_signals_seen;
+			pass_on(sl, sampleloop_stop);
+			continue;
+		}
+		if (now_ns() >= deadline)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+void sampleloop_finish(struct sampleloop *sl, int sig)
+{
+	if (!sl->child || reap_child(sl))
+		return;
+	if (sig) {
+		sl->signals_passed = sampleloop_signals_seen;
+		pass_on(sl, sig);
+	}
+	wait_child(sl, UINT64_MAX);
+}
+
+int sampleloop_end_child(struct sampleloop *sl, uint64_t grace_ns)
+{
+	if (!sl->child || reap_child(sl))
+		return 0;
+	kill(sl->child, SIGTERM);
+	if (!wait_child(sl, now_ns() + grace_ns)) {
+		kill(sl->child, SIGKILL);
+		wait_child(sl, UINT64_MAX);
+	}
+	return 1;
+}
+
+int sampleloop_child_running(struct sampleloop *sl)
+{
+	return sl->child && !reap_child(sl);
+}
+
+int sampleloop_child_exit_code(const struct sampleloop *sl)
+{
+	if (!sl->child || !sl->child_reaped || sl->child_status == -1)
+		return -1;
+	if (WIFEXITED(sl->child_status))
+		return WEXITSTATUS(sl->child_status);
+	if (WIFSIGNALED(sl->child_status))
+		return 128 + WTERMSIG(sl->child_status);
+	return -1;
 }

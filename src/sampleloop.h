@@ -8,13 +8,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "children.h"
 #include "native.h"
-#include "pyframe.h"
+#include "pysample.h"
 #include "pyruntime.h"
 #include "util.h"
 
 /* The signal (SIGINT, SIGTERM or SIGHUP) that asked spyc to stop, or 0. */
 extern volatile sig_atomic_t sampleloop_stop;
+/* How many of those signals spyc got: the last one is sampleloop_stop. */
+extern volatile sig_atomic_t sampleloop_signals_seen;
 
 /* From now on SIGINT, SIGTERM and SIGHUP only set sampleloop_stop. */
 void sampleloop_signals(void);
@@ -22,12 +25,14 @@ void sampleloop_signals(void);
 struct sampleloop {
 	struct pyruntime rt; /* filled in by attach_or_die or launch_or_die */
 	pid_t child;	     /* the launched program, else 0 */
-	int child_status;
+	int child_status;    /* as waitpid() gave it, once reaped */
 	int child_reaped;
+	sig_atomic_t signals_passed; /* sampleloop_signals_seen, passed on */
 	struct py_sampler ps;
 	struct py_sample sample; /* what sampleloop_take() read */
 	uint64_t interval;	 /* nanoseconds between samples */
 	uint64_t next;		 /* when the next sample is due (now_ns()) */
+	uint64_t missed;	 /* slots skipped: their time passed */
 	uint64_t last_check;	 /* the last look for an exec */
 	uint64_t dropped[DROP_NR];
 	const char *ended; /* why the target is gone, for messages */
@@ -37,11 +42,19 @@ struct sampleloop {
 	size_t alloc_tids;
 	struct py_thread *before;
 	size_t alloc_before;
+	/*
+	 * --subprocesses: the processes followed (the command's), the
+	 * target first; sl->rt then holds only the target's pid, and the
+	 * target is gone only once it has exited.
+	 */
+	struct children *tree;
+	uint64_t tree_reads; /* clean reads of one process */
 };
 
 /*
  * Once sl->rt (and sl->child in launch mode) are set: get ready to take
- * rate_hz samples a second, the first one due now.  Lowers the process's
+ * rate_hz samples a second, the first one due now.  With no interpreter
+ * in sl->rt (only its pid), just the pacing.  Lowers the process's
  * timer slack, whose default 50 us would cap the rate near 10 kHz.
  */
 void sampleloop_init(struct sampleloop *sl, double rate_hz);
@@ -58,14 +71,28 @@ void sampleloop_release(struct sampleloop *sl);
 enum drop_reason sampleloop_take(struct sampleloop *sl);
 
 /*
+ * --subprocesses: sample every Python process of sl->tree once (looking
+ * for new ones first, at most every so often), calling add(ctx, child)
+ * for each clean read; a dropped read is counted in sl->dropped.
+ * Returns DROP_GONE once the target has exited (sl->ended says so),
+ * else DROP_NONE.
+ */
+enum drop_reason sampleloop_take_tree(struct sampleloop *sl,
+				      void (*add)(void *ctx,
+						  const struct child *ch),
+				      void *ctx);
+
+/*
  * 1 if the target has exited or exec'd another program, with sl->ended
  * saying which ("the target exited"); else 0.  Reaps a launched child.
  */
 int sampleloop_target_gone(struct sampleloop *sl);
 
 /*
- * Move sl->next on by one interval; when that is already past (a slow
- * sample), to now: falling behind must not cause a burst of samples.
+ * Move sl->next on to the next slot of the grid that started at the
+ * first sample (no drift): one interval on, or when whole slots have
+ * passed meanwhile (a slow sample, spyc preempted), past them, counted
+ * in sl->missed: falling behind must not cause a burst of samples.
  * Returns the new sl->next.
  */
 uint64_t sampleloop_schedule(struct sampleloop *sl);
@@ -75,6 +102,20 @@ uint64_t sampleloop_schedule(struct sampleloop *sl);
  * only if it set sampleloop_stop.
  */
 void sleep_until(uint64_t deadline);
+
+/*
+ * sleep_until(deadline), looking every half second meanwhile whether the
+ * target is gone, so that a slow rate does not keep spyc waiting on a
+ * target that has exited.  Returns 1 if it is gone (sl->ended says how),
+ * else 0 (the deadline passed, or sampleloop_stop was set).
+ */
+int sampleloop_wait(struct sampleloop *sl, uint64_t deadline);
+
+/*
+ * Append a rate in Hz with three significant digits and at least one
+ * decimal, never an exponent: "0.5", "2.49", "99.7", "9999.7".
+ */
+void sampleloop_add_rate(struct strbuf *sb, double hz);
 
 /*
  * Append "N dropped", and when N > 0 " (2 torn reads, 1 ...)", to sb.
@@ -104,9 +145,27 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 
 /*
  * Launch mode: unless the child has exited, send it sig (if not 0), then
- * wait for it.  After a terminal's Ctrl-C (which reached the child too)
- * give it a moment to stop by itself before passing SIGINT on.
+ * wait for it to exit, passing on each SIGINT, SIGTERM or SIGHUP that
+ * spyc gets meanwhile (and one it got since sampling stopped).  After a
+ * terminal's Ctrl-C (which reached the child too) give it a moment to
+ * stop by itself before passing SIGINT on.
  */
 void sampleloop_finish(struct sampleloop *sl, int sig);
+
+/*
+ * Launch mode: end the child: SIGTERM, then SIGKILL if it is still there
+ * grace_ns later, and reap it.  Returns 1 if it was still running (spyc
+ * ended it), 0 if it had exited already.
+ */
+int sampleloop_end_child(struct sampleloop *sl, uint64_t grace_ns);
+
+/* Launch mode: 1 while the child runs, 0 once it has exited (reaped). */
+int sampleloop_child_running(struct sampleloop *sl);
+
+/*
+ * The reaped child's exit status as a shell gives it: its exit code, or
+ * 128 + the number of the signal that killed it; -1 if not known.
+ */
+int sampleloop_child_exit_code(const struct sampleloop *sl);
 
 #endif

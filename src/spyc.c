@@ -13,6 +13,8 @@ static const struct command {
     {"record", cmd_record, "sample a process and write a profile"},
     {"dump", cmd_dump, "print every thread's current Python stack"},
     {"top", cmd_top, "show a live table of the functions running"},
+    {"report", cmd_report, "print the top functions and lines of a profile"},
+    {"merge", cmd_merge, "merge per-rank profiles; report load imbalance"},
 };
 
 static void usage(FILE *fp)
@@ -24,7 +26,9 @@ static void usage(FILE *fp)
 		fprintf(fp, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(fp, "\n'spyc <command> --help' describes each command.\n"
 		    "exit codes: 0 ok, 1 ran but some data was lost, "
-		    "2 failed, 64 usage error\n");
+		    "2 failed, 64 usage error;\n"
+		    "record -- PROGRAM: the program's own exit status once "
+		    "the profile is written\n");
 }
 
 int main(int argc, char **argv)

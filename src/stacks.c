@@ -218,17 +218,30 @@ uint32_t stacks_frame(struct stacks *st, const char *name, const char *file,
 uint32_t stacks_thread(struct stacks *st, uint64_t ident, long tid,
 		       const char *name)
 {
+	return stacks_thread_in(st, NULL, ident, tid, name);
+}
+
+uint32_t stacks_thread_in(struct stacks *st, const char *process,
+			  uint64_t ident, long tid, const char *name)
+{
 	struct stack_thread *t;
 	size_t i;
 
+	if (process) {
+		if (!st->strings)
+			st->strings = xcalloc(1, sizeof(*st->strings));
+		process = strpool_intern(st->strings, process);
+	}
 	/*
 	 * A process has few threads; a scan beats a hash here.  A thread
 	 * that ended leaves its ident (its pthread_t) to the next one, but
-	 * not its tid: the newest thread of that ident comes first.
+	 * not its tid: the newest thread of that ident comes first.  A
+	 * forked child's main thread has its parent's ident.
 	 */
 	for (i = st->nr_threads; i-- > 0;) {
 		t = &st->threads[i];
-		if (t->ident != ident || (t->tid && tid && t->tid != tid))
+		if (t->ident != ident || t->process != process ||
+		    (t->tid && tid && t->tid != tid))
 			continue;
 		if (!t->name && name)
 			t->name = xstrdup(name);
@@ -238,6 +251,7 @@ uint32_t stacks_thread(struct stacks *st, uint64_t ident, long tid,
 	}
 	ALLOC_GROW(st->threads, st->nr_threads + 1, st->alloc_threads);
 	t = &st->threads[st->nr_threads];
+	t->process = process;
 	t->ident = ident;
 	t->tid = tid;
 	t->name = name ? xstrdup(name) : NULL;
@@ -354,7 +368,7 @@ static struct stack_entry *new_entry(struct stacks *st, uint64_t hash,
 	return e;
 }
 
-void stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
+uint32_t stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
 		size_t depth, uint64_t count)
 {
 	struct stack_entry *e;
@@ -363,17 +377,18 @@ void stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
 	if (thread >= st->nr_threads || depth > UINT32_MAX) {
 		error("stacks_add: bad thread %" PRIu32 " or depth %zu", thread,
 		      depth);
-		return;
+		return STACKS_NO_ENTRY;
 	}
 	hash = hash_entry(thread, frames, (uint32_t)depth);
 	e = find_entry(st, hash, thread, frames, (uint32_t)depth);
 	if (!e)
 		e = new_entry(st, hash, thread, frames, (uint32_t)depth);
 	if (!e)
-		return;
+		return STACKS_NO_ENTRY;
 	e->count += count;
 	st->threads[thread].samples += count;
 	st->total_samples += count;
+	return (uint32_t)(e - st->entries);
 }
 
 void stacks_thread_label(const struct stack_thread *t, char *buf, size_t size)
@@ -388,4 +403,20 @@ void stacks_thread_label(const struct stack_thread *t, char *buf, size_t size)
 		snprintf(buf, size, "%s%s", t->name, tid);
 	else
 		snprintf(buf, size, "thread 0x%" PRIx64 "%s", t->ident, tid);
+}
+
+void stacks_thread_full_label(const struct stack_thread *t, char *buf,
+			      size_t size)
+{
+	size_t n;
+
+	if (!size)
+		return;
+	if (!t->process) {
+		stacks_thread_label(t, buf, size);
+		return;
+	}
+	snprintf(buf, size, "%s: ", t->process);
+	n = strlen(buf);
+	stacks_thread_label(t, buf + n, size - n);
 }

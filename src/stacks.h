@@ -17,6 +17,12 @@ struct stack_frame {
 
 /* One sampled thread.  name may be NULL. */
 struct stack_thread {
+	/*
+	 * Its process, "command line (pid N)", when spyc follows several
+	 * (--subprocesses); NULL otherwise.  Interned: equal labels are
+	 * the same pointer.
+	 */
+	const char *process;
 	uint64_t ident; /* Python's threading ident (pthread_t) */
 	long tid;	/* native thread id, 0 when unknown */
 	char *name;
@@ -68,16 +74,26 @@ uint32_t stacks_frame(struct stacks *st, const char *name, const char *file,
  */
 uint32_t stacks_thread(struct stacks *st, uint64_t ident, long tid,
 		       const char *name);
+/* The same, for a thread of the process labelled process (NULL: none). */
+uint32_t stacks_thread_in(struct stacks *st, const char *process,
+			  uint64_t ident, long tid, const char *name);
+
+/* What stacks_add() returns when it could not add. */
+#define STACKS_NO_ENTRY UINT32_MAX
 
 /*
  * Count `count` samples of thread with the stack frames[0..depth-1],
  * root first.  The frame ids are copied.  No allocation once a stack has
- * been seen before.
+ * been seen before.  Returns the index of the entry in st->entries, or
+ * STACKS_NO_ENTRY after reporting a bad thread.
  */
-void stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
+uint32_t stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
 		size_t depth, uint64_t count);
 
 /* Label for a thread in outputs: "name (tid N)" or "thread 0x... (tid N)". */
 void stacks_thread_label(const struct stack_thread *t, char *buf, size_t size);
+/* The same after "process: " when the thread has a process. */
+void stacks_thread_full_label(const struct stack_thread *t, char *buf,
+			      size_t size);
 
 #endif

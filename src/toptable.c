@@ -165,17 +165,20 @@ void toptable_release(struct toptable *tt)
 	free(tt->scratch);
 	free(tt->index);
 	free(tt->cells);
+	free(tt->native);
 	free(tt->func_line);
 	free(tt->func_of);
 	stacks_release(&tt->names);
 	memset(tt, 0, sizeof(*tt));
 }
 
-uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
-		       int line, int first_line)
+/* A site, counted per function as the function of func_file. */
+static uint32_t add_site(struct toptable *tt, const char *name,
+			 const char *file, int line, const char *func_file,
+			 int first_line)
 {
 	uint32_t site = stacks_frame(&tt->names, name, file, line);
-	uint32_t func = stacks_frame(&tt->names, name, file, 0);
+	uint32_t func = stacks_frame(&tt->names, name, func_file, 0);
 	size_t n = tt->names.nr_frames, old;
 
 	old = tt->alloc_func_of;
@@ -187,9 +190,31 @@ uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
 	ALLOC_GROW(tt->func_line, n, tt->alloc_func_line);
 	while (old < tt->alloc_func_line)
 		tt->func_line[old++] = -1;
+	old = tt->alloc_native;
+	ALLOC_GROW(tt->native, n, tt->alloc_native);
+	if (tt->alloc_native > old)
+		memset(tt->native + old, 0, tt->alloc_native - old);
 	tt->func_of[site] = func;
 	if (tt->func_line[func] < 0)
 		tt->func_line[func] = first_line;
+	return site;
+}
+
+uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
+		       int line, int first_line)
+{
+	return add_site(tt, name, file, line, file, first_line);
+}
+
+uint32_t toptable_native_site(struct toptable *tt, const char *name,
+			      const char *file, int line, const char *func_file,
+			      int func_line)
+{
+	uint32_t site =
+	    add_site(tt, name, file, line, func_file ? func_file : file,
+		     func_file ? func_line : 0);
+
+	tt->native[site] = tt->native[tt->func_of[site]] = 1;
 	return site;
 }
 
@@ -197,6 +222,12 @@ uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid,
 			 const char *name)
 {
 	return stacks_thread(&tt->names, ident, tid, name);
+}
+
+uint32_t toptable_thread_in(struct toptable *tt, const char *process,
+			    uint64_t ident, long tid, const char *name)
+{
+	return stacks_thread_in(&tt->names, process, ident, tid, name);
 }
 
 void toptable_sample(struct toptable *tt, double now, double weight,
@@ -297,6 +328,7 @@ static void add_row(struct top_snapshot *snap, const struct toptable *tt,
 	r->name = f->name;
 	r->file = f->file;
 	r->line = func ? tt->func_line[id] : f->line;
+	r->native = tt->native[id];
 	r->thread = thread;
 	r->own_pct = wall > 0 ? 100.0 * own / wall : 0.0;
 	r->total_pct = wall > 0 ? 100.0 * total / wall : 0.0;
@@ -310,6 +342,66 @@ static void cell_sums(const struct top_cell *c, double *sum)
 	sum[SUM_TOTAL] += c->total;
 	sum[SUM_OWN_RECENT] += c->own_recent;
 	sum[SUM_TOTAL_RECENT] += c->total_recent;
+}
+
+/* A cell's sums under the row it adds to: (thread, site). */
+struct top_part {
+	uint32_t thread, id;
+	const struct top_cell *cell;
+};
+
+static int cmp_parts(const void *a, const void *b)
+{
+	const struct top_part *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return 0;
+}
+
+/*
+ * TOP_PER_PROCESS: a row per process and site, the sums of its threads'
+ * cells, under the process's first thread.
+ */
+static void per_process_rows(struct toptable *tt, const struct top_view *view,
+			     uint64_t want, struct top_snapshot *snap)
+{
+	const struct stack_thread *th = tt->names.threads;
+	size_t nt = tt->names.nr_threads, i, j, n = 0;
+	uint32_t *first = xmalloc((nt ? nt : 1) * sizeof(*first));
+	struct top_part *parts =
+	    xmalloc((tt->nr_cells ? tt->nr_cells : 1) * sizeof(*parts));
+
+	/* Process labels are interned: one pointer per process. */
+	for (i = 0; i < nt; i++)
+		for (first[i] = (uint32_t)i, j = 0; j < i; j++)
+			if (th[j].process == th[i].process) {
+				first[i] = first[j];
+				break;
+			}
+	for (i = 0; i < tt->nr_cells; i++) {
+		const struct top_cell *c = &tt->cells[i];
+		uint32_t thread = (uint32_t)(c->key >> 32);
+
+		if ((c->key & FUNC_BIT) != want || !(c->total > 0))
+			continue;
+		parts[n].thread = thread < nt ? first[thread] : thread;
+		parts[n].id = (uint32_t)(c->key & ID_MASK);
+		parts[n++].cell = c;
+	}
+	qsort(parts, n, sizeof(*parts), cmp_parts);
+	for (i = 0; i < n; i = j) {
+		double sum[SUM_NR] = {0};
+
+		for (j = i; j < n && !cmp_parts(&parts[i], &parts[j]); j++)
+			cell_sums(parts[j].cell, sum);
+		add_row(snap, tt, parts[i].id, !!want, parts[i].thread, sum,
+			view->recent);
+	}
+	free(parts);
+	free(first);
 }
 
 void toptable_snapshot(struct toptable *tt, const struct top_view *view,
@@ -327,7 +419,9 @@ void toptable_snapshot(struct toptable *tt, const struct top_view *view,
 			     : -1.0;
 	snap->gil_pct =
 	    t->gil_known > 0 ? 100.0 * t->gil_held / t->gil_known : -1.0;
-	if (view->per_thread) {
+	if (view->per_thread == TOP_PER_PROCESS) {
+		per_process_rows(tt, view, want, snap);
+	} else if (view->per_thread) {
 		for (i = 0; i < tt->nr_cells; i++) {
 			const struct top_cell *c = &tt->cells[i];
 			double sum[SUM_NR] = {0};
@@ -340,7 +434,9 @@ void toptable_snapshot(struct toptable *tt, const struct top_view *view,
 		}
 	} else {
 		ALLOC_GROW(tt->scratch, n * SUM_NR, tt->alloc_scratch);
-		memset(tt->scratch, 0, n * SUM_NR * sizeof(*tt->scratch));
+		if (n) /* no table yet: memset(NULL, 0, 0) is undefined */
+			memset(tt->scratch, 0,
+			       n * SUM_NR * sizeof(*tt->scratch));
 		for (i = 0; i < tt->nr_cells; i++) {
 			const struct top_cell *c = &tt->cells[i];
 
@@ -356,8 +452,9 @@ void toptable_snapshot(struct toptable *tt, const struct top_view *view,
 	}
 	if ((unsigned)sort >= TOP_COL_NR)
 		sort = TOP_COL_OWN_TIME;
-	qsort_r(snap->rows, snap->nr_rows, sizeof(*snap->rows), cmp_rows,
-		&sort);
+	if (snap->nr_rows) /* rows is NULL then, which qsort_r may not get */
+		qsort_r(snap->rows, snap->nr_rows, sizeof(*snap->rows),
+			cmp_rows, &sort);
 }
 
 void top_snapshot_release(struct top_snapshot *snap)

@@ -11,6 +11,9 @@
 
 /* A row's thread in a view that adds the threads up. */
 #define TOP_ALL_THREADS UINT32_MAX
+/* top_view.per_thread */
+#define TOP_PER_THREAD 1
+#define TOP_PER_PROCESS 2
 
 /* The columns, left to right; each can be sorted on. */
 enum top_column {
@@ -52,9 +55,10 @@ struct toptable {
 	struct top_totals whole, recent;
 	uint64_t samples; /* samples counted */
 	/* private */
-	uint32_t *func_of; /* by site id: its function's id */
-	int *func_line;	   /* by function id: the line it is shown at */
-	size_t alloc_func_of, alloc_func_line;
+	uint32_t *func_of;     /* by site id: its function's id */
+	int *func_line;	       /* by function id: the line it is shown at */
+	unsigned char *native; /* by site or function id: a native frame */
+	size_t alloc_func_of, alloc_func_line, alloc_native;
 	struct top_cell *cells;
 	size_t nr_cells, alloc_cells;
 	uint32_t *index; /* cell + 1 by hash of key, 0 when empty */
@@ -72,7 +76,12 @@ struct toptable {
 /* How to look at a toptable. */
 struct top_view {
 	int per_line;	/* a row per line, else per function */
-	int per_thread; /* a row per thread and function, else summed */
+	/*
+	 * A row per thread and function (TOP_PER_THREAD), per process
+	 * (TOP_PER_PROCESS: the threads of one process summed, the row's
+	 * thread being its first), else summed over all (0).
+	 */
+	int per_thread;
 	int recent;	/* the decaying window, else the whole run */
 	enum top_column sort;
 };
@@ -80,9 +89,10 @@ struct top_view {
 /* One row of a snapshot; the strings belong to the toptable. */
 struct top_row {
 	const char *name;
-	const char *file;
-	int line;
-	uint32_t thread; /* index into tt->names.threads, or TOP_ALL_THREADS */
+	const char *file; /* "" for a native frame without DWARF */
+	int line;	  /* 0 when not known (native frames) */
+	int native;	  /* a native frame's row, not a Python one's */
+	uint32_t thread;  /* index into tt->names.threads, or TOP_ALL_THREADS */
 	double own_pct, total_pct;   /* of sampled time */
 	double own_time, total_time; /* seconds (weighted in recent views) */
 };
@@ -112,9 +122,23 @@ void toptable_release(struct toptable *tt);
 uint32_t toptable_site(struct toptable *tt, const char *name, const char *file,
 		       int line, int first_line);
 
+/*
+ * The id of a native frame's site: function name, with file and line
+ * where DWARF gives them (else "" and 0).  Per function it counts as
+ * name of func_file, shown at func_line: where DWARF says the function
+ * is declared (else file, and 0: not known), for inside inlined code
+ * file is the inlined function's header.  Its rows are marked native.
+ */
+uint32_t toptable_native_site(struct toptable *tt, const char *name,
+			      const char *file, int line, const char *func_file,
+			      int func_line);
+
 /* The id of a thread, named name (NULL: none known): see stacks_thread(). */
 uint32_t toptable_thread(struct toptable *tt, uint64_t ident, long tid,
 			 const char *name);
+/* The same for a thread of the process labelled process (NULL: none). */
+uint32_t toptable_thread_in(struct toptable *tt, const char *process,
+			    uint64_t ident, long tid, const char *name);
 
 /*
  * Start counting one sample taken at now (seconds, never decreasing) that

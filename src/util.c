@@ -4,9 +4,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,37 +222,144 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The name write_file_atomic() fills before renaming it over path. */
+static void atomic_tmp_name(struct strbuf *sb, const char *path)
+{
+	strbuf_addf(sb, "%s.tmp.%d", path, (int)getpid());
+}
+
+/*
+ * The file that writing path replaces: path, or when path is a symlink
+ * the file it leads to (through every link; a dangling one's target),
+ * so that the rename replaces that file and leaves the link be, as a
+ * plain write through the link would.  The caller frees it.
+ */
+static char *write_target(const char *path)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	const char *slash;
+	ssize_t n;
+
+	if (lstat(path, &st) || !S_ISLNK(st.st_mode))
+		return xstrdup(path);
+	if (realpath(path, buf))
+		return xstrdup(buf);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return xstrdup(path);
+	buf[n] = '\0';
+	slash = strrchr(path, '/');
+	if (buf[0] == '/' || !slash)
+		return xstrdup(buf);
+	{
+		struct strbuf sb = STRBUF_INIT;
+
+		strbuf_addf(&sb, "%.*s/%s", (int)(slash - path), path, buf);
+		return strbuf_detach(&sb);
+	}
+}
+
+int file_replaceable(const char *given)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	struct stat st, dir_st;
+	char *path, *dir;
+	const char *slash;
+	int fd, ret = 0;
+
+	if (!*given)
+		return -ENOENT;
+	path = write_target(given);
+	slash = strrchr(path, '/');
+	if (slash == path)
+		dir = xstrdup("/");
+	else if (slash)
+		dir = xstrndup(path, (size_t)(slash - path));
+	else
+		dir = xstrdup(".");
+	if (stat(dir, &dir_st)) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISDIR(dir_st.st_mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (!stat(path, &st)) {
+		/* rename() cannot put a file where a directory is. */
+		if (S_ISDIR(st.st_mode)) {
+			ret = -EISDIR;
+			goto out;
+		}
+		/*
+		 * In a sticky directory (/tmp) only the owner of a file or
+		 * of the directory may replace it (unlink(2), EPERM).
+		 */
+		if ((dir_st.st_mode & S_ISVTX) && geteuid() != 0 &&
+		    st.st_uid != geteuid() && dir_st.st_uid != geteuid()) {
+			ret = -EPERM;
+			goto out;
+		}
+	}
+	/* Creating the very file that will be written tests it all. */
+	atomic_tmp_name(&tmp, path);
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	close(fd);
+	unlink(tmp.buf);
+out:
+	strbuf_release(&tmp);
+	free(dir);
+	free(path);
+	return ret;
+}
+
 int write_file_atomic(const char *path, int (*write_fn)(FILE *, void *),
 		      void *data)
 {
 	struct strbuf tmp = STRBUF_INIT;
+	char *target = write_target(path);
 	FILE *fp;
 	int ret = -1;
 	int saved;
 
-	strbuf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
+	/* Errors name path, the file the user asked for, never tmp. */
+	atomic_tmp_name(&tmp, target);
 	fp = fopen(tmp.buf, "w");
 	if (!fp) {
-		error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		error("cannot write '%s': %s", path, strerror(errno));
 		goto out;
 	}
-	if (write_fn(fp, data) < 0) {
+	saved = write_fn(fp, data);
+	if (saved < 0) {
 		fclose(fp);
+		error("cannot write '%s': %s", path, strerror(-saved));
 		goto out_unlink;
 	}
 	if (fflush(fp) || ferror(fp)) {
 		saved = errno;
 		fclose(fp);
-		error("cannot write '%s': %s", tmp.buf, strerror(saved));
+		error("cannot write '%s': %s", path, strerror(saved));
 		goto out_unlink;
 	}
 	if (fclose(fp)) {
-		error("cannot write '%s': %s", tmp.buf, strerror(errno));
+		error("cannot write '%s': %s", path, strerror(errno));
 		goto out_unlink;
 	}
-	if (rename(tmp.buf, path)) {
-		error("cannot rename '%s' to '%s': %s", tmp.buf, path,
-		      strerror(errno));
+	if (rename(tmp.buf, target)) {
+		error("cannot write '%s': %s", path, strerror(errno));
 		goto out_unlink;
 	}
 	ret = 0;
@@ -258,6 +368,7 @@ out_unlink:
 	unlink(tmp.buf);
 out:
 	strbuf_release(&tmp);
+	free(target);
 	return ret;
 }
 

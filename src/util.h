@@ -71,15 +71,38 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 #define FNV_INIT 0xcbf29ce484222325ULL
 uint64_t fnv1a(uint64_t h, const void *data, size_t len);
 
+/* The 8-byte word at byte offset at of buf (a copy of target memory). */
+static inline uint64_t load_u64(const void *buf, long at)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, (const char *)buf + at, sizeof(v));
+	return v;
+}
+
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
+/* Wall-clock time (CLOCK_REALTIME) in nanoseconds since the Unix epoch. */
+uint64_t realtime_ns(void);
 
 /*
  * Write data to path atomically: opened as "path.tmp.PID", filled by
- * write_fn, checked with fflush/ferror/fclose, renamed over path.
- * Returns 0, or -1 after reporting (and removing the temporary file).
+ * write_fn (which returns 0 or a negative errno code, and reports
+ * nothing), checked with fflush/ferror/fclose, renamed over path.
+ * When path is a symlink, the file it leads to is the one written (the
+ * temporary beside it), and the link stays.  Returns 0, or -1 after
+ * reporting (and removing the temporary file); the report names path,
+ * not the temporary file.
  */
 int write_file_atomic(const char *path, int (*write_fn)(FILE *, void *),
 		      void *data);
+
+/*
+ * Whether write_file_atomic(path) can work: path's directory exists and
+ * a file can be created in it, and path is not a directory nor a file
+ * that may not be replaced.  Creates and removes the temporary file to
+ * find out; reports nothing.  Returns 0 or a negative errno code.
+ */
+int file_replaceable(const char *path);
 
 #endif

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Benchmark spyc against every CPython 3.6 .. 3.13 found, print tables.
+"""Benchmark spyc against every CPython 3.6 .. 3.15 found, print tables.
 
 Usage: python3 tests/bench.py [--quick] [--python X.Y[,X.Y...]] ...
 
-For each test slot of tests/pyfind.py (3.6 .. 3.13, newest of each minor,
+For each test slot of tests/pyfind.py (3.6 .. 3.15, newest of each minor,
 plus "static", the first non-shared build), one row of the first table:
 
   samples/s    the most samples per second spyc sustains: 4 threads, each
@@ -33,14 +33,61 @@ and one row of the second table, the same measurements with `record
                interleaved rounds as the first table's columns, against the
                same unprofiled runs (so that table's noise applies)
 
-Then one last table, for the newest interpreter benchmarked only: a target
+Then two tables for the newest interpreter benchmarked only.  First, a target
 with 100 threads blocked on a threading.Event and one thread spinning 50
 calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
 `record`, `record --idle`, `record --blocking`, `record --native` and
 `record --native --idle`: samples/s, drop, us/sample as above, and
 stacks/sample, the number of thread stacks each sample kept (1 when idle
 threads are filtered out, 101 with --idle).  With --blocking and --native,
-those are the threads stopped for each sample.
+those are the threads stopped for each sample.  Last, the cost of following
+a process tree: `record --subprocesses` at --rate 100000 on an idle parent
+and 8 child processes, each one thread spinning 50 calls deep
+(tests/targets/bench_tree.py): rounds/s (a round reads every process),
+dropped process reads per 100 rounds, and spyc's CPU per round and per
+process followed.
+
+Last, one goals table: each performance goal, the figure measured in this
+run beside it, the goal's value, and "met" or "MISSED" (a missed goal is
+not a failure: it leaves the exit status alone).  The target is
+bench_busy.py with 4 threads spinning 50 calls deep and 1 thread blocked
+for good, sampled by `spyc record --idle --format folded --pid` with
+SPYC_STATS=1, 4 s a run (--quick: 2 s), on the newest 3.11+ and
+on the newest 3.6 .. 3.10 slot benchmarked:
+
+  CPU per thread-sample   spyc's CPU time at --rate 10000 over the threads
+                          it read (its stats line); goal <= 5 us on 3.11+,
+                          <= 10 us on 3.6 .. 3.10.  Beside it, the system
+                          calls per thread read (process_vm_readv + /proc)
+                          from that stats line, for information
+  own sampler             spyc's CPU per thread-sample on a 3.15 target
+                          over that of `python3.15 -m profiling.sampling
+                          attach -a -r 10000 -d S --collapsed` on the same
+                          process right after (its CPU time less that of
+                          its start-up, its imports, measured apart, over
+                          the thread stacks in its output); goal <= 0.5.
+                          Uses 3.15 whenever tests/pyfind.py finds it,
+                          benchmarked or not; "3.15 not found" otherwise
+  achieved rate           at --rate 1000, 5000 and 10000: the summary's Hz
+                          over the rate asked, goal >= 95%, with the slots
+                          skipped ("late") and spyc's CPU time over the
+                          time sampled (its share of one core)
+  target CPU slowdown     from the slowdown runs of the first table, but by
+                          the target's CPU time (time.process_time around
+                          the workload) instead of its wall time: median
+                          profiled over median unprofiled, less 1; goal
+                          <= 1% at 100 Hz, <= 3% at 1000 Hz, with the
+                          spread of the unprofiled CPU times as noise
+  spyc RSS                VmRSS of spyc (/proc/PID/status) recording
+                          tests/targets/churn.py (threads, code objects
+                          and stacks that keep changing) at --rate 1000,
+                          read 5 s and 25 s after its start (--quick: 3 s
+                          and 11 s); the growth per sample between the two
+                          is extrapolated to an hour at 100 Hz (360000
+                          samples), goal < 50 MB; the row says it is
+                          extrapolated
+
+The goals add about a minute to a run (--quick: about half a minute).
 
 spyc's CPU time is the RUSAGE_CHILDREN delta around the spyc process, which
 is the only child reaped in between (it samples by --pid, so the target is
@@ -73,6 +120,8 @@ TARGETS = os.path.join(TESTS, "targets")
 BUSY = os.path.join(TARGETS, "bench_busy.py")
 IDLE = os.path.join(TARGETS, "bench_idle.py")
 WORK = os.path.join(TARGETS, "bench_work.py")
+TREE = os.path.join(TARGETS, "bench_tree.py")
+CHURN = os.path.join(TARGETS, "churn.py")
 SPYC = os.path.join(REPO, "spyc")
 # The copy of SPYC that every run uses (see snapshot_spyc); SPYC until then.
 spyc_exe = SPYC
@@ -89,6 +138,25 @@ IDLE_DEEP = (100, 50)       # the idle-threads run: idle threads, busy depth
 # spyc options for the rows of the idle-threads table.
 IDLE_MODES = ((), ("--idle",), ("--blocking",), ("--native",),
               ("--native", "--idle"))
+# The process-tree run: children (one busy thread each), their depth.
+TREE_DEEP = (8, 50)
+# The goals table.  Its target, bench_busy.py: depth, busy threads, idle
+# threads.
+GOAL_DEEP = (50, 4, 1)
+GOAL_RATE = 10000           # the rate of the CPU per thread-sample runs
+GOAL_RATES = (1000, 5000, 10000)    # the achieved-rate runs
+# CPU per thread-sample, in microseconds, on the newest slot benchmarked in
+# each range of versions: (label, lowest, highest, goal).
+GOAL_US = (("3.11+", (3, 11), (3, 99), 5.0),
+           ("3.6-3.10", (3, 6), (3, 10), 10.0))
+VERSUS = (3, 15)            # the CPython whose own sampler spyc is beside
+GOAL_VERSUS = 0.5           # spyc's CPU per thread-sample over that one's
+GOAL_RATE_SHARE = 95.0      # % of the asked rate achieved
+GOAL_SLOWDOWN = {100: 1.0, 1000: 3.0}   # % more target CPU time, by rate
+RSS_RATE = 1000             # the RSS run: 10 times the samples of 100 Hz
+HOUR_SAMPLES = 100 * 3600   # an hour at 100 Hz
+GOAL_RSS_MB = 50.0          # spyc's RSS after that hour
+CHURN_ROUNDS = 10 ** 9      # churn.py rounds: it runs until stopped
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
 CALIBRATE_ITERATIONS = 20000
@@ -101,14 +169,22 @@ LAUNCH_TRIES = 10
 
 SETTINGS = {
     # throughput run s (also --native and each idle-threads run),
-    # per-depth run s, workload s, runs per rate
-    False: dict(rate_secs=2.0, depth_secs=1.5, work_secs=1.6, runs=7),
-    True: dict(rate_secs=1.0, depth_secs=0.75, work_secs=0.5, runs=3),
+    # per-depth run s, workload s, runs per rate; each goal run s (whole:
+    # profiling.sampling takes no fraction), the two VmRSS readings s
+    False: dict(rate_secs=2.0, depth_secs=1.5, work_secs=1.6, runs=7,
+                goal_secs=4, rss_at=(5, 25)),
+    True: dict(rate_secs=1.0, depth_secs=0.75, work_secs=0.5, runs=3,
+               goal_secs=2, rss_at=(3, 11)),
 }
 
 SUMMARY_RE = re.compile(r"spyc: (\d+) samples, (\d+) dropped.*?, "
                         r"([0-9.]+) s at ([0-9.]+) Hz")
 UNMERGED_RE = re.compile(r"(\d+) native stacks? unmerged")
+# The line SPYC_STATS=1 adds before the summary.
+STATS_RE = re.compile(r"spyc: stats: (\d+) process_vm_readv, (\d+) /proc "
+                      r"calls?; (\d+) threads? read: ([0-9.]+) \+ "
+                      r"([0-9.]+) calls per thread read")
+LATE_RE = re.compile(r"asked ([0-9.]+) Hz, (\d+) late")
 
 # Every process we start, by pid, so that every path can kill what is left.
 live = {}
@@ -129,6 +205,8 @@ def can_print(text):
 
 MICRO = "\u00b5s" if can_print("\u00b5\u00d7") else "us"
 TIMES = "\u00d7" if MICRO != "us" else "x"
+LE = "\u2264" if can_print("\u2264\u2265") else "<="
+GE = "\u2265" if LE != "<=" else ">="
 
 
 def progress(msg):
@@ -165,12 +243,14 @@ def target_env():
     return env
 
 
-def start(argv, **kwargs):
+def start(argv, extra_env=None, **kwargs):
     """Popen in its own process group, remembered until stop() reaps it.
     A process that spyc launches lands in the same group, so killing the
-    group kills it too."""
+    group kills it too.  extra_env: settings added to target_env()."""
+    env = target_env()
+    env.update(extra_env or {})
     try:
-        proc = subprocess.Popen(argv, env=target_env(),
+        proc = subprocess.Popen(argv, env=env,
                                 start_new_session=True,
                                 preexec_fn=DIE_WITH_PARENT, **kwargs)
     except OSError as e:
@@ -225,13 +305,16 @@ def children_cpu():
     return ru.ru_utime + ru.ru_stime
 
 
-def run_spyc(argv, timeout, workdir, stdout=subprocess.DEVNULL):
+def run_spyc(argv, timeout, workdir, stdout=subprocess.DEVNULL,
+             extra_env=None):
     """Run spyc to completion; returns (summary match, CPU seconds it used,
-    its stdout).  Raises BenchError if it failed or printed no summary."""
+    its stdout).  Raises BenchError if it failed or printed no summary.
+    Its stderr is left in workdir/spyc.err."""
     errpath = os.path.join(workdir, "spyc.err")
     with open(errpath, "wb") as err:
         before = children_cpu()
-        proc = start([spyc_exe] + argv, stdout=stdout, stderr=err)
+        proc = start([spyc_exe] + argv, stdout=stdout, stderr=err,
+                     extra_env=extra_env)
         try:
             try:
                 out, _ = proc.communicate(timeout=timeout)
@@ -321,7 +404,7 @@ def sample_busy(python, depth, threads, secs, workdir, options=()):
                                   str(BUSY_LIFETIME)], secs, workdir, options)
 
 
-ELAPSED_RE = re.compile(r"^elapsed ([0-9.]+) ", re.M)
+ELAPSED_RE = re.compile(r"^elapsed ([0-9.]+) cpu ([0-9.]+) ", re.M)
 
 
 def mode_name(mode):
@@ -332,9 +415,10 @@ def mode_name(mode):
 
 
 def time_work(python, iterations, mode, workdir, failures):
-    """Seconds the workload took by its own clock, profiled in mode, a
-    (rate, native) pair, or not profiled, when mode is None.  Each failed
-    launch under spyc that was retried adds its message to failures."""
+    """(wall seconds, CPU seconds) the workload took by its own clocks,
+    profiled in mode, a (rate, native) pair, or not profiled, when mode is
+    None.  Each failed launch under spyc that was retried adds its message
+    to failures."""
     argv = [python.path, WORK, str(iterations)]
     if mode is None:
         errpath = os.path.join(workdir, "work.err")
@@ -367,7 +451,7 @@ def time_work(python, iterations, mode, workdir, failures):
     match = ELAPSED_RE.search(out)
     if match is None:
         raise BenchError("workload printed no time: %s" % last_line(out))
-    return float(match.group(1))
+    return float(match.group(1)), float(match.group(2))
 
 
 SLOW_MODES = ([(r, False) for r in SLOW_RATES] +
@@ -376,20 +460,24 @@ SLOW_MODES = ([(r, False) for r in SLOW_RATES] +
 
 def slowdown(python, cfg, workdir, failures):
     """({mode: median profiled / median unprofiled} for SLOW_MODES,
-    spread of the unprofiled runs)."""
+    spread of the unprofiled runs, the same two by the target's CPU time
+    instead of its wall time)."""
     # The faster of two, as the first run may pay for a cold page cache.
-    t = min(time_work(python, CALIBRATE_ITERATIONS, None, workdir, failures)
-            for _ in range(2))
+    t = min(time_work(python, CALIBRATE_ITERATIONS, None, workdir,
+                      failures)[0] for _ in range(2))
     iterations = max(1, int(CALIBRATE_ITERATIONS * cfg["work_secs"] / t))
     modes = [None] + SLOW_MODES
     times = dict((m, []) for m in modes)
+    cpus = dict((m, []) for m in modes)
     for i in range(cfg["runs"]):
         # Rotate the order each round, so that no mode always runs first
         # (or right after the noisiest one).
         order = modes[i % len(modes):] + modes[:i % len(modes)]
         for mode in order:
-            times[mode].append(time_work(python, iterations, mode, workdir,
-                                         failures))
+            wall, cpu = time_work(python, iterations, mode, workdir,
+                                  failures)
+            times[mode].append(wall)
+            cpus[mode].append(cpu)
     base = statistics.median(times[None])
     progress("    workload %d iterations; medians: unprofiled %.3f s, %s"
              % (iterations, base, ", ".join(
@@ -398,7 +486,11 @@ def slowdown(python, cfg, workdir, failures):
     ratios = dict((m, statistics.median(times[m]) / base)
                   for m in SLOW_MODES)
     spread = (max(times[None]) - min(times[None])) / base
-    return ratios, spread
+    cpu_base = statistics.median(cpus[None])
+    cpu_ratios = dict((m, statistics.median(cpus[m]) / cpu_base)
+                      for m in SLOW_MODES)
+    cpu_spread = (max(cpus[None]) - min(cpus[None])) / cpu_base
+    return ratios, spread, cpu_ratios, cpu_spread
 
 
 COLUMNS = (["python", "build", "samples/s", "drop",
@@ -410,6 +502,9 @@ NATIVE_COLUMNS = (["python", "build", "samples/s", "drop",
                   ["%s%dHz" % (TIMES, r) for r in NATIVE_SLOW_RATES])
 IDLE_COLUMNS = ["python", "spyc", "samples/s", "drop",
                 MICRO + "/sample", "stacks/sample"]
+TREE_COLUMNS = ["python", "rounds/s", "drop", MICRO + "/round",
+                MICRO + "/process"]
+GOAL_COLUMNS = ["goal", "python", "measured", "goal", "result"]
 
 
 def measure(name, what, fn, errors):
@@ -423,10 +518,12 @@ def measure(name, what, fn, errors):
         return None
 
 
-def bench_slot(slot, cfg, errors, notes):
+def bench_slot(slot, cfg, errors, notes, cpu_slowdowns):
     """The slot's rows of the first two tables; failed cells read "error"
     and add a line to errors; launches that worked only when retried add
-    to notes."""
+    to notes.  The slowdowns by the target's CPU time go into
+    cpu_slowdowns[slot.name], as ({mode: ratio}, spread), for the goals
+    table."""
     python = slot.interpreter
     row = [slot.name, "%s %s" % (python.version, python.kind)]
     native_row = list(row)
@@ -466,6 +563,8 @@ def bench_slot(slot, cfg, errors, notes):
                                            for m in SLOW_MODES)))
         failures = []
         r = cell("slowdown", lambda: slowdown(python, cfg, workdir, failures))
+        if r:
+            cpu_slowdowns[slot.name] = (r[2], r[3])
         launches = cfg["runs"] * len(SLOW_MODES) + len(failures)
         # Group by message, leaving out the pid that differs every time.
         counts = {}
@@ -514,13 +613,383 @@ def bench_idle(slot, cfg, errors):
     return rows
 
 
-def print_table(columns, rows):
-    """Aligned columns: names left, numbers right; short rows padded."""
+def bench_tree(slot, cfg, errors):
+    """The row of the process-tree table for slot: record --subprocesses
+    on bench_tree.py (an idle parent and TREE_DEEP's busy children)."""
+    python = slot.interpreter
+    children, depth = TREE_DEEP
+    workdir = tempfile.mkdtemp(prefix="spyc-bench-")
+    try:
+        progress("  %s: %d child processes x %d deep, record "
+                 "--subprocesses --rate %d, %.1f s" % (
+                     slot.name, children, depth, MAX_RATE,
+                     cfg["rate_secs"]))
+        r = measure(slot.name, "subprocesses", lambda: sample_target(
+            python, [TREE, str(children), str(depth), str(BUSY_LIFETIME)],
+            cfg["rate_secs"], workdir, ("--subprocesses",)), errors)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if not r:
+        return [[slot.name] + ["error"] * 4]
+    # Every process of the tree is read each round, the idle parent too.
+    return [[slot.name, "%.0f" % r["rate"], "%.1f%%" % r["drop"],
+             "%.1f" % r["us"], "%.1f" % (r["us"] / (children + 1))]]
+
+
+def print_tree_table(rows):
+    children, depth = TREE_DEEP
+    print("process tree: record --subprocesses on an idle parent and %d "
+          "child processes,\neach one thread spinning %d deep, --rate %d:"
+          % (children, depth, MAX_RATE))
+    print_legend([
+        ("rounds/s", "sustained: a round reads every process of the tree"),
+        ("drop", "reads of one process dropped, per 100 rounds taken"),
+        (MICRO + "/round", "spyc's CPU time per round"),
+        (MICRO + "/process", "the same per process followed (%d)"
+         % (children + 1)),
+    ])
+    print_table(TREE_COLUMNS, rows)
+
+
+def vm_rss_kib(pid):
+    """VmRSS of pid in KiB, from /proc/PID/status (proc(5))."""
+    for line in read_file("/proc/%d/status" % pid).splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise BenchError("no VmRSS in /proc/%d/status (process gone?)" % pid)
+
+
+def run_measured(argv, timeout):
+    """Run argv to completion; returns (exit status, CPU seconds it used,
+    its stdout and stderr together)."""
+    before = children_cpu()
+    proc = start(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BenchError("%s still running after %.0f s"
+                             % (os.path.basename(argv[0]), timeout))
+        cpu = children_cpu() - before
+        rc = proc.returncode
+    finally:
+        stop(proc)
+    return rc, cpu, out.decode("utf-8", "replace")
+
+
+def check_alive(target, errpath):
+    if target.poll() is not None:
+        raise BenchError("target exited %s while sampled: %s"
+                         % (target.returncode, last_line(read_file(errpath))))
+
+
+def goal_spyc(target, errpath, rate, secs, workdir):
+    """spyc record --idle at rate for secs on the goal target, with
+    SPYC_STATS=1; returns a dict: us (CPU microseconds per thread read),
+    calls (process_vm_readv and /proc calls per thread read, or None when
+    spyc printed no stats), share (achieved rate over rate, in %), late
+    (slots skipped) and core (spyc's CPU time over the time sampled, %)."""
+    outpath = os.path.join(workdir, "goal.txt")
+    match, cpu, _ = run_spyc(
+        ["record", "--idle", "--rate", str(rate), "--duration", str(secs),
+         "--format", "folded", "--pid", str(target.pid), "-o", outpath],
+        timeout=secs + 60, workdir=workdir, extra_env={"SPYC_STATS": "1"})
+    check_alive(target, errpath)
+    text = read_file(os.path.join(workdir, "spyc.err"))
+    samples, elapsed = int(match.group(1)), float(match.group(3))
+    stats = STATS_RE.search(text)
+    # Without the stats line (a spyc that lacks SPYC_STATS), the thread
+    # stacks in the profile are the threads read.
+    threads = int(stats.group(3)) if stats else count_stacks(outpath)
+    if samples == 0 or threads == 0 or elapsed <= 0:
+        raise BenchError("spyc read no threads: %s" % match.group(0))
+    late = LATE_RE.search(text)
+    return dict(us=1e6 * cpu / threads,
+                calls=((float(stats.group(4)), float(stats.group(5)))
+                       if stats else None),
+                share=100.0 * float(match.group(4)) / rate,
+                late=int(late.group(2)) if late else 0,
+                core=100.0 * cpu / elapsed)
+
+
+def goal_versus(python, target, errpath, secs, workdir):
+    """CPython's own sampler (python -m profiling.sampling attach, all
+    threads, GOAL_RATE, collapsed stacks) for secs on the goal target, which
+    runs under that same python; returns a dict: us (its CPU microseconds
+    per thread stack recorded, its start-up left out), startup (CPU seconds
+    of that start-up)."""
+    # Its start-up (the imports, about half a second of CPU on a loaded
+    # machine) is measured on its own and taken off, so that the figure
+    # compares sampling with sampling; spyc's own start-up is a few ms.
+    rc, startup, out = run_measured(
+        [python.path, "-c", "import profiling.sampling.cli, "
+         "_remote_debugging"], timeout=120)
+    if rc != 0:
+        raise BenchError("%s has no usable profiling.sampling: %s"
+                         % (python.path, last_line(out)))
+    outpath = os.path.join(workdir, "versus.txt")
+    rc, cpu, out = run_measured(
+        [python.path, "-m", "profiling.sampling", "attach", "-a",
+         "-r", str(GOAL_RATE), "-d", str(secs), "--collapsed",
+         "-o", outpath, str(target.pid)], timeout=secs + 120)
+    check_alive(target, errpath)
+    stacks = count_stacks(outpath)
+    if rc != 0 or stacks == 0:
+        raise BenchError("profiling.sampling exited %s with %d stacks: %s"
+                         % (rc, stacks, last_line(out)))
+    return dict(us=1e6 * max(0.0, cpu - startup) / stacks, startup=startup)
+
+
+def goal_runs(slot, rates, versus, cfg, errors):
+    """spyc at each of rates on one goal target (bench_busy.py, GOAL_DEEP)
+    run by slot's interpreter, then, with versus, that interpreter's own
+    sampler on the same process; returns {rate: goal_spyc() or None,
+    "versus": goal_versus() or None}.  Failures add to errors."""
+    python = slot.interpreter
+    depth, busy, idle = GOAL_DEEP
+    secs = cfg["goal_secs"]
+    results = dict((rate, None) for rate in rates)
+    results["versus"] = None
+    workdir = tempfile.mkdtemp(prefix="spyc-bench-")
+    errpath = os.path.join(workdir, "target.err")
+    try:
+        with open(errpath, "wb") as err:
+            target = start([python.path, BUSY, str(depth), str(busy),
+                            str(BUSY_LIFETIME), str(idle)],
+                           stdout=subprocess.PIPE, stderr=err)
+        try:
+            if measure(slot.name, "goal target", lambda: wait_ready(
+                    target, errpath) or True, errors) is None:
+                return results
+            for rate in rates:
+                progress("  %s: goals, %d threads x %d deep + %d idle, "
+                         "record --idle --rate %d, %d s" % (
+                             slot.name, busy, depth, idle, rate, secs))
+                results[rate] = measure(
+                    slot.name, "goal run at %d Hz" % rate,
+                    lambda: goal_spyc(target, errpath, rate, secs, workdir),
+                    errors)
+            if versus:
+                progress("  %s: goals, python -m profiling.sampling attach "
+                         "-a -r %d -d %d on the same target"
+                         % (slot.name, GOAL_RATE, secs))
+                results["versus"] = measure(
+                    slot.name, "profiling.sampling", lambda: goal_versus(
+                        python, target, errpath, secs, workdir), errors)
+        finally:
+            stop(target)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return results
+
+
+def goal_rss(slot, cfg, errors):
+    """spyc record --rate RSS_RATE on churn.py run by slot's interpreter,
+    its VmRSS read at the two times of cfg["rss_at"] (seconds after its
+    start); returns (KiB at the first, KiB at the second, achieved Hz), or
+    None when it failed (and errors has a line)."""
+    python = slot.interpreter
+    first, second = cfg["rss_at"]
+    workdir = tempfile.mkdtemp(prefix="spyc-bench-")
+
+    def run():
+        errpath = os.path.join(workdir, "target.err")
+        spyc_err = os.path.join(workdir, "spyc.err")
+        with open(errpath, "wb") as err:
+            churn = start([python.path, CHURN, str(CHURN_ROUNDS)],
+                          stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            # Let it start its first threads, so that spyc finds an
+            # initialised interpreter.
+            time.sleep(1.0)
+            check_alive(churn, errpath)
+            with open(spyc_err, "wb") as err:
+                spyc = start([spyc_exe, "record", "--rate", str(RSS_RATE),
+                              "--duration", str(second + 30), "--format",
+                              "folded", "-o",
+                              os.path.join(workdir, "churn.txt"),
+                              "--pid", str(churn.pid)],
+                             stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                began = time.monotonic()
+                rss = []
+                for at in (first, second):
+                    time.sleep(max(0.0, began + at - time.monotonic()))
+                    if spyc.poll() is not None:
+                        raise BenchError("spyc exited %s after %.0f s: %s"
+                                         % (spyc.returncode,
+                                            time.monotonic() - began,
+                                            last_line(read_file(spyc_err))))
+                    rss.append(vm_rss_kib(spyc.pid))
+                # Ends sampling early; spyc writes the profile and its
+                # summary as for --duration.
+                spyc.send_signal(signal.SIGINT)
+                try:
+                    rc = spyc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    raise BenchError("spyc still running 60 s after SIGINT")
+            finally:
+                stop(spyc)
+            check_alive(churn, errpath)
+        finally:
+            stop(churn)
+        match = SUMMARY_RE.search(read_file(spyc_err))
+        if rc not in (0, 1) or match is None:
+            raise BenchError("spyc exited %s: %s"
+                             % (rc, last_line(read_file(spyc_err))))
+        return rss[0], rss[1], float(match.group(4))
+
+    try:
+        progress("  %s: goals, spyc RSS on churn.py, --rate %d, VmRSS at "
+                 "%d s and %d s" % (slot.name, RSS_RATE, first, second))
+        return measure(slot.name, "RSS on churn.py", run, errors)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def met(ok):
+    return "met" if ok else "MISSED"
+
+
+def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
+    """The rows of the goals table (see the docstring): measured here,
+    except the slowdowns, which bench_slot() left in cpu_slowdowns."""
+    picks = []
+    for label, low, high, goal in GOAL_US:
+        picks.append((label, goal, newest(
+            [s for s in slots if s.interpreter is not None and
+             low <= tuple(s.interpreter.version_info[:2]) <= high])))
+    versus_name = "%d.%d" % VERSUS
+    versus_slot = ([s for s in all_slots if s.name == versus_name and
+                    s.interpreter is not None] or [None])[0]
+    runs = {}
+    for _, _, slot in picks:
+        if slot is not None and slot.name not in runs:
+            runs[slot.name] = goal_runs(slot, GOAL_RATES,
+                                        slot.name == versus_name, cfg,
+                                        errors)
+    if versus_slot is not None and versus_name not in runs:
+        runs[versus_name] = goal_runs(versus_slot, (GOAL_RATE,), True, cfg,
+                                      errors)
+    rss_slot = newest([slot for _, _, slot in picks if slot is not None])
+    rss = goal_rss(rss_slot, cfg, errors) if rss_slot else None
+
+    rows = []
+    for label, goal, slot in picks:
+        what = "CPU per thread-sample at %g kHz" % (GOAL_RATE / 1000.0)
+        if slot is None:
+            rows.append([what, label, "no %s slot benchmarked" % label,
+                         "%s %g %s" % (LE, goal, MICRO), "-"])
+            continue
+        r = runs[slot.name][GOAL_RATE]
+        rows.append([what, slot.name] + (
+            ["%.1f %s" % (r["us"], MICRO), "%s %g %s" % (LE, goal, MICRO),
+             met(r["us"] <= goal)] if r else
+            ["error", "%s %g %s" % (LE, goal, MICRO), "error"]))
+        rows.append(["  system calls per thread read", slot.name,
+                     ("%.2f process_vm_readv + %.2f /proc" % r["calls"]
+                      if r and r["calls"] else
+                      "error" if not r else "not printed"), "", ""])
+    what = "CPU per thread-sample, spyc / %s's own" % versus_name
+    goal_text = "%s %.2f%s" % (LE, GOAL_VERSUS, TIMES)
+    if versus_slot is None:
+        rows.append([what, versus_name, "%s not found" % versus_name,
+                     goal_text, "-"])
+    else:
+        mine = runs[versus_name][GOAL_RATE]
+        theirs = runs[versus_name]["versus"]
+        if mine and theirs and theirs["us"] > 0:
+            ratio = mine["us"] / theirs["us"]
+            rows.append([what, versus_name, "%.1f / %.1f %s = %.2f%s" % (
+                mine["us"], theirs["us"], MICRO, ratio, TIMES), goal_text,
+                met(ratio <= GOAL_VERSUS)])
+        else:
+            rows.append([what, versus_name, "error", goal_text, "error"])
+    for _, _, slot in picks:
+        if slot is None:
+            continue
+        for rate in GOAL_RATES:
+            r = runs[slot.name][rate]
+            rows.append(["achieved rate at %g kHz" % (rate / 1000.0),
+                         slot.name] + (
+                ["%.1f%% (%d late; spyc %.0f%% of a core)" % (
+                    r["share"], r["late"], r["core"]),
+                 "%s %g%%" % (GE, GOAL_RATE_SHARE),
+                 met(r["share"] >= GOAL_RATE_SHARE)] if r else
+                ["error", "%s %g%%" % (GE, GOAL_RATE_SHARE), "error"]))
+    for _, _, slot in picks:
+        if slot is None:
+            continue
+        s = cpu_slowdowns.get(slot.name)
+        for rate in SLOW_RATES:
+            goal = GOAL_SLOWDOWN[rate]
+            goal_text = "%s %g%%" % (LE, goal)
+            what = "target CPU time slowdown at %d Hz" % rate
+            if s is None:
+                rows.append([what, slot.name, "error", goal_text, "error"])
+                continue
+            pct = 100.0 * (s[0][(rate, False)] - 1)
+            rows.append([what, slot.name, "%+.1f%% (noise %.0f%%)" % (
+                pct, 100.0 * s[1]), goal_text, met(pct <= goal)])
+    what = "spyc RSS after 1 h at 100 Hz"
+    goal_text = "< %g MB" % GOAL_RSS_MB
+    if rss is None:
+        rows.append([what, rss_slot.name if rss_slot else "-",
+                     "error" if rss_slot else "no slot benchmarked",
+                     goal_text, "error" if rss_slot else "-"])
+    else:
+        first, second = cfg["rss_at"]
+        kib1, kib2, hz = rss
+        done1, done2 = hz * first, hz * second
+        # KiB per sample, over the samples between the two readings; a
+        # shrinking RSS is taken as no growth.
+        growth = max(0.0, float(kib2 - kib1) / max(1.0, done2 - done1))
+        projected = (kib2 + growth * max(0.0, HOUR_SAMPLES - done2)) * 1024
+        rows.append([what, rss_slot.name, "%.1f MB extrapolated (%.1f MB at "
+                     "%d s, %.1f MB at %d s, %.0f Hz)" % (
+                         projected / 1e6, kib1 * 1024 / 1e6, first,
+                         kib2 * 1024 / 1e6, second, hz), goal_text,
+                     met(projected / 1e6 < GOAL_RSS_MB)])
+    return rows
+
+
+def print_goals_table(rows, cfg):
+    depth, busy, idle = GOAL_DEEP
+    print("goals, on the newest 3.11+ and newest 3.6-3.10 slot "
+          "benchmarked: spyc record\n--idle --format folded --pid, %d s "
+          "a run, %d threads spinning %d deep + %d idle:"
+          % (cfg["goal_secs"], busy, depth, idle))
+    print_legend([
+        ("CPU per", "spyc's CPU time over the threads it read "
+         "(SPYC_STATS=1)"),
+        ("system calls", "per thread read, as spyc counts them "
+         "(SPYC_STATS=1)"),
+        ("own sampler", "spyc's CPU per thread-sample over that of "
+         "CPython's own\nsampler on the same process (profiling.sampling "
+         "attach -a;\nits start-up measured apart and left out)"),
+        ("rate", "the summary's Hz over the rate asked; late: slots "
+         "skipped"),
+        ("slowdown", "median CPU time (time.process_time) of "
+         "bench_work.py under\n--rate R over its median unprofiled, "
+         "from the interleaved runs\nof the first table; noise: the "
+         "spread of the unprofiled CPU\ntimes (a figure within it means "
+         "little, met or not)"),
+        ("RSS", "spyc's VmRSS on churn.py (threads, stacks, code objects "
+         "that\nkeep changing) at --rate %d, read twice; its growth "
+         "per\nsample extrapolated to %d samples" % (RSS_RATE,
+                                                      HOUR_SAMPLES)),
+    ])
+    print_table(GOAL_COLUMNS, rows, left=len(GOAL_COLUMNS))
+
+
+def print_table(columns, rows, left=2):
+    """Aligned columns: the first left (names) to the left, the others
+    (numbers) to the right; short rows padded."""
     rows = [r + [""] * (len(columns) - len(r)) for r in rows]
     widths = [max(len(r[i]) for r in [columns] + rows)
               for i in range(len(columns))]
     for r in [columns] + rows:
-        cells = [text.ljust(widths[i]) if i < 2 else text.rjust(widths[i])
+        cells = [text.ljust(widths[i]) if i < left else text.rjust(widths[i])
                  for i, text in enumerate(r)]
         print("  ".join(cells).rstrip())
 
@@ -652,7 +1121,7 @@ def parse_args(argv):
     names = [s.name for s in pyfind.slots()]
     p = argparse.ArgumentParser(
         prog="bench.py", description="Benchmark spyc against every "
-        "installed CPython 3.6 .. 3.13 and print tables.")
+        "installed CPython 3.6 .. 3.15 and print tables.")
     p.add_argument("--quick", action="store_true",
                    help="shorter runs and fewer of them (about a third of "
                    "the time)")
@@ -685,7 +1154,8 @@ def main(argv):
                          "first\n" % SPYC)
         return 2
     cfg = SETTINGS[args.quick]
-    slots = [s for s in pyfind.slots()
+    all_slots = pyfind.slots()
+    slots = [s for s in all_slots
              if not args.wanted or s.name in args.wanted]
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
@@ -694,15 +1164,18 @@ def main(argv):
         sys.stderr.write("bench: cannot copy %s: %s\n" % (SPYC, e))
         return 2
     try:
-        return bench(args, cfg, slots)
+        return bench(args, cfg, slots, all_slots)
     finally:
         shutil.rmtree(snapdir, ignore_errors=True)
 
 
-def bench(args, cfg, slots):
-    """Everything after the set-up: header, measurements, tables."""
+def bench(args, cfg, slots, all_slots):
+    """Everything after the set-up: header, measurements, tables.  slots:
+    those to benchmark; all_slots: every one found (the goals table's
+    comparison uses 3.15 when found, benchmarked or not)."""
     print_header(cfg, args.quick)
     rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
+    tree_rows, goal_rows, cpu_slowdowns = [], [], {}
     started = time.monotonic()
     try:
         for slot in slots:
@@ -711,12 +1184,15 @@ def bench(args, cfg, slots):
                 rows.append([slot.name, "not found"])
                 native_rows.append([slot.name, "not found"])
             else:
-                row, native_row = bench_slot(slot, cfg, errors, notes)
+                row, native_row = bench_slot(slot, cfg, errors, notes,
+                                             cpu_slowdowns)
                 rows.append(row)
                 native_rows.append(native_row)
         idle_slot = newest(slots)
         if idle_slot is not None:
             idle_rows = bench_idle(idle_slot, cfg, errors)
+            tree_rows = bench_tree(idle_slot, cfg, errors)
+        goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns)
     except KeyboardInterrupt:
         progress("bench: interrupted")
         return 130
@@ -728,6 +1204,12 @@ def bench(args, cfg, slots):
     if idle_rows:
         print()
         print_idle_table(idle_rows)
+    if tree_rows:
+        print()
+        print_tree_table(tree_rows)
+    if goal_rows:
+        print()
+        print_goals_table(goal_rows, cfg)
     for title, lines in (("notes", notes), ("errors", errors)):
         if lines:
             print()

@@ -7,8 +7,10 @@ Fixtures:
               without building (e.g. an installed copy, or a wrapper script
               that runs spyc under valgrind).
   python      the slot's pyfind.Interpreter; tests using it are parametrized
-              over pyfind.slots() (3.6 .. 3.13 and "static") and skipped by
+              over pyfind.slots() (3.6 .. 3.15, the free-threaded 3.14t,
+              3.13t and 3.15t, which spyc refuses, and "static") and skipped by
               name where the slot is empty.
+              SPYC_TEST_SLOTS=newest keeps only the newest slot.
   targets     (function) a TargetPool: start tests/targets/*.py, always
               killed at teardown.
 
@@ -21,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,12 @@ sys.path.insert(0, TESTS)
 import pyfind  # noqa: E402
 
 SLOTS = pyfind.slots()
+# SPYC_TEST_SLOTS=newest: only the newest supported slot (make test-sanitize
+# runs spyc under sanitizers, slower, on one version).
+if os.environ.get("SPYC_TEST_SLOTS") == "newest":
+    SLOTS = [s for s in SLOTS
+             if s.interpreter is not None and s.name != "static" and
+             not s.is_free_threaded][-1:]
 REPORT_TIMEOUT = 20.0
 
 
@@ -87,7 +96,8 @@ def newest_python():
     """The newest supported interpreter, for tests of spyc's own behaviour
     that do not depend on the Python version; None if there is none."""
     found = [s.interpreter for s in SLOTS
-             if s.interpreter is not None and s.name != "static"]
+             if s.interpreter is not None and s.name != "static" and
+             not s.is_free_threaded]
     return found[-1] if found else None
 
 
@@ -97,7 +107,7 @@ def any_python():
     on the Python version; skipped by name when there is none."""
     py = newest_python()
     if py is None:
-        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+        pytest.skip("no supported CPython (3.6-3.15) found on this machine")
     return py
 
 
@@ -448,3 +458,45 @@ def assert_running(pid):
     """No thread of pid is left stopped (t or T) by spyc."""
     states = thread_states(pid)
     assert not [s for s in states.values() if s in ("t", "T")], states
+
+
+def launch_in_unwritable_dir(spyc_path, args, python, marker):
+    """Run `spyc ARGS -- PYTHON -c <make marker>` in a directory that takes
+    no new files (sysfs refuses them, even to root).  Returns (exit code,
+    the non-blank lines of stderr, stderr)."""
+    proc = subprocess.run(
+        [spyc_path] + list(args) + ["--", python.path, "-c",
+                                    "open(%r, 'w').close()" % str(marker)],
+        cwd="/sys", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=target_env(), timeout=30)
+    err = proc.stderr.decode(errors="replace")
+    return proc.returncode, [l for l in err.splitlines() if l.strip()], err
+
+
+def top_until_snapshots(spyc, args, out_path, count, timeout=20, env=None):
+    """Run `spyc top ARGS` with its screen in out_path until it has shown
+    count snapshots (or exited, or timeout seconds), then SIGTERM it.
+    env: spyc's environment (default target_env()).
+    Returns (exit code, out_path's text, a description for failures)."""
+    with open(out_path, "wb") as out:
+        proc = spyc.popen(["top"] + list(args), env=env or target_env(),
+                          stdout=out, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + timeout
+            while time.time() < deadline and proc.poll() is None:
+                with open(out_path) as f:
+                    if f.read().count("snapshot: ") >= count:
+                        break
+                time.sleep(0.05)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with open(out_path) as f:
+        text = f.read()
+    describe = "stdout:\n%s\nstderr:\n%s" % (text[-3000:],
+                                             decode(err))
+    return proc.returncode, text, describe

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""`spyc dump` against targets in known states, on every CPython slot.
+"""`spyc dump` against targets in known states, on every CPython slot
+(parallel.py: four threads running Python at once, on a free-threaded
+build).
 
 Each target (tests/targets/) blocks its threads at known places and reports
 its own stacks; spyc's view must match it exactly: the same threads, and per
@@ -15,7 +17,7 @@ import pytest
 from conftest import assert_running, parse_dump_text, spyc_json_threads
 
 DUMP_TARGETS = ["deep.py", "classes.py", "gen_coro.py", "unicode_名前.py",
-                "threads.py"]
+                "threads.py", "parallel.py"]
 
 pytestmark = pytest.mark.parametrize(
     "target_name", DUMP_TARGETS, scope="module",
@@ -46,6 +48,9 @@ def test_target_is_sane(target, target_name):
         assert min(len(t["frames"]) for t in threads.values()) >= 120
     if target_name == "threads.py":
         assert len(threads) >= 5
+    if target_name == "parallel.py":
+        # Four workers spinning in Python (at once where free-threaded).
+        assert len(threads) == 5 and len(info["workers"]) == 4
     if target_name.startswith("unicode"):
         names = "".join(f[0] for t in threads.values() for f in t["frames"])
         assert any(0x80 <= ord(c) < 0x100 for c in names), "no UCS1 name"

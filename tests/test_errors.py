@@ -11,7 +11,8 @@ import time
 import pytest
 
 import pyfind
-from conftest import copy_spyc_for_other_users, newest_python, target_env
+from conftest import (copy_spyc_for_other_users, launch_in_unwritable_dir,
+                      newest_python, target_env)
 
 NOBODY = 65534
 
@@ -79,7 +80,7 @@ def test_no_permission(spyc):
                     "root-owned process")
     py = newest_python()
     if py is None:
-        pytest.skip("no supported CPython (3.6-3.13) found on this machine")
+        pytest.skip("no supported CPython (3.6-3.15) found on this machine")
     exe = copy_spyc_for_other_users(spyc.path)
     target = start_python(py.path)
     try:
@@ -136,6 +137,10 @@ USAGE_ERRORS = [
      "blocking and nonblocking"),
     (["top", "--native", "--nonblocking", "--", "true"],
      "top native cannot be nonblocking"),
+    (["record", "--kill-after-duration", "-o", "x.json", "--", "true"],
+     "kill-after-duration without duration"),
+    (["record", "--kill-after-duration", "--duration", "1", "--pid", "1",
+      "-o", "x.json"], "kill-after-duration with pid"),
 ]
 
 
@@ -152,6 +157,87 @@ def test_usage_error(spyc, tmp_path, args, what):
         what, res.describe())
     assert res.stderr.strip(), "a usage error should say something"
     assert not os.path.exists(str(tmp_path / "x.json"))
+
+
+UNWRITABLE = [
+    ("nodir/out.json", "no such file"),
+    ("adir", "is a directory"),
+    ("afile/out.json", "not a directory"),
+]
+
+
+@pytest.mark.parametrize("out,why", UNWRITABLE,
+                         ids=["missing-dir", "a-directory", "under-a-file"])
+def test_unwritable_output_before_launch(spyc, any_python, tmp_path, out,
+                                         why):
+    """record checks that its output can be written before it launches
+    anything: the program never runs, and the one line names the path as
+    given."""
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("")
+    marker = tmp_path / "ran"
+    cwd = os.getcwd()
+    os.chdir(str(tmp_path))
+    try:
+        res = spyc.run(["record", "--format", "folded", "-o", out, "--",
+                        any_python.path, "-c",
+                        "open(%r, 'w').close()" % str(marker)],
+                       env=target_env(), timeout=30)
+    finally:
+        os.chdir(cwd)
+    res.assert_error(2, "cannot write '%s'" % out, why)
+    assert not marker.exists(), (
+        "the program ran although the profile could not be written\n"
+        + res.describe())
+    assert ".tmp." not in res.stderr, res.describe()
+
+
+def test_unwritable_default_output(spyc, any_python, tmp_path):
+    """Without -o, launch mode checks that the current directory takes
+    the default spyc-PID.json before the program runs (sysfs takes no
+    new files, even from root)."""
+    marker = tmp_path / "ran"
+    code, lines, err = launch_in_unwritable_dir(spyc.path, ["record"],
+                                                any_python, marker)
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith(
+        "spyc: cannot write a profile in the current directory"), err
+    assert "--output" in lines[0], err
+    assert not marker.exists(), "the program ran"
+
+
+def test_unwritable_output_before_attach(spyc, tmp_path):
+    """With --pid too the output is checked first: the error is about the
+    output, not about the process that does not exist."""
+    out = str(tmp_path / "nodir" / "out.json")
+    res = spyc.run(["record", "--pid", absent_pid(), "-o", out])
+    res.assert_error(2, "cannot write '%s'" % out, "no such file")
+
+
+def test_write_error_names_the_output(spyc, any_python, tmp_path):
+    """A write that fails at the end (the directory went away while
+    sampling) names the file the user gave, not the temporary one."""
+    target = start_python(any_python.path)
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    out = str(outdir / "profile.json")
+    try:
+        proc = spyc.popen(["record", "--pid", target.pid, "--duration", 3,
+                           "-o", out], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+        time.sleep(1)
+        assert proc.poll() is None, proc.communicate()
+        outdir.rmdir()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        target.kill()
+        target.wait()
+    err = err.decode(errors="replace")
+    lines = [l for l in err.splitlines() if l.strip()]
+    describe = "exit %s, stderr:\n%s" % (proc.returncode, err)
+    assert proc.returncode == 2, describe
+    assert lines == ["spyc: cannot write '%s': No such file or directory"
+                     % out], describe
 
 
 def test_dump_waits_for_the_loader(spyc, python):

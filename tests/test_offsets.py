@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Without its built-in offset tables (SPYC_NO_OFFSET_TABLES=1), spyc must
-still dump CPython 3.13+ exactly, from the interpreter's own
+still dump and record CPython 3.13+ exactly, from the interpreter's own
 _Py_DebugOffsets, and say so in one line on stderr; older versions, which
 publish no offsets, must be refused clearly."""
 
 import os
 
+import pytest
+
 from conftest import spyc_json_threads
+from test_record import check_profile, parse_summary
 
 DUMP_TARGETS = ["deep.py", "classes.py", "gen_coro.py", "unicode_名前.py",
                 "threads.py"]
@@ -33,3 +36,23 @@ def test_dump_without_offset_tables(spyc, python, targets):
                                    "%s: dump --json, SPYC_NO_OFFSET_TABLES=1"
                                    % name)
         target.kill()
+
+
+def test_record_without_offset_tables(spyc, python, targets, tmp_path):
+    """record, too, from _Py_DebugOffsets alone: the profile of a busy
+    target has its own hot chain, and stderr says so once beside the
+    summary."""
+    if python.version_info < (3, 13):
+        pytest.skip("only CPython 3.13+ publishes _Py_DebugOffsets")
+    hot = targets.start(python, "hot.py", 0, "{report}")
+    out = str(tmp_path / "out" / "profile.txt")
+    os.mkdir(os.path.dirname(out))
+    res = spyc.run(["record", "--pid", hot.pid, "--duration", 2,
+                    "--format", "folded", "--full-filenames", "-o", out],
+                   env=NO_TABLES, timeout=30)
+    res.assert_ok()
+    notice = [l for l in res.stderr_lines if "_Py_DebugOffsets" in l]
+    assert len(notice) == 1 and len(res.stderr_lines) == 2, res.describe()
+    summary = parse_summary(res.stderr_lines[-1], res.describe())
+    check_profile(out, "folded", hot.info["chain"], summary, res.describe(),
+                  full_filenames=True)

@@ -14,6 +14,11 @@ import pytest
 
 from conftest import TARGETS, target_env
 from conftest import spyc_json_threads  # noqa: F401 (documents the format)
+from test_record import assert_exit_ok, parse_summary
+
+# A share of CPU measured on a loaded machine can come out wrong by
+# chance; a measurement that fails is taken again, at most this often.
+GIL_MEASUREMENTS = 3
 
 
 def folded(path):
@@ -46,7 +51,8 @@ def record(spyc, pid, path, *extra):
     res = spyc.run(["record", "--pid", pid, "--duration", 1,
                     "--full-filenames", "-o", path] + list(extra),
                    timeout=30)
-    res.assert_ok()
+    assert_exit_ok(res.returncode, parse_summary(res.stderr, res.describe()),
+                   res.describe())
     return folded(path)
 
 
@@ -60,16 +66,25 @@ def test_dump_marks_states(spyc, python, targets):
         assert th["state"] == "idle", (role, th)
         assert not th["holds_gil"], (role, th)
     spin = by_ident[roles["spinner"]["ident"]]
-    # The only thread that wants the GIL never has to give it up.
     assert spin["state"] == "running", spin
-    assert spin["holds_gil"], spin
-    assert sum(1 for th in doc["threads"] if th["holds_gil"]) == 1
+    assert doc["free_threaded"] == python.free_threaded, doc
+    if python.free_threaded:
+        # No GIL: no thread holds one, and none is said not to.
+        assert all(th["holds_gil"] is None for th in doc["threads"]), doc
+        spinning = ": running"
+    else:
+        # The only thread that wants the GIL never has to give it up.
+        assert spin["holds_gil"], spin
+        assert sum(1 for th in doc["threads"] if th["holds_gil"]) == 1
+        spinning = ": running, holds the GIL"
     # The text form says the same.
     res = spyc.run(["dump", "--pid", t.pid])
     res.assert_ok()
     lines = res.stdout.splitlines()
+    assert ("free-threaded, no GIL" in lines[1]) == python.free_threaded, \
+        lines
     for role, want in (("sleeper", ": idle"), ("locker", ": idle"),
-                       ("spinner", ": running, holds the GIL")):
+                       ("spinner", spinning)):
         header = [l for l in lines
                   if l.startswith("Thread 0x%x" % roles[role]["ident"])]
         assert len(header) == 1 and header[0].endswith(want), (role, lines)
@@ -109,10 +124,10 @@ def test_record_idle_filter(spyc, python, targets, tmp_path):
     assert "spinner" in leaf_names(every)
 
 
-def test_record_gil(spyc, python, targets, tmp_path):
-    t = targets.start(python, "states.py", "{report}", "gil")
-    roles = t.info["roles"]
-    busy = record(spyc, t.pid, str(tmp_path / "busy.txt"))
+def busy_samples(spyc, pid, path):
+    """Samples of the threads on a CPU, the reporter's last moments left
+    out: the spinner's and the compressor's."""
+    busy = record(spyc, pid, path)
     # The reporter may still be finishing when sampling starts: it is
     # on a CPU then, and rightly shown, but only for a moment.
     reporter = [(f, c) for f, c in busy
@@ -121,21 +136,63 @@ def test_record_gil(spyc, python, targets, tmp_path):
     busy = [s for s in busy if s not in reporter]
     # Both work on a CPU: the filter below must have something to remove.
     assert leaf_names(busy) == {"spinner", "compressor"}, busy
-    gil = record(spyc, t.pid, str(tmp_path / "gil.txt"), "--gil")
-    # The compressor holds the GIL only between two compress calls.
-    assert share(busy, "compressor") > 0.25, busy
-    assert share(gil, "compressor") < 0.1, gil
-    assert share(gil, "spinner") > 0.9, gil
+    return busy
+
+
+def gil_shares(spyc, pid, tmp_path, n):
+    """Compressor's share of the busy samples without and with --gil, and
+    the spinner's with it."""
+    busy = busy_samples(spyc, pid, str(tmp_path / ("busy%d.txt" % n)))
+    gil = record(spyc, pid, str(tmp_path / ("gil%d.txt" % n)), "--gil")
+    return (share(busy, "compressor"), share(gil, "compressor"),
+            share(gil, "spinner"))
+
+
+def gil_holders(spyc, pid):
     holders = []
     for _ in range(10):
-        doc, res = spyc.dump_json(t.pid)
+        doc, res = spyc.dump_json(pid)
         holders += [th["thread_id"] for th in doc["threads"]
                     if th["holds_gil"]]
-    # Between a release and the next take nobody holds it; mostly the
+    return holders
+
+
+def test_record_gil(spyc, python, targets, tmp_path):
+    t = targets.start(python, "states.py", "{report}", "gil")
+    roles = t.info["roles"]
+    if python.free_threaded:
+        busy_samples(spyc, t.pid, str(tmp_path / "busy.txt"))
+        # Nothing to filter by: --gil says so in one line, and fails.
+        res = spyc.run(["record", "--pid", t.pid, "--duration", 1,
+                        "--gil", "-o", str(tmp_path / "gil.txt")],
+                       timeout=30)
+        res.assert_error(2, "free-threaded", "no GIL", "--gil")
+        assert not os.path.exists(str(tmp_path / "gil.txt"))
+        doc, res = spyc.dump_json(t.pid)
+        assert all(th["holds_gil"] is None for th in doc["threads"]), doc
+        return
+    spinner = roles["spinner"]["ident"]
+    compressor = roles["compressor"]["ident"]
+    # The compressor holds the GIL only between two compress calls.  How
+    # much CPU it gets beside the spinner depends on the machine's load
+    # (and a loaded machine may preempt it while it holds the GIL): it
+    # must be seen working, and --gil must take away most of it.  Between
+    # a release and the next take nobody holds the GIL; mostly the
     # spinner does.
-    assert holders.count(roles["spinner"]["ident"]) >= 3, holders
-    assert set(holders) <= {roles["spinner"]["ident"],
-                            roles["compressor"]["ident"]}, holders
+    measured = []
+    for n in range(GIL_MEASUREMENTS):
+        busy_c, gil_c, gil_s = gil_shares(spyc, t.pid, tmp_path, n)
+        holders = gil_holders(spyc, t.pid)
+        assert set(holders) <= {spinner, compressor}, holders
+        measured.append("compressor %.2f busy, %.2f --gil; spinner %.2f "
+                        "--gil; spinner held the GIL in %d of 10 dumps" % (
+                            busy_c, gil_c, gil_s, holders.count(spinner)))
+        if (busy_c > 0.1 and gil_c < busy_c / 2 and gil_s > 0.9
+                and holders.count(spinner) >= 3):
+            return
+    pytest.fail("--gil did not filter the compressor out in %d "
+                "measurements:\n  %s" % (GIL_MEASUREMENTS,
+                                          "\n  ".join(measured)))
 
 
 def test_thread_names(spyc, python, targets, tmp_path):
@@ -155,7 +212,10 @@ def test_thread_names(spyc, python, targets, tmp_path):
     res.assert_ok()
     for ident, name in want.items():
         assert "Thread 0x%x (tid " % ident in res.stdout, res.stdout
-        assert ' "%s": idle' % name in res.stdout, (name, res.stdout)
+        # A thread counted as arrived may still be on its way into its
+        # wait (a loaded machine widens that moment): idle, or running.
+        assert re.search(r' "%s": (idle|running)' % re.escape(name),
+                         res.stdout), (name, res.stdout)
 
     out = str(tmp_path / "named.txt")
     record(spyc, t.pid, out, "--idle", "--threads")
@@ -182,12 +242,23 @@ def test_thread_names_without_offset_tables(spyc, python, targets):
     t = targets.start(python, "names.py", "{report}")
     env = dict(os.environ, SPYC_NO_OFFSET_TABLES="1")
     doc, res = spyc.dump_json(t.pid, env=env)
+    # Said once, in the one notice.
+    assert len(res.stderr_lines) == 1 and \
+        "thread names" in res.stderr_lines[0], res.describe()
     names = dict((th["thread_id"], th["name"]) for th in doc["threads"])
     by_want = dict((v, names[int(k)])
                    for k, v in t.info["expected"].items())
     assert by_want["os-only"] == "os-only", names
     assert by_want["both-py"] == "both-os", names
-    assert by_want["crowded-40"] is None, names
+    if python.version_info < (3, 14):
+        assert by_want["crowded-40"] is None, names
+    else:
+        # 3.14's threading names each thread's OS thread as it starts
+        # (Thread._bootstrap_inner), and again on a rename only from
+        # the thread itself: the OS name shows, and a thread renamed
+        # by another keeps the OS name it started with.
+        assert by_want["crowded-40"] == "crowded-40", names
+        assert by_want["renamed-later"] == "first-name", names
 
 
 def test_threads_that_reuse_an_ident(spyc, python, tmp_path):

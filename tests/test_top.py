@@ -28,12 +28,20 @@ import uuid
 import pytest
 
 import pyfind
-from conftest import SLOTS, target_env, wait_gone
+from conftest import (SLOTS, launch_in_unwritable_dir, target_env,
+                      top_until_snapshots, wait_gone)
 
 SCREEN_TIMEOUT = 20.0
 # The plain-text format, as documented in spyc(1).
 PLAIN_KEYS = ["snapshot", "time", "pid", "command", "python", "threads",
               "samples/s", "idle", "gil", "errors", "view"]
+# In launch mode, where the program's output goes comes after its command.
+LAUNCH_PLAIN_KEYS = PLAIN_KEYS[:4] + ["output"] + PLAIN_KEYS[4:]
+# With --subprocesses, how many Python processes were read follows python.
+TREE_PLAIN_KEYS = [keys[:keys.index("python") + 1] + ["processes"] +
+                   keys[keys.index("python") + 1:]
+                   for keys in (PLAIN_KEYS, LAUNCH_PLAIN_KEYS)]
+LAUNCHED = os.path.join(os.path.dirname(__file__), "targets", "launched.py")
 COLUMNS_RE = re.compile(r"^\s*%OWN\s+%TOTAL\s+OWNTIME\s+TOTALTIME\s+"
                         r"(?:THREAD\s+)?FUNCTION\s*$")
 ROW_RE = re.compile(
@@ -41,16 +49,25 @@ ROW_RE = re.compile(
     r"\s+(?P<own_s>\d+(?:\.\d+)?)s\s+(?P<total_s>\d+(?:\.\d+)?)s"
     r"\s+(?:(?P<thread>tid \d+|0x[0-9a-f]+)\s+)?(?P<function>\S.*?)\s*$")
 FUNCTION_RE = re.compile(r"^(?P<name>.+?) \((?P<file>.*):(?P<line>\d+)\)$")
+# A native row: "name (file:line) [native]", "name (file) [native]" where
+# DWARF gives no line, "name [native]" where it gives nothing.
+NATIVE_FUNCTION_RE = re.compile(
+    r"^(?P<name>.+?)(?: \((?P<file>.+?)(?::(?P<line>\d+))?\))? \[native\]$")
+# The stand-in root of a stack cut at --max-depth: no file, no line.
+CUT_FUNCTION_RE = re.compile(r"^(?P<name>\[\d+ frames not read\])$")
 
 
 def _top_slots():
-    """The newest interpreter's slot and the oldest found before 3.11."""
+    """The newest interpreter's slot (with the GIL), the oldest found
+    before 3.11, and the free-threaded slots spyc supports."""
     slots = [s for s in SLOTS if s.name != "static"]
-    found = [s for s in slots if s.interpreter is not None]
+    found = [s for s in slots if s.interpreter is not None and
+             not s.is_free_threaded]
     newest = found[-1] if found else pyfind.Slot("newest", None)
     old = [s for s in found if s.interpreter.version_info[:2] < (3, 11)]
     old = old[0] if old else pyfind.Slot("pre-3.11", None)
-    return [newest] if old is newest else [newest, old]
+    free = [s for s in slots if s.is_free_threaded and not s.refused]
+    return ([newest] if old is newest else [newest, old]) + free
 
 
 TOP_SLOTS = _top_slots()
@@ -67,10 +84,10 @@ def tmux(tmp_path):
         pytest.skip("tmux not found (scripts/install-deps installs it)")
     sessions = []
 
-    def start(argv, width=120, height=40):
+    def start(argv, width=120, height=40, cwd=None):
         t = Tmux(tmp_path, width, height)
         sessions.append(t)
-        t.start(argv)
+        t.start(argv, cwd)
         return t
     try:
         yield start
@@ -99,13 +116,15 @@ class Tmux(object):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, env=self.env, timeout=20, **kw)
 
-    def start(self, argv):
+    def start(self, argv, cwd=None):
         # A Ctrl-C reaches the whole foreground group, the shell too: the
         # trap keeps it alive to record spyc's status (and, unlike an
         # ignored signal, is not inherited).
         cmd = "trap : INT; %s; echo $? > %s; exec sleep 600" % (
             " ".join(shlex.quote(str(a)) for a in argv),
             shlex.quote(self.status_path))
+        if cwd:
+            cmd = "cd %s && %s" % (shlex.quote(str(cwd)), cmd)
         res = self.tmux("new-session", "-d", "-x", str(self.width),
                         "-y", str(self.height), cmd)
         assert res.returncode == 0, "tmux new-session failed: %s" % (
@@ -213,14 +232,28 @@ class Screen(object):
 
 
 def parse_row(m):
+    """A table row's fields; "whole" is false for a row cut at the
+    screen's edge, "native" true for a native frame's."""
     row = m.groupdict()
-    f = FUNCTION_RE.match(row["function"])
+    row["native"] = False
+    row["whole"] = True
+    f = NATIVE_FUNCTION_RE.match(row["function"])
+    if f:
+        row["native"] = True
+    else:
+        f = FUNCTION_RE.match(row["function"]) or CUT_FUNCTION_RE.match(
+            row["function"])
     if f:
         row.update(f.groupdict())
+        row.setdefault("file", None)
+        row.setdefault("line", None)
+        if row["line"] is not None:
+            row["line"] = int(row["line"])
     else:
         # Cut at the screen's edge: the name comes first.
         row["name"] = row["function"].split(" (", 1)[0]
         row["file"] = row["line"] = None
+        row["whole"] = False
     for k in ("own", "total", "own_s", "total_s"):
         row[k] = float(row[k])
     return row
@@ -411,7 +444,8 @@ def test_launch_mode(spyc, top_python, tmux, tmp_path):
     report = str(tmp_path / "report.json")
     term = tmux(top_argv(spyc, "--interval", 0.2, "--", top_python.path,
                          os.path.join(os.path.dirname(__file__), "targets",
-                                      "hot.py"), 0, report))
+                                      "hot.py"), 0, report),
+                cwd=tmp_path)
     s = term.wait_screen("the table", lambda s: s.rows and os.path.exists(
         report))
     with open(report) as f:
@@ -421,10 +455,37 @@ def test_launch_mode(spyc, top_python, tmux, tmp_path):
                          lambda s: s.rows and s.rows[0]["name"] ==
                          hot["name"])
     check_header(s, info, "launch mode")
+    # The program's output goes to a file named after it, in the
+    # current directory.
+    assert s.header_line("output: ") == "output: spyc-%d.out" % info["pid"], (
+        s.text)
+    assert (tmp_path / ("spyc-%d.out" % info["pid"])).exists()
     term.keys("q")
     assert term.wait_status() == 0
     # Quitting ends the program top started.
     assert wait_gone(info["pid"]), "the launched program is still running"
+
+
+def test_launch_output_off_screen(spyc, tmux, tmp_path):
+    """A launched program's prints go to its file, not over the table;
+    --program-output names the file."""
+    py = pyfind.require(TOP_SLOTS[0])
+    prog_out = str(tmp_path / "prog.out")
+    term = tmux(top_argv(spyc, "--interval", 0.2, "--program-output",
+                         prog_out, "--", py.path, LAUNCHED, "--chatter", 0))
+    s = term.wait_screen("spin first", lambda s: s.rows and
+                         s.rows[0]["name"] == "spin")
+    assert s.header_line("output: ") == "output: " + prog_out, s.text
+    # It says something every tenth of a second: give it time to.
+    time.sleep(1)
+    s = Screen(term.screen())
+    with open(prog_out) as f:
+        text = f.read()
+    assert "chatter 5\n" in text, text
+    assert not re.search(r"(?<!-)chatter \d", s.text), (
+        "the program's output is on the screen:\n" + s.text)
+    term.keys("q")
+    assert term.wait_status() == 0
 
 
 def test_small_terminal_and_resize(spyc, targets, top_python, tmux):
@@ -475,7 +536,8 @@ def parse_plain(text):
             assert sep, "header line is not 'key: value': %r" % line
             keys.append(key)
             header[key] = value
-        assert keys == PLAIN_KEYS, "header keys: %r" % keys
+        assert keys in [PLAIN_KEYS, LAUNCH_PLAIN_KEYS] + TREE_PLAIN_KEYS, (
+            "header keys: %r" % keys)
         lines = table.split("\n")
         assert COLUMNS_RE.match(lines[0]), "column names: %r" % lines[0]
         rows = []
@@ -483,7 +545,7 @@ def parse_plain(text):
             m = ROW_RE.match(line)
             assert m, "not a table row: %r" % line
             row = parse_row(m)
-            assert row["file"] is not None, "cut row: %r" % line
+            assert row["whole"], "cut row: %r" % line
             rows.append(row)
         snapshots.append((header, rows))
     assert [int(h["snapshot"]) for h, _ in snapshots] == list(
@@ -494,13 +556,17 @@ def parse_plain(text):
 def check_snapshots(snapshots, info, describe):
     hot = info["chain"][-1]
     assert len(snapshots) >= 2, "expected 2 snapshots or more\n" + describe
-    for header, rows in snapshots:
+    for i, (header, rows) in enumerate(snapshots):
         assert int(header["pid"]) == info["pid"]
         assert header["python"] == info["python_version"]
-        assert int(header["threads"]) >= 1
+        # The last one may be taken as the target exits, when its
+        # interpreter has let go of its thread states: none to count.
+        last = i == len(snapshots) - 1
+        assert int(header["threads"]) >= (0 if last else 1), describe
         assert float(header["samples/s"]) > 0
         assert re.match(r"^(n/a|\d+\.\d%)$", header["idle"]), header
-        assert re.match(r"^(n/a|\d+\.\d%)$", header["gil"]), header
+        # A free-threaded build has no GIL: "none".
+        assert re.match(r"^(n/a|none|\d+\.\d%)$", header["gil"]), header
         assert re.match(r"^\d+ dropped", header["errors"]), header
         assert "hot.py" in header["command"]
         assert rows, "a snapshot without rows\n" + describe
@@ -527,30 +593,112 @@ def test_plain_snapshots_until_target_exits(spyc, targets, top_python, mode):
 
 def test_plain_snapshots_until_sigterm(spyc, targets, top_python, tmp_path):
     t = targets.start(top_python, "hot.py", 0)
-    out_path = str(tmp_path / "top.out")
-    with open(out_path, "wb") as out:
-        proc = spyc.popen(["top", "--pid", t.pid, "--interval", 0.5],
-                          env=target_env(), stdout=out,
-                          stderr=subprocess.PIPE)
-        try:
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                with open(out_path) as f:
-                    if f.read().count("snapshot: ") >= 2:
-                        break
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    with open(out_path) as f:
-        text = f.read()
-    describe = "stdout:\n%s\nstderr:\n%s" % (text[-3000:], err)
-    assert proc.returncode == 0, describe
+    code, text, describe = top_until_snapshots(
+        spyc, ["--pid", t.pid, "--interval", 0.5],
+        str(tmp_path / "top.out"), 2)
+    assert code == 0, describe
     check_snapshots(parse_plain(text), t.info, describe)
     assert t.proc.poll() is None, "the target must live on"
+
+
+def test_plain_slow_rate(spyc, targets):
+    """top --rate 0.5 samples every 2 s and says 0.5 samples/s, not 1 and
+    0 by turns (what counting samples per 1 s refresh gives); n/a only
+    until it has two samples to go by."""
+    py = pyfind.require(TOP_SLOTS[0])
+    t = targets.start(py, "hot.py", 0)
+    res = spyc.run(["top", "--pid", t.pid, "--rate", 0.5, "--interval", 1],
+                   env=target_env(), timeout=60,
+                   prefix=["timeout", "--preserve-status", "-s", "INT",
+                           "7.5"])
+    assert res.returncode == 0, res.describe()
+    snaps = parse_plain(res.stdout)
+    rates = [h["samples/s"] for h, _ in snaps]
+    known = [r for r in rates if r != "n/a"]
+    assert len(known) >= 3, res.describe()
+    assert rates[len(rates) - len(known):] == known, (
+        "n/a belongs only before the first rate\n" + res.describe())
+    for r in known:
+        assert 0.35 <= float(r) <= 0.7, (
+            "samples/s should be about 0.5\n" + res.describe())
+    assert snaps[-1][1][0]["name"] == t.info["chain"][-1]["name"], (
+        res.describe())
+
+
+@pytest.mark.parametrize("named", [False, True],
+                         ids=["default-file", "program-output"])
+def test_plain_launch_output(spyc, tmp_path, named):
+    """In launch mode the program's standard output and error go to a
+    file (spyc-PID.out in the current directory, or --program-output),
+    which every snapshot names: none of its lines reach top's output."""
+    py = pyfind.require(TOP_SLOTS[0])
+    extra = ["--program-output", "its.out"] if named else []
+    proc = spyc.popen(["top", "--interval", 0.5] + extra +
+                      ["--", py.path, LAUNCHED, "--print", 20, "--chatter",
+                       2.5],
+                      env=target_env(), cwd=str(tmp_path),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out, err = out.decode(), err.decode()
+    describe = "exit %s\nstdout:\n%s\nstderr:\n%s" % (
+        proc.returncode, out[-3000:], err)
+    assert proc.returncode == 0, describe
+    for said in (r"out line \d", r"err line \d", r"(?<!-)chatter \d"):
+        assert not re.search(said, out) and not re.search(said, err), (
+            "the program's output reached top's\n" + describe)
+    snaps = parse_plain(out)
+    pid = int(snaps[0][0]["pid"])
+    want = "its.out" if named else "spyc-%d.out" % pid
+    for header, _ in snaps:
+        assert header.get("output") == want, describe
+    with open(str(tmp_path / want)) as f:
+        text = f.read()
+    for k in range(20):
+        assert "out line %d\n" % k in text and "err line %d\n" % k in text, (
+            text)
+    assert "chatter 10\n" in text, text
+    # Nothing else of the program's lands in the directory.
+    assert sorted(os.listdir(str(tmp_path))) == [want], (
+        os.listdir(str(tmp_path)))
+
+
+def test_cut_stack_root_row(spyc, targets):
+    """The stand-in root of a stack cut at --max-depth is a row of its own,
+    "[K frames not read]", with no made-up file or ":0" line."""
+    py = pyfind.require(TOP_SLOTS[0])
+    t = targets.start(py, "depth.py", 500, "busy", "{report}")
+    res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5, "--max-depth",
+                    100], env=target_env(), timeout=30,
+                   prefix=["timeout", "--preserve-status", "-s", "INT",
+                           "1.3"])
+    assert res.returncode == 0, res.describe()
+    assert ":0)" not in res.stdout and "()" not in res.stdout, (
+        res.describe())
+    rows = parse_plain(res.stdout)[-1][1]
+    cut = [r for r in rows if r["name"].endswith(" frames not read]")]
+    assert [r["function"] for r in cut] == ["[400 frames not read]"], (
+        res.describe())
+    assert cut[0]["total"] > 90, res.describe()
+
+
+def test_launch_output_unwritable(spyc, tmp_path):
+    """A file for the program's output that cannot be made: exit 2 with
+    one line naming it, and the program never runs (sysfs takes no new
+    files, even from root)."""
+    py = pyfind.require(TOP_SLOTS[0])
+    marker = tmp_path / "ran"
+    code, lines, err = launch_in_unwritable_dir(spyc.path, ["top"], py,
+                                                marker)
+    assert code == 2, err
+    assert len(lines) == 1 and re.match(
+        r"^spyc: cannot write the program's output to 'spyc-\d+\.out': ",
+        lines[0]), err
+    assert not marker.exists(), "the program ran"
 
 
 def test_idle_and_gil_filters(spyc, targets, top_python):
@@ -581,6 +729,13 @@ def test_idle_and_gil_filters(spyc, targets, top_python):
     for role in ("spinner", "sleeper", "locker"):
         assert roles[role]["top"][0] in names, res.describe()
 
+    if top_python.free_threaded:
+        # No GIL to hold: --gil says so in one line, and fails.
+        res = spyc.run(["top", "--pid", t.pid, "--gil"], env=target_env(),
+                       timeout=30)
+        res.assert_error(2, "free-threaded", "no GIL", "--gil")
+        assert header["gil"] == "none", header
+        return
     snaps, res = snapshots("--gil")
     names = set(r["name"] for r in snaps[-1][1])
     assert roles["sleeper"]["top"][0] not in names, res.describe()
@@ -606,6 +761,46 @@ def test_native_frames(spyc, targets, top_python, tmp_path):
     # The C function only waits for its callback: on the stack, not busy.
     row = [r for r in rows if r["name"] == "spycext_call_back"][0]
     assert row["total"] > 90 and row["own"] < 5, res.describe()
+    # Per function, a native row shows where the function starts, as a
+    # Python row does (DWARF's declaration line), and says it is native.
+    from test_native import CEXT
+    with open(CEXT) as f:
+        starts = [n for n, text in enumerate(f, 1)
+                  if text.startswith("spycext_call_back(")]
+    assert row["native"] and row["file"].endswith("spycext.c"), row
+    assert row["line"] == starts[0], (
+        "spycext_call_back starts at line %d\n%s" % (starts[0],
+                                                      res.describe()))
+    assert not [r for r in rows if not r["native"] and r["name"] ==
+                "spycext_call_back"], res.describe()
+
+
+def test_native_rows_without_dwarf(spyc, targets):
+    """A native frame DWARF says nothing about (here _start, of crt1.o)
+    is a row "name [native]", with no made-up ":0" line; one with a file
+    but no line is "name (file) [native]"."""
+    py = pyfind.require(TOP_SLOTS[0])
+    t = targets.start(py, "hot.py", 0)
+    res = spyc.run(["top", "--native", "--pid", t.pid, "--interval", 0.5],
+                   env=target_env(), timeout=30,
+                   prefix=["timeout", "--preserve-status", "-s", "INT",
+                           "1.3"])
+    assert res.returncode == 0, res.describe()
+    assert ":0)" not in res.stdout, res.describe()
+    rows = parse_plain(res.stdout)[-1][1]
+    native = [r for r in rows if r["native"]]
+    assert native, "no native rows\n" + res.describe()
+    for r in native:
+        assert r["line"] is None or r["line"] > 0, r
+    python_rows = [r["name"] for r in rows if not r["native"]]
+    for entry in t.info["chain"]:
+        assert entry["name"] in python_rows, res.describe()
+    bare = [r for r in native if r["file"] is None]
+    if not bare:
+        pytest.skip("every native frame of %s had DWARF here: no row "
+                    "without a file to check" % py.path)
+    assert all(r["function"] == r["name"] + " [native]" for r in bare), (
+        res.describe())
 
 
 def test_usage_errors(spyc):
@@ -613,6 +808,8 @@ def test_usage_errors(spyc):
     spyc.run(["top", "--rate", "0", "--pid", 1]).assert_error(64, "--rate")
     spyc.run(["top", "--interval", "x", "--pid", 1]).assert_error(
         64, "--interval")
+    spyc.run(["top", "--program-output", "x.out", "--pid", 1]).assert_error(
+        64, "--program-output")
     res = spyc.run(["top", "--help"])
     res.assert_ok()
     assert "--interval" in res.stdout and "q quit" in res.stdout

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Benchmark target: THREADS threads, each DEPTH calls deep, spinning on CPU.
 
-Usage: bench_busy.py DEPTH THREADS [LIFETIME_SECS]
+Usage: bench_busy.py DEPTH THREADS [LIFETIME_SECS [IDLE]]
 
 Every thread (the main thread is one of them) recurses DEPTH levels into
 descend() and then runs a pure-Python arithmetic loop at the bottom, so the
@@ -9,8 +9,11 @@ stack a profiler sees stays DEPTH frames of descend() (plus the two or three
 frames that started the thread) for the whole run.  Once every thread is at
 the bottom, prints "ready" on stdout.  Exits by itself after LIFETIME_SECS
 (default 120), so a benchmark that dies cannot leave it spinning forever.
+With IDLE (default 0), that many more threads are started first, each
+blocked for good on a threading.Event that is never set, so the process
+has THREADS + IDLE threads, IDLE of them asleep in the kernel.
 
-Must run unchanged on CPython 3.6 .. 3.13.
+Must run unchanged on CPython 3.6 .. 3.15.
 """
 
 import os
@@ -21,10 +24,18 @@ import time
 depth = int(sys.argv[1])
 nthreads = int(sys.argv[2])
 lifetime = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
+nidle = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 deadline = time.monotonic() + lifetime
 
 lock = threading.Lock()
 at_bottom = [0]
+never = threading.Event()
+idle_started = threading.Semaphore(0)
+
+
+def idle():
+    idle_started.release()
+    never.wait()
 
 
 def spin():
@@ -53,6 +64,12 @@ def descend(n):
 def main():
     # Each level costs one Python frame; leave room for the frames above.
     sys.setrecursionlimit(max(1000, depth + 100))
+    for _ in range(nidle):
+        t = threading.Thread(target=idle)
+        t.daemon = True
+        t.start()
+    for _ in range(nidle):
+        idle_started.acquire()
     for _ in range(nthreads - 1):
         t = threading.Thread(target=descend, args=(depth,))
         t.daemon = True

@@ -14,7 +14,7 @@ that dies cannot leave it spinning forever.
 A profiler that samples only running threads sees one stack per sample
 here; one that keeps idle threads sees IDLE + 1.
 
-Must run unchanged on CPython 3.6 .. 3.13.
+Must run unchanged on CPython 3.6 .. 3.15.
 """
 
 import os

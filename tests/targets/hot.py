@@ -71,7 +71,8 @@ def write_report(path):
     module_code = sys._getframe(1).f_code
     doc = {
         "pid": os.getpid(),
-        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        # As CPython names itself ("3.15.0rc1"), like platform's.
+        "python_version": sys.version.split()[0],
         "thread_id": threading.get_ident(),
         "native_id": (threading.get_native_id()
                       if hasattr(threading, "get_native_id") else None),

@@ -13,7 +13,7 @@ Every thread waits on an Event.  Threads:
   a Thread renamed after it started.
 The reporter writes {pid, main, expected: {ident: name}}: the name each
 thread should show, and the main thread's ident (it shows none).
-Must run unchanged on 3.6 .. 3.13.
+Must run unchanged on 3.6 .. 3.15.
 """
 
 import json

@@ -56,7 +56,8 @@ def write_report(path):
     total = OUTER_S + INNER_S
     doc = {
         "pid": os.getpid(),
-        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        # As CPython names itself ("3.15.0rc1"), like platform's.
+        "python_version": sys.version.split()[0],
         "chain": [{"name": code_name(c), "file": c.co_filename}
                   for c in (module_code, outer.__code__, inner.__code__)],
         "own_share": {code_name(outer.__code__): OUTER_S / total,

@@ -7,7 +7,7 @@ COUNT threads (default 8), named relay-0, relay-1, ..., each spin for
 SECONDS (default 0.25) in pure Python and end before the next starts, so
 a new thread may reuse the memory of the one before it (its thread
 state, its stack, its frames).  Prints "done" and exits.
-Must run unchanged on 3.6 .. 3.13.
+Must run unchanged on 3.6 .. 3.15.
 """
 
 import sys

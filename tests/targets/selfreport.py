@@ -8,7 +8,7 @@ sys._current_frames() (leaving itself out) and writes what it saw to a JSON
 file, atomically, and exits.  The test waits for the file and for the
 reporter's OS thread to be gone, then compares spyc's view with this one.
 
-Must run unchanged on CPython 3.6 .. 3.13.
+Must run unchanged on CPython 3.6 .. 3.15.
 """
 
 import json

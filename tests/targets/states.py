@@ -8,9 +8,9 @@ threading.Lock, "spinner" runs pure Python forever; with "gil", also
 "compressor", which spends its time in zlib.compress, a C call that
 releases the GIL while it works; with "churn", also "churner", which
 keeps starting threads that live for a moment.  The main thread waits on an Event.
-Once all are in place, a reporter writes {pid, roles: {role: {ident,
+Once all are in place, a reporter (then idle) writes {pid, roles: {role: {ident,
 top: [name, file, line]}}} with each thread's innermost frame
-as the interpreter itself sees it.  Must run unchanged on 3.6 .. 3.13.
+as the interpreter itself sees it.  Must run unchanged on 3.6 .. 3.15.
 """
 
 import json
@@ -96,6 +96,9 @@ def report(roles):
     with open(tmp, "w") as fp:
         json.dump(out, fp)
     os.rename(tmp, report_path)
+    # Stay, idle: a thread ending while a test samples would show its
+    # teardown on a CPU.
+    never.wait()
 
 
 roles = [sleeper, locker, spinner] + {

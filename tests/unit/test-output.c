@@ -222,8 +222,10 @@ static void check_profile(const struct stacks *st, uint32_t thread,
 
 static void test_speedscope(void)
 {
-	struct profile_meta meta = {"python app.py (pid 1)", "3.12", 100.0, 1.5,
-				    0};
+	struct profile_meta meta = {.title = "python app.py (pid 1)",
+				    .python_version = "3.12",
+				    .rate_hz = 100.0,
+				    .duration_s = 1.5};
 	struct fixture fx;
 	char *path = path_in_tmp("profile.json");
 	char *text, cmd[1024];
@@ -313,7 +315,7 @@ out:
 /* Without a rate, weights are raw sample counts. */
 static void test_speedscope_counts(void)
 {
-	struct profile_meta meta = {NULL, NULL, 0, 0, 0};
+	struct profile_meta meta = {.title = NULL};
 	struct fixture fx;
 	char *path = path_in_tmp("counts.json");
 	char *text;
@@ -330,6 +332,62 @@ static void test_speedscope_counts(void)
 		check_profile(&fx.st, fx.t1, cJSON_GetArrayItem(p, 0), 0);
 		check_profile(&fx.st, fx.t2, cJSON_GetArrayItem(p, 1), 0);
 	}
+	cJSON_Delete(root);
+	free(text);
+	unlink(path);
+	free(path);
+	stacks_release(&fx.st);
+}
+
+/* The process record spyc merge reads back: there with one, not without. */
+static void test_speedscope_process(void)
+{
+	struct profile_process proc = {4242, "python app.py", "node-7", "3",
+				       "PMI_RANK"};
+	struct profile_meta meta = {
+	    .title = "t", .rate_hz = 100, .duration_s = 1, .process = &proc};
+	struct fixture fx;
+	char *path = path_in_tmp("process.json");
+	char *text;
+	cJSON *root;
+	const cJSON *p;
+
+	fixture_init(&fx);
+	CHECK(output_write(path, FORMAT_SPEEDSCOPE, &fx.st, &meta) == 0);
+	text = read_all(path, NULL);
+	root = cJSON_Parse(text ? text : "");
+	p = cJSON_GetObjectItem(root, "spyc_process");
+	CHECK(cJSON_IsObject(p));
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "pid")) == 4242);
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "rank")) == 3);
+	CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p, "host")),
+		      "node-7"));
+	CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p, "command")),
+		      "python app.py"));
+	CHECK(!strcmp(
+	    cJSON_GetStringValue(cJSON_GetObjectItem(p, "rank_from")),
+	    "PMI_RANK"));
+	/* Both of the fixture's threads are CPU profiles. */
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "cpu_profiles")) ==
+	      2);
+	cJSON_Delete(root);
+	free(text);
+
+	/* No rank: null; no process: no member. */
+	proc.rank = NULL;
+	CHECK(output_write(path, FORMAT_SPEEDSCOPE, &fx.st, &meta) == 0);
+	text = read_all(path, NULL);
+	root = cJSON_Parse(text ? text : "");
+	p = cJSON_GetObjectItem(root, "spyc_process");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "rank")));
+	CHECK(!cJSON_GetObjectItem(p, "rank_from"));
+	cJSON_Delete(root);
+	free(text);
+	meta.process = NULL;
+	CHECK(output_write(path, FORMAT_SPEEDSCOPE, &fx.st, &meta) == 0);
+	text = read_all(path, NULL);
+	root = cJSON_Parse(text ? text : "");
+	CHECK(root && !cJSON_GetObjectItem(root, "spyc_process"));
 	cJSON_Delete(root);
 	free(text);
 	unlink(path);
@@ -403,7 +461,8 @@ static void test_folded(void)
 	    "thread 0xdeadbeef;main (a.py:1);h nl (a.py:20) 1",
 	};
 	static const int prefixed_fields[] = {3, 4, 3, 3, 2, 3};
-	struct profile_meta meta = {"t", NULL, 100, 1, 0};
+	struct profile_meta meta = {
+	    .title = "t", .rate_hz = 100, .duration_s = 1};
 	struct fixture fx;
 	char *path = path_in_tmp("stacks.folded");
 	char *text;
@@ -492,8 +551,11 @@ static void check_svg_file(const char *path)
 
 static void test_svg(void)
 {
-	struct profile_meta meta = {"python <app> & \"x\" (pid 1)", "3.12", 100,
-				    2.5, 1};
+	struct profile_meta meta = {.title = "python <app> & \"x\" (pid 1)",
+				    .python_version = "3.12",
+				    .rate_hz = 100,
+				    .duration_s = 2.5,
+				    .thread_prefix = 1};
 	struct fixture fx;
 	char *path = path_in_tmp("flame.svg");
 	char *text;
@@ -551,7 +613,7 @@ out:
 /* Narrow nodes are left out, and children come sorted by name. */
 static void test_svg_layout(void)
 {
-	struct profile_meta meta = {"layout", NULL, 0, 0, 0};
+	struct profile_meta meta = {.title = "layout"};
 	struct stacks st;
 	char *path = path_in_tmp("layout.svg");
 	char *text, name[32];
@@ -597,7 +659,8 @@ static void test_svg_layout(void)
 
 static void test_empty(void)
 {
-	struct profile_meta meta = {"empty", NULL, 100, 0, 1};
+	struct profile_meta meta = {
+	    .title = "empty", .rate_hz = 100, .thread_prefix = 1};
 	struct stacks st;
 	char *path = path_in_tmp("empty.json");
 	char *text;
@@ -623,7 +686,7 @@ static void test_empty(void)
 
 static void test_write_failures(void)
 {
-	struct profile_meta meta = {"fail", NULL, 100, 0, 0};
+	struct profile_meta meta = {.title = "fail", .rate_hz = 100};
 	struct fixture fx;
 	char *missing = path_in_tmp("no/such/dir/out.json");
 	char *locked_dir = path_in_tmp("locked");
@@ -662,6 +725,37 @@ static void test_write_failures(void)
 	stacks_release(&fx.st);
 }
 
+/* The check record makes before it starts: nothing left behind. */
+static void test_replaceable(void)
+{
+	char *missing = path_in_tmp("no/such/dir/out.json");
+	char *dir = path_in_tmp("sub");
+	char *under_file = path_in_tmp("plain/out.json");
+	char *plain = path_in_tmp("plain");
+	char *path = path_in_tmp("ok.json");
+	FILE *fp;
+
+	CHECK(file_replaceable(missing) == -ENOENT);
+	CHECK(file_replaceable("") == -ENOENT);
+	CHECK(mkdir(dir, 0700) == 0);
+	CHECK(file_replaceable(dir) == -EISDIR);
+	rmdir(dir);
+	fp = fopen(plain, "w");
+	CHECK(fp && fclose(fp) == 0);
+	CHECK(file_replaceable(under_file) == -ENOTDIR);
+	/* An existing file may be replaced, and is left as it was. */
+	CHECK(file_replaceable(plain) == 0);
+	CHECK(access(plain, F_OK) == 0);
+	unlink(plain);
+	CHECK(file_replaceable(path) == 0);
+	CHECK(count_files() == 0);
+	free(path);
+	free(plain);
+	free(under_file);
+	free(dir);
+	free(missing);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -672,11 +766,13 @@ int main(void)
 	test_utf8_helper();
 	test_speedscope();
 	test_speedscope_counts();
+	test_speedscope_process();
 	test_folded();
 	test_svg();
 	test_svg_layout();
 	test_empty();
 	test_write_failures();
+	test_replaceable();
 	CHECK(count_files() == 0);
 	if (rmdir(tmpdir))
 		fprintf(stderr, "cannot remove %s: %s\n", tmpdir,

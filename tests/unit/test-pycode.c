@@ -98,16 +98,21 @@ static void test_select(void)
 		for (k = 0; k < 2; k++) {
 			const struct py_offsets *got =
 			    py_offsets_select(py_offset_tables,
-					      py_offset_tables_count, probes[k]);
+					      py_offset_tables_count, probes[k],
+					      (int)t->free_threaded);
 
 			CHECK(got && got->first_hex <= probes[k] &&
 			      probes[k] <= got->last_hex &&
+			      got->free_threaded == t->free_threaded &&
 			      got->first_hex >= t->first_hex &&
 			      got->last_hex <= t->last_hex);
 		}
 	}
 	CHECK(py_offsets_select(py_offset_tables, py_offset_tables_count,
-				0x020712F0UL) == NULL);
+				0x020712F0UL, 0) == NULL);
+	/* No free-threaded build before 3.13: never a table for one. */
+	CHECK(py_offsets_select(py_offset_tables, py_offset_tables_count,
+				0x030C01F0UL, 1) == NULL);
 	{
 		/* A patch release's own table wins inside its range only. */
 		struct py_offsets minor = {.first_hex = 0x030B0000UL,
@@ -116,30 +121,38 @@ static void test_select(void)
 					   .last_hex = 0x030B07FFUL};
 		const struct py_offsets *both[] = {&minor, &patch};
 
-		CHECK(py_offsets_select(both, 2, 0x030B07F0UL) == &patch);
-		CHECK(py_offsets_select(both, 2, 0x030B06F0UL) == &minor);
-		CHECK(py_offsets_select(both, 2, 0x030B08F0UL) == &minor);
-		CHECK(py_offsets_select(both, 2, 0x030C00F0UL) == NULL);
+		CHECK(py_offsets_select(both, 2, 0x030B07F0UL, 0) == &patch);
+		CHECK(py_offsets_select(both, 2, 0x030B06F0UL, 0) == &minor);
+		CHECK(py_offsets_select(both, 2, 0x030B08F0UL, 0) == &minor);
+		CHECK(py_offsets_select(both, 2, 0x030C00F0UL, 0) == NULL);
+	}
+	{
+		/* A free-threaded build's table serves only such builds. */
+		struct py_offsets gil = {.first_hex = 0x030E0000UL,
+					 .last_hex = 0x030EFFFFUL};
+		struct py_offsets ft = {.first_hex = 0x030E0000UL,
+					.last_hex = 0x030EFFFFUL,
+					.free_threaded = 1};
+		const struct py_offsets *both[] = {&gil, &ft};
+
+		CHECK(py_offsets_select(both, 2, 0x030E07F0UL, 0) == &gil);
+		CHECK(py_offsets_select(both, 2, 0x030E07F0UL, 1) == &ft);
+		CHECK(py_offsets_select(both, 1, 0x030E07F0UL, 1) == NULL);
 	}
 }
 
-/* Build a raw _Py_DebugOffsets from a table, as a target would hold it. */
-static void test_debug_offsets(void)
+/*
+ * Build a raw _Py_DebugOffsets from table t, as a target of hexversion
+ * laid out like t would hold it.
+ */
+static void debug_raw(const struct py_offsets *t, unsigned long hexversion,
+		      unsigned char *raw, size_t len)
 {
-	const struct py_offsets *t =
-	    py_offset_tables[py_offset_tables_count - 1];
-	struct py_offsets out;
-	unsigned char raw[4096];
-	uint64_t v;
+	uint64_t v = hexversion;
 	size_t i;
 
-	if (t->debug_size == OFF_NONE) {
-		printf("skip: newest table has no _Py_DebugOffsets layout\n");
-		return;
-	}
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, len);
 	memcpy(raw, "xdebugpy", 8);
-	v = 0x030E00F0ULL; /* a later release than any table */
 	memcpy(raw + t->debug_version_at, &v, 8);
 	for (i = 0; i < t->nr_debug_fields; i++) {
 		long val;
@@ -155,11 +168,47 @@ static void test_debug_offsets(void)
 		v = (uint64_t)val;
 		memcpy(raw + t->debug_fields[i].debug_at, &v, 8);
 	}
-	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == 0);
-	CHECK(out.hexversion == 0x030E00F0UL);
+}
+
+/* The raw table's entry for the py_offsets field at field_at. */
+static long debug_at_of(const struct py_offsets *t, size_t field_at)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_debug_fields; i++)
+		if (t->debug_fields[i].field_at == field_at)
+			return t->debug_fields[i].debug_at;
+	return -1;
+}
+
+static void put_u64(unsigned char *raw, long at, uint64_t v)
+{
+	if (at >= 0)
+		memcpy(raw + at, &v, 8);
+}
+
+/* One known layout: read back whole, and each kind of damage refused. */
+static void check_debug_layout(const struct py_offsets *t)
+{
+	unsigned char raw[4096], bad[4096];
+	struct py_offsets out;
+	size_t len = (size_t)t->debug_size;
+	long at;
+
+	CHECK(len <= sizeof(raw));
+	if (len > sizeof(raw))
+		return;
+	debug_raw(t, t->hexversion, raw, sizeof(raw));
+	CHECK(py_offsets_from_debug(&out, t, raw, len) == 0);
+	CHECK(out.hexversion == t->hexversion);
 	CHECK(out.tstate_next == t->tstate_next);
+	CHECK(out.tstate_current_frame == t->tstate_current_frame);
 	CHECK(out.code_qualname == t->code_qualname);
+	CHECK(out.code_linetable == t->code_linetable);
 	CHECK(out.iframe_previous == t->iframe_previous);
+	/* 3.15 publishes where each thread's base frame is. */
+	CHECK(out.tstate_base_frame == t->tstate_base_frame);
+	CHECK(out.iframe_code == t->iframe_code);
 	CHECK(out.tstate_datastack_top == OFF_NONE);
 	CHECK(out.compact_size == t->compact_size);
 	CHECK(out.interp_gil == t->interp_gil);
@@ -167,13 +216,77 @@ static void test_debug_offsets(void)
 	CHECK(out.gil_last_holder == t->gil_last_holder);
 	CHECK(out.interp_gil_ptr == OFF_NONE);
 
-	/* A wrong cookie or an absurd offset is refused. */
-	raw[0] = 'X';
-	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == -1);
-	raw[0] = 'x';
-	v = 1ULL << 40;
-	memcpy(raw + t->debug_fields[0].debug_at, &v, 8);
-	CHECK(py_offsets_from_debug(&out, t, raw, sizeof(raw)) == -1);
+	/* A wrong cookie. */
+	memcpy(bad, raw, sizeof(bad));
+	bad[0] = 'X';
+	CHECK(py_offsets_from_debug(&out, t, bad, len) == -1);
+	/* A copy shorter than the layout. */
+	CHECK(py_offsets_from_debug(&out, t, raw, len - 8) == -1);
+	/* An absurd value (a torn read, or a layout not understood). */
+	memcpy(bad, raw, sizeof(bad));
+	put_u64(bad, t->debug_fields[0].debug_at, 1ULL << 40);
+	CHECK(py_offsets_from_debug(&out, t, bad, len) == -1);
+	/* An offset past the end of its struct. */
+	memcpy(bad, raw, sizeof(bad));
+	at = debug_at_of(t, offsetof(struct py_offsets, tstate_next));
+	CHECK(at >= 0);
+	put_u64(bad, at, (uint64_t)t->tstate_size);
+	CHECK(py_offsets_from_debug(&out, t, bad, len) == -1);
+	memcpy(bad, raw, sizeof(bad));
+	at = debug_at_of(t, offsetof(struct py_offsets, iframe_previous));
+	CHECK(at >= 0);
+	put_u64(bad, at, (uint64_t)t->iframe_size + 64);
+	CHECK(py_offsets_from_debug(&out, t, bad, len) == -1);
+	/* Garbage throughout, past the cookie. */
+	memset(bad + 8, 0xa5, len - 8);
+	CHECK(py_offsets_from_debug(&out, t, bad, len) == -1);
+}
+
+/*
+ * Every table that knows a _Py_DebugOffsets layout (3.13+): each reads
+ * back from a raw table laid out as its version lays it out, and refuses
+ * damage.  A version newer than every table is read with the newest
+ * table's layout; each known version with its own.
+ */
+static void test_debug_offsets(void)
+{
+	const struct py_offsets *newest =
+	    py_offset_tables[py_offset_tables_count - 1];
+	unsigned long later = (newest->hexversion & 0xFFFF0000UL) + 0x10000UL;
+	unsigned char raw[4096];
+	struct py_offsets out;
+	size_t i, layouts = 0;
+
+	for (i = 0; i < py_offset_tables_count; i++) {
+		const struct py_offsets *t = py_offset_tables[i];
+
+		if (t->debug_size == OFF_NONE)
+			continue;
+		layouts++;
+		check_debug_layout(t);
+		CHECK(py_offsets_newest_upto(py_offset_tables,
+					     py_offset_tables_count,
+					     t->hexversion,
+					     t->free_threaded) == t);
+	}
+	if (!layouts) {
+		printf("skip: no table has a _Py_DebugOffsets layout\n");
+		return;
+	}
+	CHECK(py_offsets_newest_upto(py_offset_tables, py_offset_tables_count,
+				     later, newest->free_threaded) == newest);
+	CHECK(py_offsets_newest_upto(py_offset_tables, py_offset_tables_count,
+				     0x02070000UL, 0) == NULL);
+	/* A later version, laid out as the newest: read as the newest. */
+	if (newest->debug_size != OFF_NONE) {
+		debug_raw(newest, later, raw, sizeof(raw));
+		CHECK(py_offsets_from_debug(&out, newest, raw,
+					    (size_t)newest->debug_size) == 0);
+		CHECK(out.hexversion == later);
+		CHECK(out.tstate_current_frame ==
+		      newest->tstate_current_frame);
+	}
+	printf("test-pycode: %zu _Py_DebugOffsets layouts checked\n", layouts);
 }
 
 static int hexval(int c)

@@ -298,6 +298,58 @@ static void test_threads(void)
 	toptable_release(&tt);
 }
 
+/* --subprocesses: per process, the threads of one process add up. */
+static void test_processes(void)
+{
+	struct toptable tt;
+	struct top_snapshot s = {0};
+	struct top_view v = {0, TOP_PER_PROCESS, 0, TOP_COL_OWN_TIME};
+	uint32_t a1, a2, b1, f, i;
+	size_t j, rows_a = 0, rows_b = 0;
+
+	toptable_init(&tt, 2.0);
+	now_s = 0;
+	/* A forked child's main thread has its parent's ident. */
+	a1 = toptable_thread_in(&tt, "100", 0x1000, 100, NULL);
+	a2 = toptable_thread_in(&tt, "100", 0x2000, 101, NULL);
+	b1 = toptable_thread_in(&tt, "200", 0x1000, 200, NULL);
+	CHECK(a1 != b1 && a2 != b1 && a1 != a2);
+	f = toptable_site(&tt, "f", "t.py", 1, 1);
+	for (i = 0; i < 10; i++) {
+		static const struct top_sample_info three = {3, 0, 0, 0};
+
+		now_s += DT;
+		toptable_sample(&tt, now_s, DT, &three);
+		toptable_add(&tt, a1, &f, 1);
+		toptable_add(&tt, a2, &f, 1);
+		toptable_add(&tt, b1, &f, 1);
+	}
+	toptable_snapshot(&tt, &v, &s);
+	CHECK(s.nr_rows == 2);
+	for (j = 0; j < s.nr_rows; j++) {
+		const struct top_row *r = &s.rows[j];
+
+		if (r->thread == a1) {
+			rows_a++;
+			CHECK(NEAR(r->own_pct, 200.0) &&
+			      NEAR(r->own_time, 20 * DT));
+		} else if (r->thread == b1) {
+			rows_b++;
+			CHECK(NEAR(r->own_pct, 100.0));
+		}
+	}
+	CHECK(rows_a == 1 && rows_b == 1);
+	/* Per thread: three rows; summed: one. */
+	v.per_thread = TOP_PER_THREAD;
+	toptable_snapshot(&tt, &v, &s);
+	CHECK(s.nr_rows == 3);
+	v.per_thread = 0;
+	toptable_snapshot(&tt, &v, &s);
+	CHECK(s.nr_rows == 1 && NEAR(s.rows[0].own_pct, 300.0));
+	top_snapshot_release(&s);
+	toptable_release(&tt);
+}
+
 static void test_idle_gil(void)
 {
 	static const struct top_sample_info unknown = {3, 0, 0, 0};
@@ -389,6 +441,65 @@ static void test_line_ids(void)
 	CHECK(!strcmp(short_filename("main.py", ""), "main.py"));
 }
 
+/*
+ * Native rows: marked native; per function at the function's declared
+ * file and line, one row however many headers its inlined code is in;
+ * none made up where DWARF says nothing.
+ */
+static void test_native_sites(void)
+{
+	struct toptable tt;
+	struct top_snapshot s = {0};
+	struct top_view v = {0, 0, 0, TOP_COL_OWN_TIME};
+	const struct top_row *r;
+	uint32_t th, st[4];
+
+	toptable_init(&tt, 2.0);
+	now_s = 0;
+	th = toptable_thread(&tt, 1, 100, NULL);
+	/* _start -> main.py's f -> c_add, inlined code of c_add in a header */
+	st[3] = toptable_native_site(&tt, "_start", "", 0, NULL, 0);
+	st[2] = toptable_site(&tt, "f", "main.py", 5, 4);
+	st[1] =
+	    toptable_native_site(&tt, "c_add", "long.c", 120, "long.c", 100);
+	st[0] =
+	    toptable_native_site(&tt, "c_add", "inline.h", 7, "long.c", 100);
+	sample(&tt, th, st, 4);
+	sample(&tt, th, st + 1, 3);
+
+	toptable_snapshot(&tt, &v, &s);
+	CHECK(s.nr_rows == 3);
+	r = find(&s, "c_add", -1);
+	CHECK(r && r->native && !strcmp(r->file, "long.c") && r->line == 100);
+	CHECK(r && NEAR(r->own_pct, 100.0));
+	r = find(&s, "_start", -1);
+	CHECK(r && r->native && !strcmp(r->file, "") && r->line == 0);
+	CHECK(r && NEAR(r->total_pct, 100.0) && NEAR(r->own_pct, 0.0));
+	r = find(&s, "f", -1);
+	CHECK(r && !r->native && r->line == 4);
+
+	v.per_line = 1;
+	toptable_snapshot(&tt, &v, &s);
+	CHECK(s.nr_rows == 4);
+	r = find(&s, "c_add", 7);
+	CHECK(r && r->native && !strcmp(r->file, "inline.h"));
+	r = find(&s, "c_add", 120);
+	CHECK(r && r->native && !strcmp(r->file, "long.c"));
+	r = find(&s, "f", 5);
+	CHECK(r && !r->native);
+
+	/* Without a declaration, a function is of its site's file, line 0. */
+	st[0] = toptable_native_site(&tt, "asm_fn", "fn.S", 3, NULL, 0);
+	sample(&tt, th, st, 1);
+	v.per_line = 0;
+	toptable_snapshot(&tt, &v, &s);
+	r = find(&s, "asm_fn", -1);
+	CHECK(r && r->native && !strcmp(r->file, "fn.S") && r->line == 0);
+
+	top_snapshot_release(&s);
+	toptable_release(&tt);
+}
+
 int main(void)
 {
 	test_own_total_recursion();
@@ -396,9 +507,11 @@ int main(void)
 	test_sorting();
 	test_decay();
 	test_threads();
+	test_processes();
 	test_idle_gil();
 	test_no_alloc();
 	test_line_ids();
+	test_native_sites();
 	if (!failed)
 		printf("test-toptable: all checks passed\n");
 	return failed;

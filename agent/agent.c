@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spyc's GPU agent: a library the CUDA driver loads (CUDA_INJECTION64_PATH)
+ * or spyc injects into a running process.  It loads CUPTI at run time,
+ * collects activity records, and hands them to spyc through the channel
+ * (agent/ring.c).  It never prints to, blocks, aborts or exits its host:
+ * every failure becomes a status in the channel's header.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "ring.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* CUPTI's activity buffers: the size its documentation suggests. */
+#define ACTIVITY_BUFFER_SIZE (1u << 20)
+#define ACTIVITY_BUFFER_ALIGN 8
+/*
+ * How often CUPTI hands over a buffer that is not full (ms): spyc drains
+ * the channel while it samples, and a kernel should reach it within a
+ * few of its ticks rather than at the end of the run.
+ */
+#define FLUSH_PERIOD_MS 100
+
+/* The CUPTI functions the agent uses, resolved with dlsym. */
+static struct {
+	void *handle;
+	__typeof__(cuptiGetVersion) *get_version;
+	__typeof__(cuptiGetResultString) *get_result_string;
+	__typeof__(cuptiGetTimestamp) *get_timestamp;
+	__typeof__(cuptiActivityRegisterCallbacks) *register_callbacks;
+	__typeof__(cuptiActivityEnable) *enable;
+	__typeof__(cuptiActivityDisable) *disable;
+	__typeof__(cuptiActivityFlushAll) *flush_all;
+	__typeof__(cuptiActivityGetNextRecord) *next_record;
+	/* Optional (older CUPTIs lack them): resolved when present. */
+	__typeof__(cuptiActivityFlushPeriod) *flush_period;
+	__typeof__(cuptiSetThreadIdType) *set_thread_id_type;
+} cupti;
+
+/* What the agent exports: declared here, its only users being outside. */
+EXPORT int InitializeInjection(void);
+EXPORT int spyc_agent_attach(const char *channel);
+
+static struct ring_writer writer;
+/* 0: not started; 1: started (or starting) for writer's channel. */
+static int started;
+
+/* The activity kinds collected, in the order they are enabled. */
+static const CUpti_ActivityKind kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
+};
+
+static void set_status(enum gpu_agent_status status, int detail,
+		       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_status(enum gpu_agent_status status, int detail,
+		       const char *fmt, ...)
+{
+	char msg[GPUCHAN_MESSAGE_SIZE];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ring_set_status(&writer, status, detail, msg);
+}
+
+static const char *result_string(CUptiResult r)
+{
+	const char *s = NULL;
+
+	if (cupti.get_result_string && cupti.get_result_string(r, &s) ==
+					   CUPTI_SUCCESS && s)
+		return s;
+	return "unknown CUPTI error";
+}
+
+/* Whether the CUDA driver is loaded in this process. */
+static int cuda_loaded(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+
+	if (!h)
+		return 0;
+	dlclose(h); /* NOLOAD took a reference */
+	return 1;
+}
+
+/* A library mapped in this process whose name holds key, for dl_iterate. */
+struct mapped_lookup {
+	const char *key;
+	char path[4096];
+};
+
+static int find_mapped(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct mapped_lookup *m = data;
+
+	if (info->dlpi_name && strstr(info->dlpi_name, m->key)) {
+		snprintf(m->path, sizeof(m->path), "%s", info->dlpi_name);
+		return 1;
+	}
+	return 0;
+}
+
+static const char *mapped_library(struct mapped_lookup *m, const char *key)
+{
+	m->key = key;
+	m->path[0] = '\0';
+	dl_iterate_phdr(find_mapped, m);
+	return m->path[0] ? m->path : NULL;
+}
+
+static void *try_open(const char *path, int flags)
+{
+	return path && *path ? dlopen(path, flags) : NULL;
+}
+
+/*
+ * Load CUPTI, preferring the copy the process already uses (PyTorch
+ * ships one), then $SPYC_CUPTI, then one beside the CUDA runtime the
+ * process uses (a pip-installed runtime keeps it in a sibling package),
+ * then the loader's search path, then the toolkit spyc was built with.
+ * Returns the handle, or NULL.
+ */
+static void *open_cupti(void)
+{
+	struct mapped_lookup m;
+	char path[4096 + 64];
+	const char *rt;
+	void *h;
+
+	h = try_open(mapped_library(&m, "/libcupti.so"), RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		return h;
+	h = try_open(getenv("SPYC_CUPTI"), RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		return h;
+	rt = mapped_library(&m, "/libcudart.so");
+	if (rt) {
+		const char *base = strrchr(rt, '/') + 1;
+		const char *suffix = strstr(base, ".so");
+		int dirlen = (int)(base - rt);
+
+		snprintf(path, sizeof(path), "%.*slibcupti%s", dirlen, rt,
+			 suffix);
+		h = try_open(path, RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			return h;
+		snprintf(path, sizeof(path), "%.*s../../cuda_cupti/lib/libcupti%s",
+			 dirlen, rt, suffix);
+		h = try_open(path, RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			return h;
+	}
+	snprintf(path, sizeof(path), "libcupti.so.%d",
+		 CUPTI_API_VERSION / 10000);
+	h = try_open(path, RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		return h;
+	h = try_open("libcupti.so", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		return h;
+#ifdef SPYC_CUPTI_FALLBACK
+	h = try_open(SPYC_CUPTI_FALLBACK, RTLD_NOW | RTLD_LOCAL);
+#endif
+	return h;
+}
+
+/* Resolve every function; 0, or -1 naming the missing one in the status. */
+static int resolve_cupti(void)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fns[] = {
+#define FN(field, sym) {#sym, __builtin_offsetof(__typeof__(cupti), field)}
+	    FN(get_version, cuptiGetVersion),
+	    FN(get_result_string, cuptiGetResultString),
+	    FN(get_timestamp, cuptiGetTimestamp),
+	    FN(register_callbacks, cuptiActivityRegisterCallbacks),
+	    FN(enable, cuptiActivityEnable),
+	    FN(disable, cuptiActivityDisable),
+	    FN(flush_all, cuptiActivityFlushAll),
+	    FN(next_record, cuptiActivityGetNextRecord),
+#undef FN
+	};
+	void *optional;
+	size_t i;
+
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		void *f = dlsym(cupti.handle, fns[i].name);
+
+		if (!f) {
+			set_status(GPU_AGENT_NO_CUPTI, 0,
+				   "libcupti lacks %s", fns[i].name);
+			return -1;
+		}
+		memcpy((char *)&cupti + fns[i].offset, &f, sizeof(f));
+	}
+	optional = dlsym(cupti.handle, "cuptiActivityFlushPeriod");
+	memcpy(&cupti.flush_period, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiSetThreadIdType");
+	memcpy(&cupti.set_thread_id_type, &optional, sizeof(optional));
+	return 0;
+}
+
+static void clock_record(void)
+{
+	struct gpu_record r;
+	struct timespec ts;
+	uint64_t t = 0;
+
+	memset(&r, 0, sizeof(r));
+	if (cupti.get_timestamp(&t) != CUPTI_SUCCESS)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r.type = GPU_REC_CLOCK;
+	r.size = sizeof(r.u.clock);
+	r.u.clock.cupti_ns = t;
+	r.u.clock.monotonic_ns =
+	    (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	ring_write(&writer, &r);
+}
+
+/* Turn one CUPTI activity record into a channel record; 0 if not wanted. */
+static int convert(const CUpti_Activity *a, struct gpu_record *r)
+{
+	memset(r, 0, sizeof(*r));
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+		const CUpti_ActivityKernel10 *k = (const void *)a;
+		struct gpu_kernel *o = &r->u.kernel;
+		size_t len = k->name ? strlen(k->name) : 0;
+
+		r->type = GPU_REC_KERNEL;
+		r->size = sizeof(*o);
+		o->start = k->start;
+		o->end = k->end;
+		o->correlation = k->correlationId;
+		o->device = k->deviceId;
+		o->context = k->contextId;
+		o->stream = k->streamId;
+		o->grid[0] = (uint32_t)k->gridX;
+		o->grid[1] = (uint32_t)k->gridY;
+		o->grid[2] = (uint32_t)k->gridZ;
+		o->block[0] = (uint32_t)k->blockX;
+		o->block[1] = (uint32_t)k->blockY;
+		o->block[2] = (uint32_t)k->blockZ;
+		o->shared_static = (uint32_t)k->staticSharedMemory;
+		o->shared_dynamic = (uint32_t)k->dynamicSharedMemory;
+		o->registers = k->registersPerThread;
+		if (len >= sizeof(o->name)) {
+			len = sizeof(o->name) - 1;
+			o->name_truncated = 1;
+		}
+		memcpy(o->name, k->name ? k->name : "", len);
+		return 1;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		const CUpti_ActivityMemcpy6 *m = (const void *)a;
+		struct gpu_memcpy *o = &r->u.memcpy;
+
+		r->type = GPU_REC_MEMCPY;
+		r->size = sizeof(*o);
+		o->start = m->start;
+		o->end = m->end;
+		o->bytes = m->bytes;
+		o->correlation = m->correlationId;
+		o->device = m->deviceId;
+		o->context = m->contextId;
+		o->stream = m->streamId;
+		o->copy_kind = m->copyKind;
+		o->src_kind = m->srcKind;
+		o->dst_kind = m->dstKind;
+		o->flags = m->flags;
+		return 1;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		const CUpti_ActivityMemset4 *m = (const void *)a;
+		struct gpu_memset *o = &r->u.memset;
+
+		r->type = GPU_REC_MEMSET;
+		r->size = sizeof(*o);
+		o->start = m->start;
+		o->end = m->end;
+		o->bytes = m->bytes;
+		o->correlation = m->correlationId;
+		o->device = m->deviceId;
+		o->context = m->contextId;
+		o->stream = m->streamId;
+		o->value = m->value;
+		return 1;
+	}
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+		const CUpti_ActivitySynchronization2 *s = (const void *)a;
+		struct gpu_sync *o = &r->u.sync;
+
+		r->type = GPU_REC_SYNC;
+		r->size = sizeof(*o);
+		o->start = s->start;
+		o->end = s->end;
+		o->correlation = s->correlationId;
+		o->type = (uint32_t)s->type;
+		o->context = s->contextId;
+		o->stream = s->streamId;
+		o->event = s->cudaEventId;
+		return 1;
+	}
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER: {
+		const CUpti_ActivityAPI *p = (const void *)a;
+		struct gpu_api *o = &r->u.api;
+
+		r->type = GPU_REC_API;
+		r->size = sizeof(*o);
+		o->start = p->start;
+		o->end = p->end;
+		o->correlation = p->correlationId;
+		o->cbid = p->cbid;
+		o->domain = a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : 2;
+		o->pid = p->processId;
+		o->tid = p->threadId;
+		o->result = (int32_t)p->returnValue;
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
+				      size_t *max_records)
+{
+	void *p = NULL;
+
+	/* A failed allocation hands CUPTI no buffer: it drops, we go on. */
+	if (posix_memalign(&p, ACTIVITY_BUFFER_ALIGN, ACTIVITY_BUFFER_SIZE))
+		p = NULL;
+	*buffer = p;
+	*size = p ? ACTIVITY_BUFFER_SIZE : 0;
+	*max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+				      uint8_t *buffer, size_t size,
+				      size_t valid)
+{
+	CUpti_Activity *a = NULL;
+
+	while (buffer &&
+	       cupti.next_record(buffer, valid, &a) == CUPTI_SUCCESS) {
+		struct gpu_record r;
+
+		if (convert(a, &r))
+			ring_write(&writer, &r);
+	}
+	free(buffer);
+	/* A pair per buffer: spyc sees how the two clocks drift apart. */
+	clock_record();
+	if (ring_control(&writer) == GPU_CONTROL_STOP) {
+		size_t i;
+
+		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			cupti.disable(kinds[i]);
+		set_status(GPU_AGENT_STOPPED, 0, "activities disabled");
+	}
+}
+
+/*
+ * At the process's exit: hand spyc what CUPTI still buffers, which would
+ * otherwise be lost with the process (the last kernels of a launched
+ * program).  The agent is never unloaded, so the handler stays valid.
+ */
+static void flush_at_exit(void)
+{
+	if (cupti.flush_all)
+		cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* Load CUPTI and start collecting; the outcome is the status. */
+static void start_cupti(void)
+{
+	uint32_t version = 0;
+	CUptiResult r;
+	size_t i;
+
+	cupti.handle = open_cupti();
+	if (!cupti.handle) {
+		set_status(GPU_AGENT_NO_CUPTI, 0,
+			   "no libcupti found (set SPYC_CUPTI to its path)");
+		return;
+	}
+	if (resolve_cupti())
+		return;
+	if (cupti.get_version(&version) == CUPTI_SUCCESS)
+		writer.header->cupti_version = version;
+	/*
+	 * Thread ids as the kernel knows them (gettid), which is what spyc
+	 * samples by; the default is pthread_self() cut to 32 bits.
+	 */
+	if (cupti.set_thread_id_type)
+		cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	r = cupti.register_callbacks(buffer_requested, buffer_completed);
+	if (r != CUPTI_SUCCESS) {
+		set_status(GPU_AGENT_CUPTI_ERROR, (int)r,
+			   "cuptiActivityRegisterCallbacks: %s",
+			   result_string(r));
+		return;
+	}
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		r = cupti.enable(kinds[i]);
+		if (r != CUPTI_SUCCESS) {
+			set_status(GPU_AGENT_CUPTI_ERROR, (int)r,
+				   "cuptiActivityEnable(%d): %s",
+				   (int)kinds[i], result_string(r));
+			while (i--)
+				cupti.disable(kinds[i]);
+			return;
+		}
+	}
+	if (cupti.flush_period)
+		cupti.flush_period(FLUSH_PERIOD_MS);
+	atexit(flush_at_exit);
+	clock_record();
+	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u)", version);
+}
+
+/*
+ * Start reporting to channel.  from_driver: called by the CUDA driver,
+ * which is therefore loaded.  Returns the status reached, or -errno if
+ * the channel could not be used (no one can be told then).
+ */
+static int agent_start(const char *channel, int from_driver)
+{
+	int expected = 0;
+	int ret;
+
+	if (!channel || !*channel)
+		return -EINVAL;
+	if (!__atomic_compare_exchange_n(&started, &expected, 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		struct ring_writer other;
+
+		/* Tell this spyc that another one has the agent. */
+		if (ring_writer_open(&other, channel))
+			return -EBUSY;
+		ring_set_status(&other, GPU_AGENT_ALREADY, 0,
+				"the agent already reports to another spyc");
+		ring_writer_close(&other);
+		return GPU_AGENT_ALREADY;
+	}
+	ret = ring_writer_open(&writer, channel);
+	if (ret) {
+		__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
+		return ret;
+	}
+	set_status(GPU_AGENT_STARTING, 0, "agent loaded");
+	if (!from_driver && !cuda_loaded()) {
+		set_status(GPU_AGENT_NO_CUDA, 0,
+			   "no CUDA in this process (libcuda.so.1 not loaded)");
+		/* CUDA may come later: a new attach may try again. */
+		ring_writer_close(&writer);
+		__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
+		return GPU_AGENT_NO_CUDA;
+	}
+	start_cupti();
+	return (int)__atomic_load_n(&writer.header->status, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Called by the CUDA driver when CUDA_INJECTION64_PATH names this library,
+ * once, as the driver initialises.  The channel is named by
+ * SPYC_GPU_CHANNEL.  Returns 1 (success) whatever happened: a failure is
+ * spyc's to report, never a reason for CUDA to fail.
+ */
+EXPORT int InitializeInjection(void)
+{
+	agent_start(getenv(GPUCHAN_ENV), 1);
+	return 1;
+}
+
+/*
+ * Called by spyc after it has loaded the library into a running process
+ * (attach mode), with the channel's path.  Returns the status reached
+ * (enum gpu_agent_status), or a negative errno when the channel could
+ * not be opened.
+ */
+EXPORT int spyc_agent_attach(const char *channel)
+{
+	return agent_start(channel, 0);
+}

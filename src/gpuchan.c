@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* spyc's end of the GPU channel: create it, read records, read the status. */
+#include "gpuchan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util.h"
+
+size_t gpuchan_size(uint32_t nr_slots)
+{
+	return GPUCHAN_HEADER_SIZE + (size_t)nr_slots * GPUCHAN_RECORD_SIZE;
+}
+
+int gpuchan_init_mem(struct gpuchan *c, void *mem, size_t size,
+		     uint32_t nr_slots)
+{
+	struct gpuchan_header *h = mem;
+	struct gpuchan_slot *slots;
+	uint32_t i;
+
+	memset(c, 0, sizeof(*c));
+	if (nr_slots < GPUCHAN_MIN_SLOTS || nr_slots > GPUCHAN_MAX_SLOTS ||
+	    (nr_slots & (nr_slots - 1)) || size < gpuchan_size(nr_slots))
+		return -EINVAL;
+	memset(mem, 0, gpuchan_size(nr_slots));
+	h->magic = GPUCHAN_MAGIC;
+	h->version = GPUCHAN_VERSION;
+	h->header_size = GPUCHAN_HEADER_SIZE;
+	h->record_size = GPUCHAN_RECORD_SIZE;
+	h->nr_slots = nr_slots;
+	h->total_size = gpuchan_size(nr_slots);
+	h->spyc_pid = (uint64_t)getpid();
+	h->status = GPU_AGENT_WAITING;
+	h->control = GPU_CONTROL_RUN;
+	/* Each slot is free for the round that starts at its index. */
+	slots = (struct gpuchan_slot *)((char *)mem + GPUCHAN_HEADER_SIZE);
+	for (i = 0; i < nr_slots; i++)
+		slots[i].seq = i;
+	h->geometry_sum = gpuchan_geometry_sum(h);
+	c->mem = mem;
+	c->size = gpuchan_size(nr_slots);
+	c->nr_slots = nr_slots;
+	return 0;
+}
+
+/* The directory for channel files: shared memory if there is any. */
+static const char *channel_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!access("/dev/shm", W_OK | X_OK))
+		return "/dev/shm";
+	return tmp && *tmp ? tmp : "/tmp";
+}
+
+int gpuchan_create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid)
+{
+	struct strbuf path = STRBUF_INIT;
+	size_t size = gpuchan_size(nr_slots);
+	void *mem = MAP_FAILED;
+	int fd = -1, ret = -1;
+
+	memset(c, 0, sizeof(*c));
+	strbuf_addf(&path, "%s/spyc-gpu-%d-XXXXXX", channel_dir(),
+		    (int)getpid());
+	fd = mkostemp(path.buf, O_CLOEXEC);
+	if (fd < 0) {
+		error("cannot create a GPU channel file '%s': %s", path.buf,
+		      strerror(errno));
+		goto out;
+	}
+	if (uid != (uid_t)-1 && fchown(fd, uid, gid)) {
+		error("cannot give '%s' to uid %d: %s", path.buf, (int)uid,
+		      strerror(errno));
+		goto out;
+	}
+	if (ftruncate(fd, (off_t)size)) {
+		error("cannot size '%s': %s", path.buf, strerror(errno));
+		goto out;
+	}
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		error("cannot map '%s': %s", path.buf, strerror(errno));
+		goto out;
+	}
+	if (gpuchan_init_mem(c, mem, size, nr_slots)) {
+		error("%u is not a valid number of GPU records", nr_slots);
+		goto out;
+	}
+	c->owns_map = 1;
+	c->path = strbuf_detach(&path);
+	mem = MAP_FAILED;
+	ret = 0;
+out:
+	if (mem != MAP_FAILED)
+		munmap(mem, size);
+	if (fd >= 0)
+		close(fd);
+	if (ret && path.len)
+		unlink(path.buf);
+	strbuf_release(&path);
+	return ret;
+}
+
+void gpuchan_unlink(struct gpuchan *c)
+{
+	if (c->path)
+		unlink(c->path);
+	free(c->path);
+	c->path = NULL;
+}
+
+void gpuchan_release(struct gpuchan *c)
+{
+	gpuchan_unlink(c);
+	if (c->owns_map && c->mem)
+		munmap(c->mem, c->size);
+	memset(c, 0, sizeof(*c));
+}
+
+const char *gpuchan_invalid(const struct gpuchan *c)
+{
+	const struct gpuchan_header *h = c->mem;
+
+	if (!h)
+		return "no channel";
+	/*
+	 * The fixed fields must also be the ones spyc wrote: a header that
+	 * is valid but describes a bigger ring would send reads past the
+	 * end of the mapping.
+	 */
+	if (h->nr_slots != c->nr_slots)
+		return "the number of slots changed";
+	return gpuchan_header_invalid(h, c->size);
+}
+
+/* Whether a record copied out of the ring is one spyc can use. */
+static int record_valid(struct gpu_record *r)
+{
+	if (r->type == GPU_REC_NONE || r->type > GPU_REC_TYPE_MAX ||
+	    r->size > sizeof(r->u))
+		return 0;
+	if (r->type == GPU_REC_KERNEL)
+		r->u.kernel.name[sizeof(r->u.kernel.name) - 1] = '\0';
+	return 1;
+}
+
+int gpuchan_read(struct gpuchan *c, struct gpu_record *out, size_t max)
+{
+	struct gpuchan_header *h = c->mem;
+	struct gpuchan_slot *slots;
+	size_t n = 0;
+
+	if (gpuchan_invalid(c))
+		return -EINVAL;
+	slots = (struct gpuchan_slot *)((char *)c->mem + GPUCHAN_HEADER_SIZE);
+	while (n < max) {
+		uint64_t pos = c->next;
+		struct gpuchan_slot *slot = &slots[pos & (c->nr_slots - 1)];
+		uint64_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Anything but "published for pos" is an empty slot, or one
+		 * a producer is still filling (or garbage): stop here and
+		 * look again next time.
+		 */
+		if (seq != pos + 1)
+			break;
+		memcpy(&out[n], &slot->record, sizeof(out[n]));
+		/* The copy is taken before the slot is handed back. */
+		__atomic_store_n(&slot->seq, pos + c->nr_slots,
+				 __ATOMIC_RELEASE);
+		c->next = pos + 1;
+		if (record_valid(&out[n]))
+			n++;
+		else
+			c->bad++;
+	}
+	__atomic_store_n(&h->tail, c->next, __ATOMIC_RELAXED);
+	return (int)n;
+}
+
+int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
+{
+	const struct gpuchan_header *h = c->mem;
+	uint32_t status;
+
+	memset(st, 0, sizeof(*st));
+	if (gpuchan_invalid(c))
+		return -EINVAL;
+	status = __atomic_load_n(&h->status, __ATOMIC_ACQUIRE);
+	if (status > GPU_AGENT_STATUS_MAX)
+		return -EINVAL;
+	st->status = (enum gpu_agent_status)status;
+	st->detail = h->status_detail;
+	st->agent_pid = h->agent_pid;
+	st->cupti_version = h->cupti_version;
+	st->lost = __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
+	memcpy(st->message, h->message, sizeof(st->message));
+	st->message[sizeof(st->message) - 1] = '\0';
+	return 0;
+}
+
+void gpuchan_control(struct gpuchan *c, enum gpu_agent_control control)
+{
+	struct gpuchan_header *h = c->mem;
+
+	if (h)
+		__atomic_store_n(&h->control, (uint32_t)control,
+				 __ATOMIC_RELEASE);
+}
+
+const char *gpu_agent_status_name(int status)
+{
+	static const char *const names[] = {
+	    "waiting",	   "starting",	 "running", "no-cuda",
+	    "no-cupti", "cupti-error", "stopped", "already-attached"};
+
+	if (status < 0 || (size_t)status >= ARRAY_SIZE(names))
+		return "unknown";
+	return names[status];
+}

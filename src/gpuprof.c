@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity as the agent reported it, and what spyc makes of it: each
+ * kernel's stack (the launching thread's nearest CPU sample), per-stream
+ * timelines, and an nvprof-like summary.
+ */
+#include "gpuprof.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
+			    int *status);
+
+/* CUpti_ActivityMemcpyKind's values, as cupti_activity.h numbers them. */
+static const char *const copy_kinds[] = {
+    "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+    "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP",
+};
+
+const char *gpu_copy_kind_name(unsigned kind)
+{
+	return kind < ARRAY_SIZE(copy_kinds) ? copy_kinds[kind] : "unknown";
+}
+
+void gpuprof_init(struct gpuprof *gp)
+{
+	memset(gp, 0, sizeof(*gp));
+	stacks_init(&gp->stacks);
+}
+
+void gpuprof_release(struct gpuprof *gp)
+{
+	free(gp->acts);
+	free(gp->apis);
+	free(gp->samples);
+	free(gp->leaf);
+	stacks_release(&gp->stacks);
+	gpuprof_init(gp);
+}
+
+static void add_clock(struct gpuprof *gp, const struct gpu_clock *c)
+{
+	int64_t offset = (int64_t)(c->monotonic_ns - c->cupti_ns);
+
+	if (!gp->clock.known) {
+		gp->clock.known = 1;
+		gp->clock.offset_ns = offset;
+	}
+	gp->clock.drift_ns = offset - gp->clock.offset_ns;
+	gp->clock.pairs++;
+}
+
+void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
+{
+	switch (rec->type) {
+	case GPU_REC_KERNEL:
+	case GPU_REC_MEMCPY:
+	case GPU_REC_MEMSET:
+		ALLOC_GROW(gp->acts, gp->nr_acts + 1, gp->alloc_acts);
+		gp->acts[gp->nr_acts++] = *rec;
+		break;
+	case GPU_REC_API: {
+		struct gpu_api_call *a;
+
+		ALLOC_GROW(gp->apis, gp->nr_apis + 1, gp->alloc_apis);
+		a = &gp->apis[gp->nr_apis++];
+		a->correlation = rec->u.api.correlation;
+		a->tid = rec->u.api.tid;
+		a->start = rec->u.api.start;
+		break;
+	}
+	case GPU_REC_SYNC:
+		gp->syncs++;
+		break;
+	case GPU_REC_CLOCK:
+		add_clock(gp, &rec->u.clock);
+		break;
+	default:
+		break;
+	}
+}
+
+void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			uint32_t entry)
+{
+	struct gpu_cpu_sample *s;
+
+	ALLOC_GROW(gp->samples, gp->nr_samples + 1, gp->alloc_samples);
+	s = &gp->samples[gp->nr_samples++];
+	s->t_ns = t_ns;
+	s->tid = tid;
+	s->entry = entry;
+}
+
+uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
+{
+	return gp->clock.known ? cupti_ns + (uint64_t)gp->clock.offset_ns
+			       : cupti_ns;
+}
+
+void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+			    uint64_t *end)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*start = act->u.kernel.start;
+		*end = act->u.kernel.end;
+		break;
+	case GPU_REC_MEMCPY:
+		*start = act->u.memcpy.start;
+		*end = act->u.memcpy.end;
+		break;
+	case GPU_REC_MEMSET:
+		*start = act->u.memset.start;
+		*end = act->u.memset.end;
+		break;
+	default:
+		*start = *end = 0;
+	}
+	if (*end < *start)
+		*end = *start;
+}
+
+void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
+			     uint32_t *stream)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*device = act->u.kernel.device;
+		*stream = act->u.kernel.stream;
+		break;
+	case GPU_REC_MEMCPY:
+		*device = act->u.memcpy.device;
+		*stream = act->u.memcpy.stream;
+		break;
+	case GPU_REC_MEMSET:
+		*device = act->u.memset.device;
+		*stream = act->u.memset.stream;
+		break;
+	default:
+		*device = *stream = 0;
+	}
+}
+
+static uint32_t activity_correlation(const struct gpu_record *act)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		return act->u.kernel.correlation;
+	case GPU_REC_MEMCPY:
+		return act->u.memcpy.correlation;
+	case GPU_REC_MEMSET:
+		return act->u.memset.correlation;
+	default:
+		return 0;
+	}
+}
+
+void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb)
+{
+	const struct gpu_kernel *k = &act->u.kernel;
+	char *demangled = NULL;
+	int status = -1;
+
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		/* A cut name does not demangle: show it as it is. */
+		if (!k->name_truncated && !strncmp(k->name, "_Z", 2))
+			demangled =
+			    __cxa_demangle(k->name, NULL, NULL, &status);
+		strbuf_addstr(sb, demangled && !status ? demangled
+				  : k->name[0]	       ? k->name
+						       : "[kernel]");
+		if (k->name_truncated)
+			strbuf_addstr(sb, "...");
+		free(demangled);
+		break;
+	case GPU_REC_MEMCPY:
+		strbuf_addf(sb, "[memcpy %s]",
+			    gpu_copy_kind_name(act->u.memcpy.copy_kind));
+		break;
+	case GPU_REC_MEMSET:
+		strbuf_addstr(sb, "[memset]");
+		break;
+	default:
+		strbuf_addstr(sb, "[unknown]");
+	}
+}
+
+static int cmp_api(const void *a, const void *b)
+{
+	const struct gpu_api_call *x = a, *y = b;
+
+	if (x->correlation != y->correlation)
+		return x->correlation < y->correlation ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct gpu_cpu_sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+static const struct gpu_api_call *find_api(const struct gpuprof *gp,
+					   uint32_t correlation)
+{
+	size_t lo = 0, hi = gp->nr_apis;
+
+	/* Correlation id 0 is CUPTI's "none". */
+	if (!correlation)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->apis[mid].correlation < correlation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < gp->nr_apis && gp->apis[lo].correlation == correlation
+		   ? &gp->apis[lo]
+		   : NULL;
+}
+
+/* The sample of tid nearest to t_ns, or NULL: samples sorted by cmp_sample. */
+static const struct gpu_cpu_sample *nearest_sample(const struct gpuprof *gp,
+						   long tid, uint64_t t_ns)
+{
+	const struct gpu_cpu_sample *s = gp->samples;
+	size_t lo = 0, hi = gp->nr_samples, first;
+
+	/* The first sample of tid at or after t_ns. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s[mid].tid < tid ||
+		    (s[mid].tid == tid && s[mid].t_ns < t_ns))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	if (first < gp->nr_samples && s[first].tid == tid) {
+		if (first > 0 && s[first - 1].tid == tid &&
+		    t_ns - s[first - 1].t_ns < s[first].t_ns - t_ns)
+			return &s[first - 1];
+		return &s[first];
+	}
+	if (first > 0 && s[first - 1].tid == tid)
+		return &s[first - 1];
+	return NULL;
+}
+
+/* Give every activity its name's frame in gp->stacks (gp->leaf). */
+static void assign_leaves(struct gpuprof *gp)
+{
+	struct stacks names; /* mangled name -> id, through its interning */
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t *leaf_of_name = NULL;
+	size_t alloc = 0, i;
+
+	stacks_init(&names);
+	gp->leaf = xmalloc((gp->nr_acts ? gp->nr_acts : 1) * sizeof(*gp->leaf));
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		uint32_t id;
+		size_t old;
+
+		strbuf_reset(&sb);
+		if (act->type == GPU_REC_KERNEL)
+			strbuf_addstr(&sb, act->u.kernel.name);
+		else
+			gpuprof_activity_name(act, &sb);
+		id = stacks_frame(&names, sb.buf, "", 0);
+		old = alloc;
+		ALLOC_GROW(leaf_of_name, (size_t)id + 1, alloc);
+		if (alloc > old)
+			memset(leaf_of_name + old, 0xff,
+			       (alloc - old) * sizeof(*leaf_of_name));
+		if (leaf_of_name[id] == UINT32_MAX) {
+			strbuf_reset(&sb);
+			gpuprof_activity_name(act, &sb);
+			leaf_of_name[id] =
+			    stacks_frame(&gp->stacks, sb.buf, "", 0);
+		}
+		gp->leaf[i] = leaf_of_name[id];
+	}
+	free(leaf_of_name);
+	stacks_release(&names);
+	strbuf_release(&sb);
+}
+
+void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
+{
+	uint32_t root_nearest, root_no_launch, root_no_sample, *frames;
+	size_t i, max_depth = 0;
+
+	if (gp->attributed_done)
+		return;
+	gp->attributed_done = 1;
+	/* The CPU frames first, so that their ids are the same here. */
+	for (i = 0; i < cpu->nr_frames; i++)
+		stacks_frame(&gp->stacks, cpu->frames[i].name,
+			     cpu->frames[i].file, cpu->frames[i].line);
+	root_nearest = stacks_frame(&gp->stacks, GPU_ROOT_NEAREST, "", 0);
+	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
+	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
+	assign_leaves(gp);
+	qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
+	qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples), cmp_sample);
+	for (i = 0; i < cpu->nr_entries; i++)
+		if (cpu->entries[i].depth > max_depth)
+			max_depth = cpu->entries[i].depth;
+	frames = xmalloc((max_depth + 2) * sizeof(*frames));
+
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		const struct gpu_api_call *api =
+		    find_api(gp, activity_correlation(act));
+		const struct gpu_cpu_sample *s = NULL;
+		const struct stack_entry *e = NULL;
+		uint64_t start, end;
+		uint32_t thread;
+		size_t depth = 0;
+
+		gpuprof_activity_times(act, &start, &end);
+		if (api)
+			s = nearest_sample(
+			    gp, (long)api->tid,
+			    gpuprof_to_monotonic(gp, api->start));
+		if (s && s->entry < cpu->nr_entries)
+			e = &cpu->entries[s->entry];
+		if (e) {
+			const struct stack_thread *t = &cpu->threads[e->thread];
+
+			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
+					       t->name);
+			frames[depth++] = root_nearest;
+			memcpy(frames + depth, e->frames,
+			       e->depth * sizeof(*frames));
+			depth += e->depth;
+			gp->attributed++;
+		} else if (api) {
+			thread =
+			    stacks_thread(&gp->stacks, 0, (long)api->tid, NULL);
+			frames[depth++] = root_no_sample;
+			gp->no_sample++;
+		} else {
+			thread = stacks_thread(&gp->stacks, 0, 0,
+					       "[no launch record]");
+			frames[depth++] = root_no_launch;
+			gp->no_launch++;
+		}
+		frames[depth++] = gp->leaf[i];
+		stacks_add(&gp->stacks, thread, frames, depth, end - start);
+	}
+	free(frames);
+}
+
+static int cmp_timeline(const void *a, const void *b, void *ctx)
+{
+	const struct gpuprof *gp = ctx;
+	const struct gpu_record *x = &gp->acts[*(const uint32_t *)a];
+	const struct gpu_record *y = &gp->acts[*(const uint32_t *)b];
+	uint32_t xd, xs, yd, ys;
+	uint64_t x0, x1, y0, y1;
+
+	gpuprof_activity_stream(x, &xd, &xs);
+	gpuprof_activity_stream(y, &yd, &ys);
+	if (xd != yd)
+		return xd < yd ? -1 : 1;
+	if (xs != ys)
+		return xs < ys ? -1 : 1;
+	gpuprof_activity_times(x, &x0, &x1);
+	gpuprof_activity_times(y, &y0, &y1);
+	if (x0 != y0)
+		return x0 < y0 ? -1 : 1;
+	/* Ties in index order, so the result does not depend on qsort. */
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+uint32_t *gpuprof_timeline(const struct gpuprof *gp)
+{
+	uint32_t *order;
+	size_t i;
+
+	if (!gp->nr_acts)
+		return NULL;
+	order = xmalloc(gp->nr_acts * sizeof(*order));
+	for (i = 0; i < gp->nr_acts; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, gp->nr_acts, sizeof(*order), cmp_timeline, (void *)gp);
+	return order;
+}
+
+/* Append a duration the way nvprof does: 812ns, 12.345us, 1.234ms, 2.5s. */
+static void add_duration(struct strbuf *sb, int width, double ns)
+{
+	char buf[32];
+
+	if (ns < 1e3)
+		snprintf(buf, sizeof(buf), "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, sizeof(buf), "%.3fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, sizeof(buf), "%.3fms", ns / 1e6);
+	else
+		snprintf(buf, sizeof(buf), "%.3fs", ns / 1e9);
+	strbuf_addf(sb, "%*s", width, buf);
+}
+
+static void add_bytes(struct strbuf *sb, double bytes)
+{
+	if (bytes < 1024)
+		strbuf_addf(sb, "%.0f B", bytes);
+	else if (bytes < 1024 * 1024)
+		strbuf_addf(sb, "%.1f KiB", bytes / 1024);
+	else if (bytes < 1024.0 * 1024 * 1024)
+		strbuf_addf(sb, "%.1f MiB", bytes / (1024 * 1024));
+	else
+		strbuf_addf(sb, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+/* One row of the summary: every activity with one name. */
+struct summary_row {
+	uint32_t leaf;
+	uint64_t calls, total, min, max;
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct summary_row *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+struct interval {
+	uint64_t start, end;
+};
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The time some activity ran, on any stream: the union of intervals. */
+static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
+			  uint64_t *last)
+{
+	size_t i, n = gp->nr_acts;
+	struct interval *iv = xmalloc((n ? n : 1) * sizeof(*iv));
+	uint64_t busy = 0, cur_start = 0, cur_end = 0;
+
+	for (i = 0; i < n; i++)
+		gpuprof_activity_times(&gp->acts[i], &iv[i].start, &iv[i].end);
+	qsort(iv, n, sizeof(*iv), cmp_interval);
+	*first = n ? iv[0].start : 0;
+	*last = 0;
+	for (i = 0; i < n; i++) {
+		if (iv[i].end > *last)
+			*last = iv[i].end;
+		if (!i || iv[i].start > cur_end) {
+			busy += cur_end - cur_start;
+			cur_start = iv[i].start;
+			cur_end = iv[i].end;
+		} else if (iv[i].end > cur_end) {
+			cur_end = iv[i].end;
+		}
+	}
+	busy += cur_end - cur_start;
+	free(iv);
+	return busy;
+}
+
+void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
+		     struct strbuf *sb)
+{
+	struct summary_row *rows;
+	uint64_t copy_bytes[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t copy_time[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t copies[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t all_time = 0, kernels = 0, nr_copies = 0, memsets = 0;
+	uint64_t first, last, busy;
+	size_t nr_rows = 0, i, *row_of;
+	int any_copy = 0;
+
+	if (!gp->nr_acts || !gp->leaf)
+		return;
+	row_of = xmalloc(gp->stacks.nr_frames * sizeof(*row_of));
+	for (i = 0; i < gp->stacks.nr_frames; i++)
+		row_of[i] = SIZE_MAX;
+	rows = xcalloc(gp->nr_acts, sizeof(*rows));
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		uint64_t start, end, d;
+		struct summary_row *r;
+
+		gpuprof_activity_times(act, &start, &end);
+		d = end - start;
+		all_time += d;
+		if (act->type == GPU_REC_MEMCPY) {
+			unsigned k = act->u.memcpy.copy_kind;
+
+			if (k >= ARRAY_SIZE(copy_kinds))
+				k = 0;
+			copy_bytes[k] += act->u.memcpy.bytes;
+			copy_time[k] += d;
+			copies[k]++;
+			nr_copies++;
+			continue;
+		}
+		if (act->type == GPU_REC_KERNEL)
+			kernels++;
+		else
+			memsets++;
+		if (row_of[gp->leaf[i]] == SIZE_MAX) {
+			row_of[gp->leaf[i]] = nr_rows;
+			rows[nr_rows].leaf = gp->leaf[i];
+			rows[nr_rows].min = UINT64_MAX;
+			nr_rows++;
+		}
+		r = &rows[row_of[gp->leaf[i]]];
+		r->calls++;
+		r->total += d;
+		if (d < r->min)
+			r->min = d;
+		if (d > r->max)
+			r->max = d;
+	}
+	qsort(rows, nr_rows, sizeof(*rows), cmp_row);
+
+	strbuf_addf(sb,
+		    "spyc: GPU activities (CUPTI): %" PRIu64
+		    " kernels, %" PRIu64 " copies, %" PRIu64
+		    " memsets, %" PRIu64 " records lost\n",
+		    kernels, nr_copies, memsets, gp->lost);
+	if (nr_rows)
+		strbuf_addf(sb, "  %7s %11s %7s %11s %11s %11s  %s\n",
+			    "Time(%)", "Total", "Calls", "Avg", "Min", "Max",
+			    "Name");
+	for (i = 0; i < nr_rows && i < max_rows; i++) {
+		const struct summary_row *r = &rows[i];
+
+		strbuf_addf(sb, "  %6.2f%% ",
+			    all_time
+				? 100.0 * (double)r->total / (double)all_time
+				: 0.0);
+		add_duration(sb, 11, (double)r->total);
+		strbuf_addf(sb, " %7" PRIu64 " ", r->calls);
+		add_duration(sb, 11, (double)r->total / (double)r->calls);
+		strbuf_addch(sb, ' ');
+		add_duration(sb, 11, (double)r->min);
+		strbuf_addch(sb, ' ');
+		add_duration(sb, 11, (double)r->max);
+		strbuf_addf(sb, "  %s\n", gp->stacks.frames[r->leaf].name);
+	}
+	if (nr_rows > max_rows)
+		strbuf_addf(sb, "  (%zu more)\n", nr_rows - max_rows);
+	for (i = 0; i < ARRAY_SIZE(copy_kinds); i++) {
+		if (!copies[i])
+			continue;
+		strbuf_addstr(sb, any_copy ? "; " : "  memcpy: ");
+		any_copy = 1;
+		strbuf_addf(sb, "%s ", copy_kinds[i]);
+		add_bytes(sb, (double)copy_bytes[i]);
+		strbuf_addf(sb, " in %" PRIu64 " copies, ", copies[i]);
+		add_duration(sb, 0, (double)copy_time[i]);
+		if (copy_time[i])
+			strbuf_addf(sb, " (%.2f GB/s)",
+				    (double)copy_bytes[i] /
+					(double)copy_time[i]);
+	}
+	if (any_copy)
+		strbuf_addch(sb, '\n');
+	busy = busy_time(gp, &first, &last);
+	strbuf_addstr(sb, "  GPU busy ");
+	add_duration(sb, 0, (double)busy);
+	strbuf_addstr(sb, " of ");
+	add_duration(sb, 0, (double)(last - first));
+	strbuf_addf(sb, " from the first activity to the last (idle %.1f%%)\n",
+		    last > first
+			? 100.0 - 100.0 * (double)busy / (double)(last - first)
+			: 0.0);
+	strbuf_addf(
+	    sb,
+	    "  attribution: nearest CPU sample of the launching thread: "
+	    "%" PRIu64 " of %zu activities (%" PRIu64
+	    " with no launch record, %" PRIu64
+	    " with no sample of the launching thread)\n",
+	    gp->attributed, gp->nr_acts, gp->no_launch, gp->no_sample);
+	if (gp->clock.known)
+		strbuf_addf(sb,
+			    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64
+			    " ns (%" PRIu64 " pairs, drift %" PRId64 " ns)\n",
+			    gp->clock.offset_ns, gp->clock.pairs,
+			    gp->clock.drift_ns);
+	else
+		strbuf_addstr(sb, "  clock: no alignment pair from the agent; "
+				  "CUPTI times used as they are\n");
+	free(rows);
+	free(row_of);
+}

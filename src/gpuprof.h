@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity as the agent reported it, and what spyc makes of it: each
+ * kernel's stack (the launching thread's nearest CPU sample), per-stream
+ * timelines, and an nvprof-like summary.  Pure: no target, no channel.
+ */
+#ifndef SPYC_GPUPROF_H
+#define SPYC_GPUPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuchan-layout.h"
+#include "stacks.h"
+
+struct strbuf;
+
+/* One CPU sample of one thread: when, which thread, which stack entry. */
+struct gpu_cpu_sample {
+	uint64_t t_ns; /* spyc's clock (now_ns(), CLOCK_MONOTONIC) */
+	long tid;
+	uint32_t entry; /* index in the CPU stacks' entries */
+};
+
+/* What the attribution needs of a CUDA API call. */
+struct gpu_api_call {
+	uint32_t correlation;
+	uint32_t tid;
+	uint64_t start; /* CUPTI's clock */
+};
+
+/*
+ * How CUPTI's clock relates to spyc's, from the agent's clock pairs:
+ * monotonic = cupti + offset_ns.  drift_ns is the last pair's offset
+ * minus the first's: how far the two clocks moved apart over the run.
+ */
+struct gpu_clock_alignment {
+	int known; /* 0: no pair was seen; times are then CUPTI's as they are */
+	int64_t offset_ns;
+	int64_t drift_ns;
+	uint64_t pairs;
+};
+
+struct gpuprof {
+	/* kernels, copies and memsets, in the order they came */
+	struct gpu_record *acts;
+	size_t nr_acts, alloc_acts;
+	struct gpu_api_call *apis;
+	size_t nr_apis, alloc_apis;
+	struct gpu_cpu_sample *samples;
+	size_t nr_samples, alloc_samples;
+	struct gpu_clock_alignment clock;
+	uint64_t syncs; /* synchronisation records: counted only */
+	uint64_t lost;	/* records the agent dropped: the caller sets it */
+	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
+
+	/*
+	 * Filled by gpuprof_attribute(): the CPU stacks' frames first, with
+	 * the same ids, then the GPU ones; an entry per (launching thread,
+	 * CPU stack, activity name), its count the activity's nanoseconds.
+	 */
+	struct stacks stacks;
+	uint32_t *leaf;	     /* per activity: its name's frame id in stacks */
+	uint64_t attributed; /* activities placed on a CPU sample's stack */
+	uint64_t no_launch;  /* no API call record with its correlation id */
+	uint64_t no_sample;  /* no CPU sample of the launching thread */
+	int attributed_done;
+};
+
+/* The root frame of every GPU stack: how it was attributed. */
+#define GPU_ROOT_NEAREST                                                       \
+	"[GPU time, by the launching thread's nearest CPU sample]"
+#define GPU_ROOT_NO_LAUNCH "[GPU time, no launch record]"
+#define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
+
+void gpuprof_init(struct gpuprof *gp);
+/* Free everything gp owns; gp is left empty (as after gpuprof_init). */
+void gpuprof_release(struct gpuprof *gp);
+
+/* Keep what outputs need of one record from the channel (a copy). */
+void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
+
+/* Note that thread tid's stack at t_ns was CPU stacks entry `entry`. */
+void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			uint32_t entry);
+
+/* A CUPTI time on spyc's clock (unchanged when no clock pair was seen). */
+uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
+
+/*
+ * Build gp->stacks and gp->leaf from the activities, the API calls and
+ * the CPU samples, whose entries are cpu's: each activity goes on the
+ * stack of the CPU sample of its launching thread (the API call with its
+ * correlation id) nearest in time to the launch, under GPU_ROOT_NEAREST;
+ * one that cannot goes under GPU_ROOT_NO_LAUNCH or GPU_ROOT_NO_SAMPLE.
+ * Call once all records and samples are in; later calls do nothing.
+ */
+void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);
+
+/*
+ * The name outputs give an activity: a kernel's demangled name (its
+ * mangled one when it does not demangle, "..." appended when the agent
+ * cut it), "[memcpy HtoD]", "[memset]".  Appended to sb.
+ */
+void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb);
+
+/* An activity's start and end on CUPTI's clock. */
+void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+			    uint64_t *end);
+/* An activity's device and stream. */
+void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
+			     uint32_t *stream);
+
+/*
+ * The activities' indices ordered by device, stream and start: the
+ * timeline of each stream in turn.  Returns an array of gp->nr_acts
+ * indices the caller frees (NULL when there are none).
+ */
+uint32_t *gpuprof_timeline(const struct gpuprof *gp);
+
+/*
+ * Append the summary, like nvprof's "GPU activities", to sb: kernels
+ * (and memsets) by total time, at most max_rows of them (name, calls,
+ * total, average, min, max, share of all GPU activity time), copies
+ * by direction, how busy the GPU was, how activities were attributed,
+ * and the clock alignment.  Lines end in '\n'; nothing for no activity.
+ */
+void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
+		     struct strbuf *sb);
+
+/* "HtoD", "DtoH", ... for a CUpti_ActivityMemcpyKind; never NULL. */
+const char *gpu_copy_kind_name(unsigned kind);
+
+#endif

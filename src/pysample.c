@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/* Sampling the target's Python threads and frames, one sample at a time:
+ * finding the interpreters and their threads, and what each thread is. */
+#include "pysample.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+#include "pyasync.h"
+#include "pyframe.h"
+#include "pygil.h"
+#include "pynames.h"
+#include "pystate.h"
+#include "util.h"
+
+/* Bytes of glibc's struct pthread searched for the tid field. */
+#define PTHREAD_SCAN_BYTES 1024
+/* Largest span of PyInterpreterState read for next and the threads. */
+#define INTERP_HEAD_MAX 4096
+
+static const char *const drop_names[DROP_NR] = {
+    [DROP_NONE] = "none",	   [DROP_READ] = "failed reads",
+    [DROP_INVALID] = "torn reads", [DROP_DEPTH] = "too deep",
+    [DROP_GONE] = "process gone",
+};
+
+const char *thread_state_name(enum py_thread_state state)
+{
+	static const char *const names[] = {
+	    [THREAD_UNKNOWN] = "unknown",
+	    [THREAD_RUNNING] = "running",
+	    [THREAD_IDLE] = "idle",
+	    [THREAD_GIL_WAIT] = "waiting for the GIL",
+	};
+
+	if (state < 0 || state >= (int)ARRAY_SIZE(names))
+		return "unknown";
+	return names[state];
+}
+
+const char *drop_reason_name(enum drop_reason reason)
+{
+	if (reason < 0 || reason >= DROP_NR)
+		return "unknown";
+	return drop_names[reason];
+}
+
+void py_sampler_grow_iov(struct py_sampler *ps, size_t n)
+{
+	size_t a = ps->alloc_iov;
+
+	ALLOC_GROW(ps->local, n, a);
+	a = ps->alloc_iov;
+	ALLOC_GROW(ps->remote, n, a);
+	ps->alloc_iov = a;
+}
+
+void py_sampler_set_iov(struct py_sampler *ps, size_t i, void *buf,
+			uint64_t addr, size_t len)
+{
+	ps->local[i].iov_base = buf;
+	ps->local[i].iov_len = len;
+	ps->remote[i].iov_base = (void *)(uintptr_t)addr;
+	ps->remote[i].iov_len = len;
+}
+
+enum drop_reason py_read_error(int r)
+{
+	return r == -ESRCH ? DROP_GONE : DROP_READ;
+}
+
+void py_sample_release(struct py_sample *s)
+{
+	free(s->threads);
+	free(s->frames);
+	free(s->tasks);
+	free(s->awaiters);
+	memset(s, 0, sizeof(*s));
+}
+
+void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
+			   size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->nr_threads; i++) {
+		/* A waiting task's stack (--async): idle, whatever its thread */
+		if (s->threads[i].is_task)
+			continue;
+		for (j = 0; j < n; j++) {
+			if (before[j].ident != s->threads[i].ident)
+				continue;
+			s->threads[i].state = before[j].state;
+			s->threads[i].holds_gil = before[j].holds_gil;
+		}
+	}
+}
+
+void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
+{
+	const struct py_offsets *off = rt->off;
+	long frame_len =
+	    off->frame_size != OFF_NONE ? off->frame_size : off->iframe_size;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->rt = rt;
+	pycode_cache_init(&ps->codes, rt);
+	ps->tstate_buf = xcalloc(1, (size_t)off->tstate_size);
+	ps->fresh_tstate = xcalloc(1, (size_t)off->tstate_size);
+	/* Room for what a generator keeps before its frame, too. */
+	ps->frame_buf = xcalloc(1, (size_t)frame_len + PY_FRAME_PREFIX_MAX);
+	ps->pthread_tid_at = -1;
+}
+
+void py_sampler_release(struct py_sampler *ps)
+{
+	size_t i;
+
+	pycode_cache_release(&ps->codes);
+	free(ps->tstate_buf);
+	free(ps->shims);
+	free(ps->side_buf);
+	free(ps->pre_tstates);
+	free(ps->tstate_bufs);
+	free(ps->pre_head);
+	free(ps->fresh_tstate);
+	free(ps->frame_buf);
+	for (i = 0; i < ps->alloc_chunks; i++)
+		free(ps->chunks[i].buf);
+	free(ps->chunks);
+	free(ps->code_addrs);
+	free(ps->frame_addrs);
+	free(ps->addrqs);
+	free(ps->entries);
+	free(ps->tlbcs);
+	free(ps->tlbc_arrays);
+	free(ps->tlbc_words);
+	free(ps->tlbc_slots);
+	free(ps->headers);
+	free(ps->local);
+	free(ps->remote);
+	free(ps->tids);
+	for (i = 0; i < ps->nr_memos; i++)
+		free(ps->memos[i].addrs);
+	free(ps->memos);
+	free(ps->batch);
+	free(ps->walk_frames);
+	free(ps->links);
+	free(ps->link_buf);
+	free(ps->chunk_again);
+	pystate_release(ps);
+	free(ps->names);
+	memset(ps, 0, sizeof(*ps));
+}
+
+static int is_task(const long *tids, size_t n, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/*
+ * Up to 3.10 the thread state has no native id, but glibc's struct
+ * pthread (at the address of pthread_t) holds the tid.  Its offset
+ * varies between glibc builds: find the first offset at which every
+ * thread's struct holds one of the process's task ids.  A thread that
+ * exits while it is looked at (its tid already cleared or reaped) may
+ * miss, so with three threads or more one miss is allowed.
+ */
+static void find_pthread_tid_offset(struct py_sampler *ps,
+				    const struct py_sample *out,
+				    const long *tasks, size_t nr_tasks)
+{
+	unsigned char *bufs;
+	size_t i, n = out->nr_threads;
+	long at;
+
+	if (!n || n > 64)
+		return;
+	bufs = xmalloc(n * PTHREAD_SCAN_BYTES);
+	/* An unreadable struct (its thread gone) reads as zeros: a miss. */
+	for (i = 0; i < n; i++)
+		if (proc_read(ps->rt->pid, out->threads[i].ident,
+			      bufs + i * PTHREAD_SCAN_BYTES,
+			      PTHREAD_SCAN_BYTES))
+			memset(bufs + i * PTHREAD_SCAN_BYTES, 0,
+			       PTHREAD_SCAN_BYTES);
+	for (at = 0; at + 4 <= PTHREAD_SCAN_BYTES; at += 4) {
+		size_t misses = 0;
+
+		for (i = 0; i < n; i++) {
+			int32_t v;
+
+			memcpy(&v, bufs + i * PTHREAD_SCAN_BYTES + at, 4);
+			if ((v <= 0 || !is_task(tasks, nr_tasks, v)) &&
+			    ++misses > (n >= 3 ? 1u : 0u))
+				break;
+		}
+		if (i == n) {
+			ps->pthread_tid_at = at;
+			break;
+		}
+	}
+	free(bufs);
+}
+
+static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
+{
+	long tasks[PY_MAX_THREADS];
+	size_t nr_tasks, i, nio = 0;
+	int32_t tids[PY_MAX_THREADS];
+	size_t slot[PY_MAX_THREADS];
+
+	if (ps->pthread_tid_at < 0) {
+		nr_tasks = proc_tasks(ps->rt->pid, tasks, ARRAY_SIZE(tasks));
+		find_pthread_tid_offset(ps, out, tasks, nr_tasks);
+		if (ps->pthread_tid_at < 0)
+			return;
+	}
+	py_sampler_grow_iov(ps, out->nr_threads);
+	for (i = 0; i < out->nr_threads && nio < PY_MAX_THREADS; i++) {
+		/* known_idle() may have read this one already. */
+		if (out->threads[i].tid)
+			continue;
+		slot[nio] = i;
+		py_sampler_set_iov(ps, nio, &tids[nio],
+				   out->threads[i].ident +
+				       (uint64_t)ps->pthread_tid_at,
+				   4);
+		nio++;
+	}
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+		return;
+	for (i = 0; i < nio; i++)
+		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
+}
+
+/*
+ * Walk t's frames, from the copy of its thread state in ps->tstate_buf,
+ * onto the end of out.  A chain that was torn (it changed while it was
+ * read) or could not be read through is read once more from a fresh
+ * copy of the thread state: the thread has moved on, and dropping the
+ * whole sample instead would bias against code that calls a lot.
+ */
+static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
+				    struct py_sample *out)
+{
+	enum drop_reason why;
+	int attempt, r;
+
+	for (attempt = 0;; attempt++) {
+		t->first = out->nr_frames;
+		ps->root_frame = 0;
+		why = pyframe_walk(ps, t->tstate, out);
+		t->root_frame = ps->root_frame;
+		t->omitted = ps->omitted;
+		t->depth = out->nr_frames - t->first;
+		if (attempt || (why != DROP_INVALID && why != DROP_READ))
+			return why;
+		out->nr_frames = t->first;
+		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
+			      (size_t)ps->rt->off->tstate_size);
+		if (r)
+			return py_read_error(r);
+	}
+}
+
+/*
+ * Does t's stack start where a thread's must?  A generator's or a
+ * coroutine's frame is never a thread's first: reached as the last
+ * frame, the chain was read while that generator was suspending or
+ * resuming, and its link to its caller was missed.  (Frames past the
+ * depth limit are not read: nothing to tell then.)
+ */
+static int starts_at_root(const struct py_sample *out, const struct py_thread *t)
+{
+	const struct pycode *root;
+
+	if (!t->depth || t->omitted)
+		return 1;
+	root = out->frames[t->first + t->depth - 1].code;
+	return !(root->flags & PYCODE_SUSPENDABLE);
+}
+
+/*
+ * Read again, once, the stacks of out's threads that do not start where
+ * they must.  Returns DROP_INVALID if one still does not.
+ */
+static enum drop_reason check_roots(struct py_sampler *ps,
+				    struct py_sample *out)
+{
+	size_t i, from = out->nr_frames;
+	enum drop_reason why = DROP_NONE;
+	int r;
+
+	for (i = 0; i < out->nr_threads && !why; i++) {
+		struct py_thread *t = &out->threads[i];
+
+		if (starts_at_root(out, t))
+			continue;
+		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
+			      (size_t)ps->rt->off->tstate_size);
+		why = r ? py_read_error(r) : walk_thread(ps, t, out);
+	}
+	if (!why && out->nr_frames > from)
+		why = pyframe_resolve(ps, out, from);
+	for (i = 0; i < out->nr_threads && !why; i++)
+		if (!starts_at_root(out, &out->threads[i]))
+			why = DROP_INVALID;
+	return why;
+}
+
+/* Where the pointer to the first interpreter is, when one read gets it. */
+static uint64_t interp_head_addr(const struct pyruntime *rt)
+{
+	if (rt->runtime)
+		return rt->runtime + (uint64_t)rt->off->runtime_interpreters_head;
+	return rt->interp_head;
+}
+
+/* The interpreter fields read together: [lo, hi + 8) of it. */
+static void interp_head_span(const struct py_offsets *off, long *lo, long *hi)
+{
+	*lo = off->interp_next < off->interp_threads_head
+		  ? off->interp_next
+		  : off->interp_threads_head;
+	*hi = off->interp_next < off->interp_threads_head
+		  ? off->interp_threads_head
+		  : off->interp_next;
+}
+
+/*
+ * Read the last sample's thread states again, with the pointer to the
+ * interpreter and the interpreter's head, in one process_vm_readv: their
+ * addresses are known in advance.  When every link still holds (the same
+ * only interpreter, its first thread state, each one's next, the last
+ * one's none, each one's interpreter), the sample needs no other read to
+ * find its threads.  Returns how many thread states are in
+ * ps->tstate_bufs, in order; 0 when they must be found one by one.
+ */
+static size_t prefetch_threads(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t n = ps->nr_pre, size = (size_t)off->tstate_size, i;
+	uint64_t head_addr = interp_head_addr(ps->rt), interp = 0, next;
+	long lo, hi;
+
+	if (!n || !head_addr)
+		return 0;
+	interp_head_span(off, &lo, &hi);
+	py_sampler_grow_iov(ps, n + 2);
+	py_sampler_set_iov(ps, 0, &interp, head_addr, sizeof(interp));
+	py_sampler_set_iov(ps, 1, ps->pre_head, ps->pre_interp + (uint64_t)lo,
+			   (size_t)(hi + 8 - lo));
+	for (i = 0; i < n; i++)
+		py_sampler_set_iov(ps, i + 2, ps->tstate_bufs + i * size,
+				   ps->pre_tstates[i], size);
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n + 2) !=
+		(int)(n + 2) ||
+	    interp != ps->pre_interp ||
+	    load_u64(ps->pre_head, off->interp_next - lo) ||
+	    load_u64(ps->pre_head, off->interp_threads_head - lo) !=
+		ps->pre_tstates[0])
+		return 0;
+	for (i = 0; i < n; i++) {
+		const unsigned char *buf = ps->tstate_bufs + i * size;
+
+		next = i + 1 < n ? ps->pre_tstates[i + 1] : 0;
+		if (load_u64(buf, off->tstate_interp) != interp ||
+		    load_u64(buf, off->tstate_next) != next)
+			return 0;
+	}
+	return n;
+}
+
+/* Keep this sample's thread states for prefetch_threads: nr of them. */
+static void remember_threads(struct py_sampler *ps, uint64_t interp,
+			     const struct py_sample *out, size_t nr)
+{
+	size_t i, size = (size_t)ps->rt->off->tstate_size;
+
+	ps->nr_pre = 0;
+	if (!interp || !nr)
+		return;
+	ALLOC_GROW(ps->pre_tstates, nr, ps->alloc_pre);
+	if (ps->alloc_tstate_bufs < nr) {
+		free(ps->tstate_bufs);
+		ps->tstate_bufs = xmalloc(nr * size);
+		ps->alloc_tstate_bufs = nr;
+	}
+	if (!ps->pre_head)
+		ps->pre_head = xmalloc(INTERP_HEAD_MAX);
+	for (i = 0; i < nr; i++)
+		ps->pre_tstates[i] = out->threads[i].tstate;
+	ps->pre_interp = interp;
+	ps->nr_pre = nr;
+}
+
+/*
+ * Add the thread whose thread state, at tstate, ps->tstate_buf holds a
+ * copy of, and walk its frames unless it is idle and not wanted.
+ */
+static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
+				   struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct py_thread *t;
+
+	ALLOC_GROW(out->threads, out->nr_threads + 1, out->alloc_threads);
+	t = &out->threads[out->nr_threads++];
+	t->ident = load_u64(ps->tstate_buf, off->tstate_thread_id);
+	t->tid = off->tstate_native_thread_id == OFF_NONE
+		     ? 0
+		     : (long)load_u64(ps->tstate_buf,
+				      off->tstate_native_thread_id);
+	t->tstate = tstate;
+	t->state = THREAD_UNKNOWN;
+	t->holds_gil = 0;
+	t->name[0] = '\0';
+	t->first = out->nr_frames;
+	t->depth = t->omitted = 0;
+	t->root_frame = 0;
+	t->is_task = 0;
+	t->skipped =
+	    ps->skip_idle && ps->want_state && pystate_known_idle(ps, t);
+	return t->skipped ? DROP_NONE : walk_thread(ps, t, out);
+}
+
+/*
+ * Find the threads one by one: every interpreter's head, then each of
+ * its thread states, walking each thread as it is found.
+ */
+static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
+				     struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t first = interp;
+	size_t interps = 0;
+	enum drop_reason why;
+	int r;
+
+	while (interp) {
+		/* Both fields in one read: they sit near the start. */
+		unsigned char head[INTERP_HEAD_MAX];
+		long lo, hi;
+		uint64_t tstate, next_interp;
+		size_t threads = 0;
+
+		if (++interps > PY_MAX_INTERPS)
+			return DROP_DEPTH;
+		interp_head_span(off, &lo, &hi);
+		if (hi + 8 - lo > INTERP_HEAD_MAX)
+			return DROP_INVALID;
+		r = proc_read(ps->rt->pid, interp + (uint64_t)lo, head,
+			      (size_t)(hi + 8 - lo));
+		if (r)
+			return py_read_error(r);
+		tstate = load_u64(head, off->interp_threads_head - lo);
+		next_interp = load_u64(head, off->interp_next - lo);
+		while (tstate) {
+			if (++threads > PY_MAX_THREADS)
+				return DROP_DEPTH;
+			r = proc_read(ps->rt->pid, tstate, ps->tstate_buf,
+				      (size_t)off->tstate_size);
+			if (r)
+				return py_read_error(r);
+			if (load_u64(ps->tstate_buf, off->tstate_interp) !=
+			    interp)
+				return DROP_INVALID;
+			why = add_thread(ps, tstate, out);
+			if (why)
+				return why;
+			tstate = load_u64(ps->tstate_buf, off->tstate_next);
+		}
+		interp = next_interp;
+	}
+	/* One interpreter (nearly always): read its threads at once next. */
+	remember_threads(ps, interps == 1 ? first : 0, out, out->nr_threads);
+	return DROP_NONE;
+}
+
+enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t interp;
+	struct gil_view gil;
+	enum drop_reason why;
+	size_t i, n;
+	int r;
+
+	/* The previous sample is done with: its replaced code may go. */
+	pycode_cache_collect(&ps->codes);
+	out->nr_threads = 0;
+	out->nr_frames = 0;
+	out->nr_tasks = 0;
+	out->nr_awaiters = 0;
+	n = prefetch_threads(ps);
+	if (n) {
+		interp = ps->pre_interp;
+	} else {
+		r = pyruntime_interp_head(ps->rt, &interp);
+		if (r)
+			return py_read_error(r);
+	}
+	/* The main interpreter's GIL: the one Python threads share. */
+	memset(&gil, 0, sizeof(gil));
+	if (ps->want_gil && interp)
+		pygil_read(ps, interp, &gil);
+	for (i = 0; i < n; i++) {
+		memcpy(ps->tstate_buf,
+		       ps->tstate_bufs + i * (size_t)off->tstate_size,
+		       (size_t)off->tstate_size);
+		why = add_thread(ps, ps->pre_tstates[i], out);
+		if (why)
+			return why;
+	}
+	if (!n) {
+		why = find_threads(ps, interp, out);
+		if (why)
+			return why;
+	}
+	why = pyframe_resolve(ps, out, 0);
+	if (!why)
+		why = check_roots(ps, out);
+	if (why)
+		return why;
+	if (off->tstate_native_thread_id == OFF_NONE)
+		fill_native_tids(ps, out);
+	if (ps->want_state || ps->want_gil)
+		pystate_annotate(ps, out, &gil);
+	if (ps->want_names)
+		pynames_fill(ps, out);
+	if (ps->async) {
+		why = pyasync_read(ps, ps->async, out);
+		if (why)
+			return why;
+		if (ps->async_stacks)
+			pyasync_stacks(ps, ps->async, out, ps->async_all);
+	}
+	return DROP_NONE;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* Sampling the target's Python threads and frames, one sample at a time. */
+#ifndef SPYC_PYSAMPLE_H
+#define SPYC_PYSAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "pycode.h"
+#include "pyruntime.h"
+
+/*
+ * Frames kept per thread by default (--max-depth): a deeper stack keeps
+ * its innermost ones and a "[N frames not read]" stand-in for the rest.
+ */
+#define PY_DEFAULT_MAX_DEPTH 4096
+/* Longest chain followed to its end; longer (or a loop in torn data)
+ * drops the sample. */
+#define PY_WALK_LIMIT (1u << 20)
+/* Most threads and interpreters walked in one sample. */
+#define PY_MAX_THREADS 4096
+#define PY_MAX_INTERPS 64
+
+/* Why a sample was dropped.  Counted by commands. */
+enum drop_reason {
+	DROP_NONE = 0,
+	DROP_READ,    /* a read failed: memory changed under us */
+	DROP_INVALID, /* data that made no sense: a torn read */
+	DROP_DEPTH,   /* more than PY_WALK_LIMIT frames, or a loop */
+	DROP_GONE,    /* the process exited */
+	DROP_NR,
+};
+
+/* C-stack shim frames per thread copied with its chunk (3.12+). */
+#define PY_SHIMS_KEPT 4
+
+/* Bytes of a thread's name kept, with its NUL; longer ones are cut. */
+#define PY_THREAD_NAME_MAX 64
+
+/* A short name for a drop reason, e.g. "torn reads". */
+const char *drop_reason_name(enum drop_reason reason);
+
+struct py_frame {
+	struct pycode *code;
+	int line;
+	int entry; /* the first frame its C eval call ran: see push_frame */
+};
+
+/* What a thread was doing when sampled (when the sampler was asked). */
+enum py_thread_state {
+	THREAD_UNKNOWN = 0,
+	THREAD_RUNNING,	 /* on a CPU, or runnable */
+	THREAD_IDLE,	 /* sleeping or blocked */
+	THREAD_GIL_WAIT, /* blocked, waiting for the GIL */
+};
+
+/* "running", "idle", "waiting for the GIL" or "unknown". */
+const char *thread_state_name(enum py_thread_state state);
+
+struct py_thread {
+	uint64_t ident;	 /* threading ident (pthread_t) */
+	long tid;	 /* native thread id, 0 if unknown */
+	uint64_t tstate; /* its PyThreadState */
+	enum py_thread_state state;
+	int holds_gil; /* 1 if this thread held the GIL */
+	/* threading's name for it, or else its OS name when that differs
+	 * from the process's; UTF-8 */
+	char name[PY_THREAD_NAME_MAX];
+	uint64_t root_frame; /* its outermost Python frame, 0 if unread */
+	int skipped;	     /* idle, so its frames were not read (skip_idle) */
+	size_t first;	     /* frames[first .. first+depth) of the sample */
+	size_t depth;	     /* innermost first */
+	/*
+	 * Frames beyond the depth limit, not read: the stack then ends
+	 * with a stand-in frame "[omitted frames not read]" (its code's
+	 * placeholder flag is set), counted in depth.
+	 */
+	size_t omitted;
+	/*
+	 * --async with all tasks: not a thread but a waiting task's stack,
+	 * of the thread whose ident, tid and name it has.
+	 */
+	int is_task;
+};
+
+struct py_task;
+
+/* One sample of every thread.  Reused between samples: no allocation once warm.
+ */
+struct py_sample {
+	struct py_thread *threads;
+	size_t nr_threads, alloc_threads;
+	struct py_frame *frames;
+	size_t nr_frames, alloc_frames;
+	/* --async: the asyncio tasks, and indexes of the tasks awaiting each */
+	struct py_task *tasks;
+	size_t nr_tasks, alloc_tasks;
+	size_t *awaiters;
+	size_t nr_awaiters, alloc_awaiters;
+};
+
+void py_sample_release(struct py_sample *s);
+
+/*
+ * Give each thread of s the state and GIL holding of the thread with its
+ * ident in before[0..n-1]: read again while stopped, every thread would
+ * look idle.
+ */
+void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
+			   size_t n);
+
+/* A memory region copied from the target for this sample. */
+struct py_region {
+	uint64_t addr;
+	size_t len;
+	unsigned char *buf;
+	size_t alloc;
+};
+
+struct py_sampler {
+	const struct pyruntime *rt;
+	struct pycode_cache codes;
+	/* per-sample scratch, kept between samples */
+	unsigned char *tstate_buf;
+	/*
+	 * The last sample's interpreter (when it was the only one) and its
+	 * thread states, in order: read again all at once in the next
+	 * sample (see prefetch_threads), into tstate_bufs.
+	 */
+	uint64_t pre_interp;
+	uint64_t *pre_tstates;
+	size_t nr_pre, alloc_pre;
+	unsigned char *tstate_bufs;
+	size_t alloc_tstate_bufs;
+	unsigned char *pre_head;
+	unsigned char *fresh_tstate; /* read again beside the frames */
+	unsigned char *frame_buf;
+	struct py_region *chunks;
+	size_t nr_chunks, alloc_chunks;
+	uint64_t next_chunk; /* older chunk not read yet, 0 when none */
+	uint64_t *code_addrs;
+	uint64_t *frame_addrs; /* where each walked frame is, 0 if a stand-in */
+	long *addrqs;
+	unsigned char *entries;
+	/*
+	 * Free-threaded builds: the thread-local bytecode copy each frame
+	 * runs (0: the code's own, whose offset addrqs holds; else addrqs
+	 * holds the frame's instruction pointer until pyframe_resolve
+	 * finds the copy), and the code's co_tlbc array as last read.
+	 */
+	int32_t *tlbcs;
+	uint64_t *tlbc_arrays;
+	size_t alloc_walk;
+	/* pyframe_resolve's reads of co_tlbc arrays: two words a frame */
+	uint64_t *tlbc_words;
+	size_t *tlbc_slots;
+	size_t alloc_tlbc_words, alloc_tlbc_slots;
+	unsigned char *headers;
+	size_t alloc_headers;
+	struct iovec *local, *remote;
+	size_t alloc_iov;
+	/*
+	 * Up to 3.10: each thread's frame addresses in the last sample.
+	 * Callers' frames rarely change between samples, so they are read
+	 * again in one batch and only the links are checked.
+	 */
+	struct py_frame_memo {
+		uint64_t tstate;
+		uint64_t *addrs;
+		size_t nr, alloc;
+	} * memos;
+	size_t nr_memos, alloc_memos;
+	unsigned char *batch;
+	size_t alloc_batch;
+	uint64_t *walk_frames;
+	size_t alloc_walk_frames;
+	/*
+	 * 3.11+: the chunk frames reached from a frame read at another
+	 * time (a generator's, or one in another chunk), with the fields
+	 * the walk used, and where the walk started: read again at its end.
+	 */
+	struct py_link_check {
+		uint64_t addr, code, previous, instr;
+	} * links;
+	size_t nr_links, alloc_links;
+	unsigned char *link_buf;
+	size_t alloc_link_buf;
+	uint64_t walk_cframe, walk_frame;
+	/*
+	 * 3.11: the newest chunk copied a second time right after the
+	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
+	 */
+	unsigned char *chunk_again;
+	size_t alloc_chunk_again, chunk_again_len;
+	/*
+	 * 3.12+: per thread state, the C-stack shim frames its last walk
+	 * read on their own (the one at the bottom is there for the
+	 * thread's life), copied again with its chunk (side_buf, in the
+	 * same process_vm_readv) so that the walk need not read them.
+	 */
+	struct py_shim_memo {
+		uint64_t tstate;
+		uint64_t addrs[PY_SHIMS_KEPT];
+		size_t nr;
+	} * shims;
+	size_t nr_shims, alloc_shims;
+	struct py_shim_memo *shim_now; /* the walked thread's, or NULL */
+	uint64_t side_addrs[PY_SHIMS_KEPT];
+	size_t nr_side;
+	unsigned char *side_buf;
+	/* the shims the walk went through off the chunk, for shim_now */
+	uint64_t walk_shims[PY_SHIMS_KEPT];
+	size_t nr_walk_shims;
+	/* What else to find out per thread; set by commands. */
+	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
+	int want_gil;	/* who holds the GIL, and who waits for it */
+	/*
+	 * Do not read the frames of threads that are not on a CPU: with
+	 * want_state, when idle stacks will not be used anyway.
+	 */
+	int skip_idle;
+	/* Thread names: threading's, else the OS's (/proc/PID/task/TID/comm) */
+	int want_names;
+	/*
+	 * --async: read asyncio tasks through this (owned by the command),
+	 * and with async_stacks turn stacks into task stacks, every waiting
+	 * task's too with async_all.
+	 */
+	struct pyasync *async;
+	int async_stacks, async_all;
+	/* Frames kept per thread; 0 means PY_DEFAULT_MAX_DEPTH. */
+	size_t max_depth;
+	size_t omitted; /* frames of the walk just done past max_depth */
+	char process_name[16];
+	struct py_task_file {
+		long tid;
+		int fd;	       /* its stat, kept open */
+		char comm[16]; /* its name when first seen (TASK_COMM_LEN) */
+	} * task_files;
+	size_t nr_task_files, alloc_task_files;
+	/* threading's thread names, by thread state, outermost frame, tid */
+	struct py_name_memo {
+		uint64_t tstate, root_frame;
+		long tid;
+		char name[PY_THREAD_NAME_MAX]; /* empty: it has none */
+		int tries; /* failed reads so far; NAME_TRIES once settled */
+	} * names;
+	size_t nr_names, alloc_names;
+	uint64_t root_frame; /* outermost frame of the walk just done */
+	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
+	long pthread_tid_at;
+	struct {
+		uint64_t ident;
+		long tid;
+	} * tids;
+	size_t nr_tids, alloc_tids;
+};
+
+void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt);
+void py_sampler_release(struct py_sampler *ps);
+
+/*
+ * Sample every Python thread of the target into out (cleared first).
+ * Returns DROP_NONE, or the reason the whole sample must be dropped.
+ */
+enum drop_reason py_sampler_sample(struct py_sampler *ps,
+				   struct py_sample *out);
+
+/* For the sampler's own files: room for n regions in ps->local/remote. */
+void py_sampler_grow_iov(struct py_sampler *ps, size_t n);
+/* For the sampler's own files: region i copies len bytes at addr to buf. */
+void py_sampler_set_iov(struct py_sampler *ps, size_t i, void *buf,
+			uint64_t addr, size_t len);
+/* For the sampler's own files: the drop reason for a failed read. */
+enum drop_reason py_read_error(int r);
+
+#endif

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: MIT
+"""Live tests of --async (CPython 3.14+): asyncio tasks seen from outside.
+
+dump --async must show each task of tests/targets/async_tasks.py with the
+coroutine chain and the awaiting tasks the target reports about itself
+(asyncio.all_tasks(), each task's cr_await chain, get_stack() and
+capture_call_graph()).  record --async must give a running task's samples
+the stack of the tasks awaiting it, each under a '<task>' frame, as
+tests/targets/async_busy.py says they should read.  On older Pythons
+--async is refused with one clear line.
+"""
+
+import json
+import os
+
+import pytest
+
+import pyfind
+
+ASYNC_SINCE = (3, 14)
+
+
+def require_async(python):
+    if tuple(python.version_info[:2]) < ASYNC_SINCE:
+        pytest.skip("--async needs CPython 3.14+, slot is %s" % python.minor)
+
+
+def old_python():
+    """The newest supported CPython older than 3.14, or None."""
+    found = [i for i in pyfind.discover() if i.supported and
+             tuple(i.version_info[:2]) < ASYNC_SINCE]
+    return max(found, key=lambda i: i.version_info) if found else None
+
+
+def frames(entries):
+    return [(f["name"], f["file"], f["line"]) for f in entries]
+
+
+def spyc_tasks(doc):
+    """{name: (task, thread native id)} from dump --async --json."""
+    out = {}
+    for th in doc["threads"]:
+        for task in th["tasks"]:
+            assert task["name"] not in out, "two tasks named %r" % task["name"]
+            out[task["name"]] = (task, th["native_id"])
+    return out
+
+
+def test_dump_async_json(spyc, python, targets):
+    require_async(python)
+    t = targets.start(python, "async_tasks.py")
+    info = t.wait_report(settle=False)
+    doc, res = spyc.dump_json(t.pid, extra=["--async"])
+    assert doc["asyncio_found"] is True
+    assert doc["tasks_of_exited_threads"] == []
+    got = spyc_tasks(doc)
+    want = dict((task["name"], task) for task in info["tasks"])
+    assert sorted(got) == sorted(want), res.describe()
+    for name, task in sorted(want.items()):
+        mine, tid = got[name]
+        assert tid == task["thread_native_id"], name
+        assert mine["state"] == "waiting", name
+        assert frames(mine["frames"]) == frames(task["frames"]), (
+            "task %r: coroutine chain differs\n%s" % (name, res.describe()))
+        # get_stack() gives the task's own coroutine: the outermost.
+        assert frames(mine["frames"])[-1:] == frames(task["stack"]), name
+        assert sorted(a["name"] for a in mine["awaited_by"]) == \
+            task["awaited_by"], name
+
+
+def test_dump_async_text(spyc, python, targets):
+    require_async(python)
+    t = targets.start(python, "async_tasks.py")
+    t.wait_report(settle=False)
+    res = spyc.run(["dump", "--pid", t.pid, "--async"])
+    res.assert_ok()
+    assert 'Task "worker-1" (0x' in res.stdout
+    assert ': waiting, awaited by "waiter"\n' in res.stdout
+    assert '  Task "other-thread" (0x' in res.stdout
+    # Without --async, nothing changes.
+    res = spyc.run(["dump", "--pid", t.pid])
+    res.assert_ok()
+    assert "Task " not in res.stdout
+
+
+def read_folded(path):
+    """[(frames root first as (name, file), count)]; file is '<task>' for a
+    task, else the frame's file without its line."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            stack, count = line.rsplit(" ", 1)
+            fr = []
+            for part in stack.split(";"):
+                name, rest = part.rsplit(" (", 1)
+                fr.append((name, rest.rstrip(")").rsplit(":", 1)[0]
+                           if rest != "<task>)" else "<task>"))
+            out.append((fr, int(count)))
+    return out
+
+
+def same_stack(stack, want):
+    return len(stack) == len(want) and all(
+        n == wn and (f == wf or (f != "<task>" and wf.endswith("/" + f)))
+        for (n, f), (wn, wf) in zip(stack, want))
+
+
+@pytest.mark.parametrize("idle", [False, True], ids=["running", "idle"])
+def test_record_async(spyc, python, targets, tmp_path, idle):
+    require_async(python)
+    t = targets.start(python, "async_busy.py")
+    info = t.wait_report(settle=False)
+    out = str(tmp_path / "async.folded")
+    args = ["record", "--pid", t.pid, "--async", "--duration", "2",
+            "-o", out] + (["--idle"] if idle else [])
+    res = spyc.run(args, timeout=30)
+    res.assert_ok()
+    stacks = read_folded(out)
+    running = sum(c for s, c in stacks if same_stack(s, info["running"]))
+    total = sum(c for s, c in stacks)
+    # With --idle each sample also has a stack per waiting task: the
+    # main task's and sleepy's.
+    share = 0.25 if idle else 0.5
+    assert running >= total * share and running > 0, (
+        "the busy task's stack should hold most samples\n%s\n%s" % (
+            open(out).read(), res.describe()))
+    waiting = sum(c for s, c in stacks if same_stack(s, info["waiting"]))
+    if idle:
+        assert waiting > 0, open(out).read()
+    else:
+        assert waiting == 0 and not any(
+            f == "<task>" and n == "main" for s, c in stacks for n, f in s)
+
+
+def test_async_speedscope(spyc, python, targets, tmp_path):
+    require_async(python)
+    t = targets.start(python, "async_busy.py")
+    t.wait_report(settle=False)
+    out = str(tmp_path / "async.json")
+    spyc.run(["record", "--pid", t.pid, "--async", "--duration", "1",
+              "-o", out], timeout=30).assert_ok()
+    with open(out) as f:
+        doc = json.load(f)
+    names = [(fr["name"], fr.get("file")) for fr in doc["shared"]["frames"]]
+    assert ("busy", "<task>") in names and ("outer", "<task>") in names
+
+
+def test_async_without_asyncio(spyc, python, targets):
+    """A target that never imported asyncio: no tasks, and dump says so."""
+    require_async(python)
+    t = targets.start(python, "hot.py", 0, "{report}")
+    t.wait_report(settle=False)
+    res = spyc.run(["dump", "--pid", t.pid, "--async"])
+    res.assert_ok()
+    assert "No asyncio tasks" in res.stdout
+    if python.version_info[:2] == (3, 14):
+        # A lib-dynload module there: not mapped until imported.
+        assert "has not imported asyncio" in res.stdout
+    doc, _ = spyc.dump_json(t.pid, extra=["--async"])
+    assert all(th["tasks"] == [] for th in doc["threads"])
+
+
+def test_async_needs_314(spyc, targets, tmp_path):
+    py = old_python()
+    if py is None:
+        pytest.skip("no CPython older than 3.14 found on this machine")
+    t = targets.start(py, "hot.py", 0, "{report}")
+    t.wait_report(settle=False)
+    out = str(tmp_path / "never.json")
+    for cmd in (["dump"], ["record", "-d", "1", "-o", out]):
+        res = spyc.run(cmd + ["--pid", t.pid, "--async"])
+        res.assert_error(2, "--async", "3.14")
+    assert not os.path.exists(out)
+
+
+def test_async_native_refused(spyc):
+    res = spyc.run(["record", "--pid", "1", "--async", "--native"])
+    res.assert_error(64, "--async", "--native")

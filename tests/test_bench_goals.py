@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""What the goals table of tests/bench.py relies on, checked against the
+real programs: the goal target (bench_busy.py with an idle thread) has the
+threads it says, spyc's SPYC_STATS line and summary parse with bench.py's
+own patterns and count those threads, bench_work.py reports its CPU time
+on every CPython, and CPython 3.15's own sampler takes the command line
+bench.py gives it."""
+
+import os
+import subprocess
+
+import pytest
+
+import bench
+import pyfind
+from conftest import target_env
+
+TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "targets")
+BUSY = os.path.join(TARGETS, "bench_busy.py")
+WORK = os.path.join(TARGETS, "bench_work.py")
+DEPTH, BUSY_THREADS, IDLE_THREADS = 20, 2, 1
+
+
+def start_goal_target(python):
+    """bench_busy.py with BUSY_THREADS spinning DEPTH deep and IDLE_THREADS
+    blocked, once it says it is ready."""
+    proc = subprocess.Popen([python.path, BUSY, str(DEPTH),
+                             str(BUSY_THREADS), "60", str(IDLE_THREADS)],
+                            stdout=subprocess.PIPE, env=target_env())
+    line = proc.stdout.readline()
+    if line != b"ready\n":
+        proc.kill()
+        proc.wait()
+        pytest.fail("bench_busy.py printed %r, not ready" % line)
+    return proc
+
+
+def stop(proc):
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+
+
+def folded_counts(path, word):
+    """Thread stacks in a folded profile whose frames include word."""
+    total = 0
+    with open(path) as f:
+        for line in f:
+            head, _, count = line.rstrip("\n").rpartition(" ")
+            if word in head:
+                total += int(count)
+    return total
+
+
+def test_goal_target_stats_line(spyc, any_python, tmp_path):
+    """spyc --idle on the goal target reads every thread each sample; its
+    stats line and summary parse with bench.py's patterns and agree."""
+    proc = start_goal_target(any_python)
+    try:
+        tasks = len(os.listdir("/proc/%d/task" % proc.pid))
+        out = str(tmp_path / "goal.txt")
+        res = spyc.run(["record", "--idle", "--rate", "200", "--duration",
+                        "1", "--format", "folded", "--pid", proc.pid,
+                        "-o", out], env=target_env({"SPYC_STATS": "1"}))
+        assert proc.poll() is None, "target died while sampled"
+    finally:
+        stop(proc)
+    assert res.returncode in (0, 1), res.describe()
+    threads = BUSY_THREADS + IDLE_THREADS
+    assert tasks == threads, "target has %d threads, not %d" % (tasks,
+                                                                threads)
+    summary = bench.SUMMARY_RE.search(res.stderr)
+    stats = bench.STATS_RE.search(res.stderr)
+    assert summary and stats, res.describe()
+    samples, dropped = int(summary.group(1)), int(summary.group(2))
+    read = int(stats.group(3))
+    assert samples > 0, res.describe()
+    # Every sample kept read every thread; a dropped one may have stopped
+    # part way.
+    assert threads * (samples - dropped) <= read <= threads * samples, \
+        res.describe()
+    # The calls per thread read are the counts over the threads read.
+    assert abs(float(stats.group(4)) - int(stats.group(1)) / read) < 0.01
+    assert abs(float(stats.group(5)) - int(stats.group(2)) / read) < 0.01
+    # The profile holds what the target is: as many stacks in idle() as
+    # samples kept, BUSY_THREADS times that in spin().
+    idle, busy = folded_counts(out, "idle"), folded_counts(out, "spin")
+    assert idle == samples - dropped, res.describe()
+    assert busy == BUSY_THREADS * idle, res.describe()
+    assert bench.count_stacks(out) == threads * idle
+
+
+def test_bench_work_reports_cpu_time(python):
+    """bench_work.py runs on every CPython and prints wall and CPU time
+    that bench.py's pattern reads; one thread cannot use more CPU than
+    wall time (a little slack for the clocks' resolution)."""
+    res = subprocess.run([python.path, WORK, "2000"], stdout=subprocess.PIPE,
+                         env=target_env(), timeout=60)
+    assert res.returncode == 0
+    match = bench.ELAPSED_RE.search(res.stdout.decode())
+    assert match, res.stdout
+    wall, cpu = float(match.group(1)), float(match.group(2))
+    assert 0 < cpu <= wall + 0.02, (wall, cpu)
+
+
+def test_own_sampler_command_line(tmp_path):
+    """CPython 3.15's profiling.sampling takes the command line bench.py
+    gives it and writes collapsed stacks of every thread."""
+    slot = [s for s in pyfind.slots() if s.name == "%d.%d" % bench.VERSUS]
+    if not slot or slot[0].interpreter is None:
+        pytest.skip("CPython %d.%d not found, so its own sampler cannot be "
+                    "run" % bench.VERSUS)
+    python = slot[0].interpreter
+    proc = start_goal_target(python)
+    out = str(tmp_path / "versus.txt")
+    try:
+        res = subprocess.run(
+            [python.path, "-m", "profiling.sampling", "attach", "-a", "-r",
+             "200", "-d", "1", "--collapsed", "-o", out, str(proc.pid)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=target_env(), timeout=120)
+    finally:
+        stop(proc)
+    assert res.returncode == 0, res.stdout
+    # Its stacks of each kind of thread; not checked for exact counts, as
+    # how it counts a failed read is its own business.
+    assert folded_counts(out, "idle") > 0, res.stdout
+    assert folded_counts(out, "spin") > 0, res.stdout

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: MIT
+"""spyc under injected faults, on every CPython slot.
+
+tests/build/spyc-faults is spyc built with `make FAULTS=1`: SPYC_FAULTS makes
+its remote reads fail, stop short, return random bytes or stale bytes, and
+its ptrace calls fail, at the rates it names (src/faults.h).  Every command
+is run against real targets at a high rate, so that each run meets hundreds
+of faults, and must still behave: no signal, no hang, exit 0 or 1 (1 with
+the losses counted in the summary), a well-formed output file, and the
+target running on, no thread of it left stopped or traced.
+
+A failure message holds the SPYC_FAULTS used, seed included, to run again.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+import zlib
+
+import pytest
+
+from conftest import (REPO, TargetPool, decode, target_env,
+                      top_until_snapshots)
+from test_record import parse_speedscope, parse_summary
+from test_top import parse_plain
+
+FAULTS_BINARY = os.path.join(REPO, "tests", "build", "spyc-faults")
+# Rates of the runs that make profiles: about one read in 30 goes wrong.
+RATES = "read=0.01,garbage=0.01,stale=0.01,ptrace=0.02"
+# dump reads each stack once (if it is consistent): twice the rates, and
+# several runs, reach its paths; higher, a deep stack is never read whole.
+DUMP_RATES = "read=0.02,garbage=0.02,stale=0.02,ptrace=0.04"
+DUMP_RUNS = 4
+# High enough that a run meets faults by the hundred; short enough that the
+# file runs in a few minutes on every slot.
+RATE_HZ = 2000
+SECONDS = 1.5
+# spyc must be done well within this, whatever the faults do.
+TIMEOUT = 60
+# How long a target may take to show it runs on after spyc is gone.
+RUN_ON_TIMEOUT = 10.0
+
+
+@pytest.fixture(scope="session")
+def faults_spyc(spyc):
+    """tests/build/spyc-faults, built with make if it is missing or old;
+    SPYC_FAULTS_BINARY=PATH tests that spyc instead (make test-sanitize:
+    tests/build/spyc-asan, which has the fault injection too)."""
+    from conftest import Spyc
+    override = os.environ.get("SPYC_FAULTS_BINARY")
+    if override:
+        return Spyc(os.path.abspath(override))
+    res = subprocess.run(["make", "tests/build/spyc-faults"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=900)
+    if res.returncode != 0:
+        pytest.fail("make tests/build/spyc-faults failed:\n%s" %
+                    "\n".join(decode(res.stdout).splitlines()[-40:]),
+                    pytrace=False)
+    return Spyc(FAULTS_BINARY)
+
+
+@pytest.fixture(scope="module")
+def slot_targets(python, tmp_path_factory):
+    """The slot's targets, started once and shared by its tests: states.py
+    (threads sleeping, blocked and spinning), hot.py (one busy thread) and
+    deep.py (deep recursion)."""
+    pool = TargetPool(tmp_path_factory)
+    try:
+        yield {
+            "states": pool.start(python, "states.py", "{report}"),
+            "hot": pool.start(python, "hot.py", 0, "{report}"),
+            "deep": pool.start(python, "deep.py", "{report}"),
+        }
+    finally:
+        pool.close()
+
+
+def faults_env(rates, python, what, n=0):
+    """spyc's environment: the rates and a seed of the test's own."""
+    seed = zlib.crc32(("%s %s %d" % (python.version, what, n)).encode())
+    spec = "%s,seed=%d" % (rates, seed)
+    return target_env({"SPYC_FAULTS": spec}), spec
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def task_status(pid):
+    """{tid: (State letter, TracerPid)} of every thread of pid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                fields = dict(l.split(":", 1) for l in f if ":" in l)
+        except OSError:
+            continue  # a thread that just ended
+        out[int(tid)] = (fields["State"].split()[0],
+                         int(fields["TracerPid"]))
+    return out
+
+
+def assert_target_runs_on(target, describe):
+    """After spyc: the target is alive, no thread is stopped or traced, and
+    one that spins (all but deep.py, whose threads sleep) keeps using CPU."""
+    assert target.proc.poll() is None, (
+        "the target died (exit %s) under spyc\n%s\n--- target stderr ---\n%s"
+        % (target.proc.returncode, describe, target.errors()))
+    status = task_status(target.pid)
+    bad = dict((tid, s) for tid, s in status.items()
+               if s[0] in ("t", "T") or s[1] != 0)
+    assert not bad, ("threads left stopped or traced after spyc exited "
+                     "{tid: (state, tracer)}: %s\n%s" % (bad, describe))
+    if target.script.endswith("deep.py"):
+        return
+    before = cpu_ticks(target.pid)
+    deadline = time.time() + RUN_ON_TIMEOUT
+    while cpu_ticks(target.pid) == before:
+        assert time.time() < deadline, (
+            "the target used no CPU for %.0f s after spyc exited\n%s" % (
+                RUN_ON_TIMEOUT, describe))
+        time.sleep(0.05)
+
+
+def assert_survived(res, spec):
+    """No signal, exit 0 or 1; returns the description for messages."""
+    describe = "SPYC_FAULTS=%s\n%s" % (spec, res.describe())
+    assert res.returncode >= 0, "spyc was killed by signal %d\n%s" % (
+        -res.returncode, describe)
+    assert res.returncode in (0, 1), describe
+    return describe
+
+
+def record(spyc, python, target, tmp_path, what, out_name, *extra):
+    """Run record under faults and check what every record run must
+    satisfy; returns (summary, output path, description)."""
+    env, spec = faults_env(RATES, python, what)
+    out = str(tmp_path / out_name)
+    res = spyc.run(["record", "--pid", target.pid, "--rate", RATE_HZ,
+                    "--duration", SECONDS, "-o", out] + list(extra),
+                   env=env, timeout=TIMEOUT)
+    describe = assert_survived(res, spec)
+    summary = parse_summary(res.stderr, describe)
+    if res.returncode == 1:
+        assert summary.dropped > 0 or summary.samples == 0, (
+            "exit 1 but the summary counts nothing lost\n" + describe)
+    assert summary.samples + summary.dropped > 0, (
+        "nothing sampled in %s s at %d Hz\n%s" % (SECONDS, RATE_HZ, describe))
+    assert os.path.exists(out), "no output written\n" + describe
+    assert_target_runs_on(target, describe)
+    return summary, out, describe
+
+
+def parse_folded_any(path):
+    """Folded lines, native frames (some have no file) or not:
+    [(None, [frame text], count)].  Records end at "\n" only: names read
+    as garbage may hold the other characters str.splitlines() splits at,
+    which the format does not reserve."""
+    stacks = []
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    assert text.endswith("\n") or not text, "folded file must end in newline"
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        stack, _, count = line.rpartition(" ")
+        assert stack and count.isdigit() and int(count) > 0, (
+            "folded line %d is not 'STACK COUNT': %r" % (n, line))
+        frames = stack.split(";")
+        assert all(f.strip() for f in frames), (
+            "folded line %d: an empty frame: %r" % (n, line))
+        stacks.append((None, frames, int(count)))
+    return stacks
+
+
+def check_stacks(stacks, summary, describe):
+    assert all(frames for _, frames, _ in stacks) or not stacks
+    if summary.samples:
+        assert stacks, "%d samples but no stack written\n%s" % (
+            summary.samples, describe)
+
+
+def test_record_speedscope(faults_spyc, python, slot_targets, tmp_path):
+    summary, out, describe = record(
+        faults_spyc, python, slot_targets["states"], tmp_path, "speedscope",
+        "out.json", "--idle")
+    try:
+        _, stacks = parse_speedscope(out)
+    except ValueError as e:
+        pytest.fail("invalid speedscope JSON (%s)\n%s" % (e, describe))
+    check_stacks(stacks, summary, describe)
+
+
+def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
+    summary, out, describe = record(
+        faults_spyc, python, slot_targets["hot"], tmp_path, "folded",
+        "out.txt", "--threads")
+    stacks = parse_folded_any(out)
+    for _, frames, _ in stacks:
+        # Python frames, after the thread's label: a name, a line >= 0.
+        assert all(re.match(r"^.+ \(.*:[0-9]+\)$", f) for f in frames[1:]), (
+            "a frame is not 'name (file:line)': %r\n%s" % (frames, describe))
+    check_stacks(stacks, summary, describe)
+
+
+def test_record_native(faults_spyc, python, slot_targets, tmp_path):
+    summary, out, describe = record(
+        faults_spyc, python, slot_targets["hot"], tmp_path, "native",
+        "out.txt", "--native")
+    check_stacks(parse_folded_any(out), summary, describe)
+
+
+def test_record_blocking(faults_spyc, python, slot_targets, tmp_path):
+    summary, out, describe = record(
+        faults_spyc, python, slot_targets["states"], tmp_path, "blocking",
+        "out.json", "--blocking", "--idle")
+    _, stacks = parse_speedscope(out)
+    check_stacks(stacks, summary, describe)
+
+
+@pytest.mark.parametrize("mode", ["text", "json", "native"])
+def test_dump(faults_spyc, python, slot_targets, mode):
+    """dump of deep stacks and of several threads: exit 0, or 1 with a
+    line saying the stacks could not be read cleanly; output that parses."""
+    extra = {"text": [], "json": ["--json"], "native": ["--native"]}[mode]
+    for n in range(DUMP_RUNS):
+        target = slot_targets["deep" if n % 2 else "states"]
+        env, spec = faults_env(DUMP_RATES, python, "dump " + mode, n)
+        res = faults_spyc.run(["dump", "--pid", target.pid] + extra,
+                              env=env, timeout=TIMEOUT)
+        describe = assert_survived(res, spec)
+        if res.returncode == 1:
+            assert [l for l in res.stderr_lines
+                    if l.startswith("spyc: ")], (
+                "exit 1 with no 'spyc: ' line saying why\n" + describe)
+        elif mode == "json":
+            try:
+                doc = json.loads(res.stdout)
+            except ValueError as e:
+                pytest.fail("invalid JSON (%s)\n%s" % (e, describe))
+            assert doc["threads"], describe
+        else:
+            assert "Thread 0x" in res.stdout, describe
+        assert_target_runs_on(target, describe)
+
+
+def test_top_plain(faults_spyc, python, slot_targets, tmp_path):
+    target = slot_targets["states"]
+    env, spec = faults_env(RATES, python, "top")
+    code, text, describe = top_until_snapshots(
+        faults_spyc, ["--pid", target.pid, "--rate", RATE_HZ, "--idle",
+                      "--interval", 0.5], str(tmp_path / "top.txt"), 3,
+        env=env)
+    describe = "SPYC_FAULTS=%s\n%s" % (spec, describe)
+    assert code >= 0, "spyc top was killed by signal %d\n%s" % (-code,
+                                                                 describe)
+    assert code in (0, 1), describe
+    assert parse_plain(text), "no snapshot\n" + describe
+    assert_target_runs_on(target, describe)

@@ -1,0 +1,579 @@
+# SPDX-License-Identifier: MIT
+"""Stacks you can trust (issue 7), on every CPython slot.
+
+A. No stack spyc keeps is cut short or crosses a frame that changed under
+   it: every kept stack starts at the thread's true outermost frame
+   (<module>), and every caller -> callee pair in it is one the program
+   really has.  A chain that cannot be read consistently is re-read or
+   dropped (counted as torn), never kept.
+   - generators.py runs inside generators, `yield from` chains, generator
+     expressions and coroutines, and reports its own call graph (seen
+     with sys.setprofile);
+   - callgraph.py makes many short calls, recursion included, from a call
+     graph known by construction, so frame objects are freed and reused
+     all the time (between code objects on 3.6 .. 3.10).
+B. --max-depth N (default 4096): a deeper stack keeps its N innermost
+   frames under a root frame named exactly "[K frames not read]", K being
+   the frames left out; record counts such samples as truncated.
+   depth.py recurses to exactly 5000 frames and spins (busy) or sleeps
+   (block) there.
+
+Folded lines are "frame;frame;... count", root first, each frame
+"name (file:line)", except the "[K frames not read]" root, which has no
+file or line.
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import (TargetPool, newest_python, parse_dump_text,
+                      top_until_snapshots)
+
+FRAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
+NOT_READ_RE = re.compile(r"^\[(?P<k>\d+) frames not read\]$")
+# The summary line, with the part this issue adds:
+#   spyc: 1234 samples, 5 dropped (5 torn reads), 1234 truncated (deeper
+#   than --max-depth 4096), 2.00 s at 99.8 Hz -> out.txt (--duration elapsed)
+SUMMARY_RE = re.compile(
+    r"^spyc: (?P<samples>\d+) samples"
+    r"(?:, (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?)?"
+    r"(?:, (?P<truncated>\d+) truncated"
+    r" \(deeper than --max-depth (?P<max_depth>\d+)\))?"
+    r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
+    r"(?: \([^()]*\))?$")
+
+DEFAULT_MAX_DEPTH = 4096
+DEPTH = 5000                # depth.py's recursion, <module> included
+# Kept samples of a busy main thread, as a share of rate x duration.  A
+# loaded 2-core machine can keep the target off a CPU for a good part of
+# a run; dropping every unreadable sample must still not pass.
+MIN_KEPT_SHARE = 0.3
+DUMP_TRIES = 30
+MIN_CLEAN_DUMPS = 25
+
+
+def not_read(k):
+    return "[%d frames not read]" % k
+
+
+# --- parsing ---
+
+class Summary(object):
+    def __init__(self, m):
+        self.samples = int(m.group("samples"))
+        self.dropped = int(m.group("dropped") or 0)
+        self.why = m.group("why")
+        self.truncated = int(m.group("truncated") or 0)
+        md = m.group("max_depth")
+        self.max_depth = int(md) if md is not None else None
+        self.seconds = float(m.group("seconds"))
+        self.hz = float(m.group("hz"))
+
+
+def parse_summary(res):
+    lines = [l for l in res.stderr.splitlines() if l.startswith("spyc: ")]
+    matches = [m for m in (SUMMARY_RE.match(l) for l in lines) if m]
+    assert len(matches) == 1 and lines[-1] == matches[0].group(0), (
+        "expected one summary line, spyc's last: 'spyc: N samples, "
+        "[D dropped (...), ][M truncated (deeper than --max-depth N), ]"
+        "S s at R Hz -> FILE'\n" + res.describe())
+    return Summary(matches[0])
+
+
+def parse_frame(text, where):
+    """(name, file, line) of 'name (file:line)'; a "[K frames not read]"
+    root is (text, None, None)."""
+    if NOT_READ_RE.match(text):
+        return (text, None, None)
+    m = FRAME_RE.match(text)
+    assert m, "%s: frame %r is not 'name (file:line)'" % (where, text)
+    return (m.group("name"), m.group("file"), int(m.group("line")))
+
+
+def parse_folded(path):
+    """[(frames root first, count)]."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    assert text.endswith("\n") or not text, "folded file must end in newline"
+    stacks = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stack, _, count = line.rpartition(" ")
+        assert stack and re.match(r"^[1-9][0-9]*$", count), (
+            "folded line %d has no count: %r" % (n, line))
+        where = "folded line %d" % n
+        stacks.append(([parse_frame(p, where) for p in stack.split(";")],
+                       int(count)))
+    return stacks
+
+
+def parse_speedscope(path):
+    """[(frames root first, weight)]."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    frames = doc["shared"]["frames"]
+    stacks = []
+    for prof in doc["profiles"]:
+        for sample, weight in zip(prof["samples"], prof["weights"]):
+            stacks.append(([(frames[i]["name"], frames[i].get("file"),
+                             frames[i].get("line")) for i in sample],
+                           weight))
+    return stacks
+
+
+def thread_lines(text, ident):
+    """The lines under thread ident's header in `spyc dump` text, up to
+    the next blank line or header."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^Thread 0x0*%x\b" % ident, line):
+            out = []
+            for l in lines[i + 1:]:
+                if not l.strip() or l.startswith("Thread "):
+                    break
+                out.append(l)
+            return out
+    return None
+
+
+def show(frames, limit=12):
+    """A stack, root first, for messages (long ones cut in the middle)."""
+    text = ["%s (%s:%s)" % f if f[1] is not None else f[0] for f in frames]
+    if len(text) > limit:
+        text = text[:limit // 2] + ["... %d more ..." % (
+            len(text) - limit)] + text[-(limit // 2):]
+    return ";".join(text)
+
+
+# --- what a trustworthy stack is ---
+
+def module_of(info):
+    """(name, file) of the main thread's outermost frame, as the target
+    itself saw it: <module> of the target script."""
+    main = [t for t in info["threads"]
+            if t["thread_id"] == info["main_thread_id"]]
+    assert len(main) == 1, info["threads"]
+    root = main[0]["frames"][-1]
+    assert root["name"] == "<module>", root
+    return (root["name"], root["file"])
+
+
+def stack_problem(frames, root, allowed, key):
+    """Why frames (root first) is not a whole stack with only allowed
+    caller -> callee pairs, or None.  key(frame) gives what allowed
+    holds for a frame."""
+    if not frames:
+        return "empty stack"
+    if any(NOT_READ_RE.match(f[0]) for f in frames):
+        return "a [K frames not read] frame in a shallow stack"
+    if (frames[0][0], frames[0][1]) != root:
+        return "starts at %s (%s), not at %s (%s)" % (
+            frames[0][0], frames[0][1], root[0], root[1])
+    for caller, callee in zip(frames, frames[1:]):
+        if (key(caller), key(callee)) not in allowed:
+            return "%s (%s) -> %s (%s): the program never makes that " \
+                "call" % (caller[0], caller[1], callee[0], callee[1])
+    return None
+
+
+# Share of kept samples whose links are torn in a way the non-blocking
+# checks cannot see (see check_stacks).
+RESIDUAL_TEAR_SHARE = 0.01
+
+
+def check_stacks(stacks, root, allowed, key, describe):
+    bad = {}
+    total = 0
+    for frames, count in stacks:
+        total += count
+        why = stack_problem(frames, root, allowed, key)
+        if why:
+            bad.setdefault(why, []).append((frames, count))
+    # A stack cut short (one that does not start at the thread's first
+    # frame) is never allowed.  A stack whose frames all link up but
+    # crosses a frame popped and reused by a frame of the same size while
+    # it was read cannot be told from a real one without stopping the
+    # thread or a second read per frame: a residue of such samples is
+    # tolerated, bounded well below what tearing left before the checks.
+    wrong_edges = sum(c for why, v in bad.items() for _, c in v
+                      if "never makes that call" in why)
+    cut = sum(c for v in bad.values() for _, c in v) - wrong_edges
+    if cut or wrong_edges > max(2, RESIDUAL_TEAR_SHARE * total):
+        nbad = sum(c for v in bad.values() for _, c in v)
+        lines = []
+        for why, items in sorted(bad.items(), key=lambda kv: -sum(
+                c for _, c in kv[1]))[:6]:
+            lines.append("  %d x %s\n      e.g. %s" % (
+                sum(c for _, c in items), why, show(items[0][0])))
+        pytest.fail("%d of %d kept samples are not stacks the thread had:"
+                    "\n%s\n%s" % (nbad, total, "\n".join(lines), describe))
+    return total
+
+
+def edges_with_files(info):
+    return set((tuple(a), tuple(b)) for a, b in info["edges"])
+
+
+def name_file(frame):
+    return (frame[0], frame[1])
+
+
+def record(spyc, pid, out, rate, duration, *extra, **kw):
+    """Record; with may_drop, exit 1 (more than 1% dropped) is allowed
+    too: a target whose stacks change all the time may have many torn
+    reads, which are dropped, never kept."""
+    res = spyc.run(["record", "--pid", pid, "--rate", rate, "--duration",
+                    duration, "--full-filenames", "-o", out] + list(extra),
+                   timeout=60)
+    if kw.get("may_drop"):
+        assert res.returncode in (0, 1), (
+            "exit 0, or 1 when many samples were dropped\n" + res.describe())
+    else:
+        res.assert_ok()
+    assert os.path.exists(out), "no profile written\n" + res.describe()
+    return res, parse_summary(res)
+
+
+def check_kept(summary, stacks, rate, duration, describe):
+    kept = sum(c for _, c in stacks)
+    assert kept == summary.samples, (
+        "the file holds %d samples, the summary says %d\n%s" % (
+            kept, summary.samples, describe))
+    want = MIN_KEPT_SHARE * rate * duration
+    assert summary.samples >= want, (
+        "only %d samples kept of %d asked (%.0f Hz x %s s); at least %d "
+        "expected\n%s" % (summary.samples, rate * duration, rate, duration,
+                          want, describe))
+
+
+# --- A: generators, coroutines ---
+
+GEN_WORKLOADS = ["json_work", "genexpr_work", "yield_from_work",
+                 "coroutine_work"]
+
+
+def test_record_generators_whole_stacks(spyc, python, targets, tmp_path):
+    """200 Hz for 3 s of a main thread that lives in generators: every
+    kept stack starts at <module> and has only real calls."""
+    t = targets.start(python, "generators.py")
+    root = module_of(t.info)
+    allowed = edges_with_files(t.info)
+    out = str(tmp_path / "gen.txt")
+    res, summary = record(spyc, t.pid, out, 200, 3, "--format", "folded",
+                          may_drop=True)
+    stacks = parse_folded(out)
+    check_kept(summary, stacks, 200, 3, res.describe())
+    check_stacks(stacks, root, allowed, name_file, res.describe())
+    seen = set(f[0] for frames, _ in stacks for f in frames)
+    missing = [w for w in GEN_WORKLOADS if w not in seen]
+    assert not missing, (
+        "the target should spend time in each workload; never seen: %s\n%s"
+        % (missing, res.describe()))
+
+
+def test_dump_generators_whole_stacks(spyc, python, targets):
+    """30 dumps of that thread: each one whole (from <module> of the
+    target) with only real calls, or exit 1; at most a few exit 1."""
+    t = targets.start(python, "generators.py")
+    root = module_of(t.info)
+    allowed = edges_with_files(t.info)
+    ident = t.info["main_thread_id"]
+    clean = 0
+    failures = []
+    for i in range(DUMP_TRIES):
+        res = spyc.run(["dump", "--pid", t.pid], timeout=30)
+        assert res.returncode in (0, 1), (
+            "dump %d: exit 0, or 1 when it could not read cleanly\n%s" % (
+                i + 1, res.describe()))
+        assert "frames not read" not in res.stdout, res.describe()
+        _, threads = parse_dump_text(res.stdout)
+        frames = threads.get(ident, {}).get("frames", [])
+        if res.returncode == 0:
+            clean += 1
+            assert ident in threads, (
+                "dump %d: no main thread %#x\n%s" % (i + 1, ident,
+                                                     res.describe()))
+        elif not frames:
+            continue
+        # Exit 1 may say less, never something wrong.
+        why = stack_problem(frames[::-1], root, allowed, name_file)
+        if why:
+            failures.append("dump %d (exit %d): %s\n    %s" % (
+                i + 1, res.returncode, why, show(frames[::-1])))
+    assert not failures, (
+        "%d of %d dumps printed a stack the thread never had:\n%s" % (
+            len(failures), DUMP_TRIES, "\n".join(failures[:10])))
+    assert clean >= MIN_CLEAN_DUMPS, (
+        "only %d of %d dumps exited 0 (at least %d expected)" % (
+            clean, DUMP_TRIES, MIN_CLEAN_DUMPS))
+
+
+# --- A: frames freed and reused ---
+
+def test_record_call_graph(spyc, python, targets, tmp_path):
+    """2000 Hz for 3 s of many short calls: every kept stack starts at
+    <module> and every caller -> callee pair is in the known call graph."""
+    t = targets.start(python, "callgraph.py")
+    root = module_of(t.info)
+    allowed = set(tuple(e) for e in t.info["edges"])
+    out = str(tmp_path / "calls.txt")
+    rate, duration = 2000, 3
+    res, summary = record(spyc, t.pid, out, rate, duration, "--format",
+                          "folded", may_drop=True)
+    stacks = parse_folded(out)
+    # At 2000 Hz spyc may fall behind on a loaded machine, and many reads
+    # may tear, and on a loaded machine up to 3.10 (a read per new frame)
+    # most reads can: ask for a tenth of the samples asked.
+    kept = sum(c for _, c in stacks)
+    assert kept == summary.samples, res.describe()
+    want = 0.1 * rate * duration
+    assert summary.samples >= want, (
+        "only %d samples kept (%d dropped) of %d asked; at least %d "
+        "expected\n%s" % (
+            summary.samples, summary.dropped, rate * duration, want,
+            res.describe()))
+    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe())
+    gen_file = t.info["generated_file"]
+    for frames, _ in stacks:
+        for f in frames[2:]:
+            assert f[1] == gen_file, (
+                "%s should be in %s\n%s" % (show(frames), gen_file,
+                                            res.describe()))
+    deepest = max(len(frames) for frames, _ in stacks)
+    assert deepest >= 6, "no sample inside the recursion\n" + res.describe()
+
+
+# --- B: --max-depth ---
+
+def check_deep_target(t):
+    assert t.info["depth"] == DEPTH, (
+        "depth.py should be at exactly %d frames, says %d" % (
+            DEPTH, t.info["depth"]))
+
+
+@pytest.fixture
+def deep_busy(python, targets):
+    t = targets.start(python, "depth.py", DEPTH, "busy", "{report}")
+    check_deep_target(t)
+    return t
+
+
+@pytest.fixture(scope="module")
+def deep_block(python, tmp_path_factory):
+    """One target per slot, asleep at depth 5000, shared by the dump
+    tests: its report holds the exact stack a dump must see."""
+    pool = TargetPool(tmp_path_factory)
+    try:
+        t = pool.start(python, "depth.py", DEPTH, "block", "{report}")
+        check_deep_target(t)
+        main = [th for th in t.info["threads"]
+                if th["thread_id"] == t.info["main_thread_id"]][0]
+        assert len(main["frames"]) == DEPTH, len(main["frames"])
+        yield t
+    finally:
+        pool.close()
+
+
+def check_cut_stacks(stacks, k, n, describe):
+    """Every stack: the "[k frames not read]" root, then n frames, the
+    innermost n of depth.py's: recurse x (n - 1), bottom."""
+    for frames, _ in stacks:
+        assert frames[0] == (not_read(k), None, None), (
+            "the root should be %r: %s\n%s" % (not_read(k), show(frames),
+                                               describe))
+        names = [f[0] for f in frames[1:]]
+        assert len(names) == n and names[-1] == "bottom" and \
+            set(names[:-1]) == {"recurse"}, (
+                "expected %r then recurse x %d, bottom: %s\n%s" % (
+                    not_read(k), n - 1, show(frames), describe))
+        assert all(f[1] and f[1].endswith("depth.py") for f in frames[1:]), (
+            show(frames), describe)
+
+
+def test_record_depth_default(spyc, python, deep_busy, tmp_path):
+    """Depth 5000, default --max-depth 4096: every sample kept, with the
+    [904 frames not read] root, and counted as truncated."""
+    out = str(tmp_path / "deep.txt")
+    rate, duration = 100, 2
+    res, summary = record(spyc, deep_busy.pid, out, rate, duration)
+    stacks = parse_folded(out)
+    check_kept(summary, stacks, rate, duration, res.describe())
+    assert summary.dropped <= max(2, 0.05 * summary.samples), (
+        "a stack that does not change should not be dropped\n"
+        + res.describe())
+    assert summary.truncated == summary.samples and \
+        summary.max_depth == DEFAULT_MAX_DEPTH, (
+            "every sample is cut at the default --max-depth %d: the summary "
+            "should say ', %d truncated (deeper than --max-depth %d)'\n%s" % (
+                DEFAULT_MAX_DEPTH, summary.samples, DEFAULT_MAX_DEPTH,
+                res.describe()))
+    check_cut_stacks(stacks, DEPTH - DEFAULT_MAX_DEPTH, DEFAULT_MAX_DEPTH,
+                     res.describe())
+
+
+def test_record_depth_limits(spyc, python, deep_busy, tmp_path):
+    """--max-depth 10000 reads all 5000 frames; --max-depth 100 keeps 100
+    under a [4900 frames not read] root (speedscope: a frame of that
+    name)."""
+    root = module_of(deep_busy.info)
+    out = str(tmp_path / "all.txt")
+    res, summary = record(spyc, deep_busy.pid, out, 100, 1,
+                          "--max-depth", 10000)
+    stacks = parse_folded(out)
+    check_kept(summary, stacks, 100, 1, res.describe())
+    assert summary.truncated == 0, res.describe()
+    for frames, _ in stacks:
+        assert len(frames) == DEPTH and name_file(frames[0]) == root and \
+            frames[-1][0] == "bottom", (
+                "expected all %d frames, from <module> to bottom: %d: %s\n%s"
+                % (DEPTH, len(frames), show(frames), res.describe()))
+
+    out = str(tmp_path / "cut.json")
+    res, summary = record(spyc, deep_busy.pid, out, 100, 1,
+                          "--max-depth", 100)
+    stacks = parse_speedscope(out)
+    assert stacks, res.describe()
+    assert summary.truncated == summary.samples and \
+        summary.max_depth == 100, res.describe()
+    for frames, _ in stacks:
+        # Speedscope frames may carry a file and line; the root has none
+        # worth checking, only its name.
+        assert frames[0][0] == not_read(DEPTH - 100), (
+            show(frames), res.describe())
+    check_cut_stacks([([(not_read(DEPTH - 100), None, None)] + f[1:], c)
+                      for f, c in stacks], DEPTH - 100, 100, res.describe())
+
+
+def main_thread(doc, ident):
+    found = [th for th in doc["threads"] if th["thread_id"] == ident]
+    assert len(found) == 1, doc
+    return found[0]
+
+
+def expected_frames(t):
+    """The target's own view of its main thread, innermost first."""
+    main = [th for th in t.info["threads"]
+            if th["thread_id"] == t.info["main_thread_id"]][0]
+    return [(f["name"], f["file"], f["line"]) for f in main["frames"]]
+
+
+def dump_json(spyc, pid, *extra):
+    res = spyc.run(["dump", "--pid", pid, "--json"] + list(extra),
+                   timeout=30)
+    res.assert_ok()
+    try:
+        return json.loads(res.stdout), res
+    except ValueError as e:
+        pytest.fail("dump --json printed invalid JSON (%s)\n%s" % (
+            e, res.describe()))
+
+
+def check_json_thread(th, want, n, describe):
+    """th: a dump --json thread; want: the whole stack, innermost first;
+    n: how many frames a dump may read."""
+    k = max(0, len(want) - n)
+    assert th.get("frames_not_read") == k, (
+        "frames_not_read should be %d, is %r\n%s" % (
+            k, th.get("frames_not_read"), describe))
+    frames = th["frames"]
+    read = [(f.get("name"), f.get("file"), f.get("line"))
+            for f in (frames[:-1] if k else frames)]
+    assert read == want[:n], (
+        "the frames read should be the %d innermost the target has\n"
+        "  target: %s\n  spyc:   %s\n%s" % (
+            min(n, len(want)), show(want[:n][::-1]), show(read[::-1]),
+            describe))
+    if k:
+        assert frames[-1] == {"name": not_read(k)}, (
+            "the last frame should be exactly %r, is %r\n%s" % (
+                {"name": not_read(k)}, frames[-1], describe))
+
+
+def test_dump_depth_json(spyc, python, deep_block):
+    """dump --json at depth 5000: by default the 4096 innermost frames,
+    then {"name": "[904 frames not read]"}, and frames_not_read 904;
+    --max-depth 10000: all 5000 and 0; --max-depth 100: 100 and 4900."""
+    want = expected_frames(deep_block)
+    ident = deep_block.info["main_thread_id"]
+    for extra, n in (([], DEFAULT_MAX_DEPTH), (["--max-depth", 10000], DEPTH),
+                     (["--max-depth", 100], 100)):
+        doc, res = dump_json(spyc, deep_block.pid, *extra)
+        for th in doc["threads"]:
+            assert isinstance(th.get("frames_not_read"), int), (
+                "every thread has frames_not_read\n" + res.describe())
+        check_json_thread(main_thread(doc, ident), want, n, res.describe())
+
+
+def test_dump_depth_text(spyc, python, deep_block):
+    """dump text at depth 5000: the 4096 innermost frames, then
+    '[904 frames not read]', indented like them; --max-depth 100 the
+    same with 100 and 4900; --max-depth 10000 every frame."""
+    want = expected_frames(deep_block)
+    ident = deep_block.info["main_thread_id"]
+    for extra, n in (([], DEFAULT_MAX_DEPTH), (["--max-depth", 100], 100),
+                     (["--max-depth", 10000], DEPTH)):
+        res = spyc.run(["dump", "--pid", deep_block.pid] + extra, timeout=30)
+        res.assert_ok()
+        lines = thread_lines(res.stdout, ident)
+        assert lines is not None, (
+            "no 'Thread 0x%x' in the dump\n%s" % (ident, res.describe()))
+        k = len(want) - n if len(want) > n else 0
+        frame_lines = lines[:-1] if k else lines
+        assert frame_lines, res.describe()
+        indent = re.match(r"^\s+", frame_lines[0])
+        assert indent, "frames are indented\n" + res.describe()
+        read = [parse_frame(l.strip(), "dump") for l in frame_lines]
+        assert read == want[:n], (
+            "the frames printed should be the %d innermost the target has"
+            "\n  target: %s\n  spyc:   %s\n%s" % (
+                n, show(want[:n][::-1]), show(read[::-1]), res.describe()))
+        if k:
+            assert lines[-1] == indent.group(0) + not_read(k), (
+                "the last line should be %r, is %r\n%s" % (
+                    indent.group(0) + not_read(k), lines[-1],
+                    res.describe()))
+        assert res.stdout.count("frames not read") == (1 if k else 0), (
+            res.describe())
+
+
+def test_top_max_depth(spyc, targets, tmp_path):
+    """top --max-depth 100 shows a stack 5000 deep (plain-text mode):
+    bottom() is its hottest function.  Top's handling of depth does not
+    depend on the version beyond what record tests: newest only."""
+    py = newest_python()
+    if py is None:
+        pytest.skip("no supported CPython (3.6-3.15) found on this machine")
+    t = targets.start(py, "depth.py", DEPTH, "busy", "{report}")
+    check_deep_target(t)
+    code, text, describe = top_until_snapshots(
+        spyc, ["--pid", t.pid, "--interval", 0.5, "--max-depth", 100],
+        str(tmp_path / "top.out"), 3)
+    assert code == 0, describe
+    last = text.rsplit("snapshot: ", 1)[-1]
+    rows = [l for l in last.splitlines()
+            if re.match(r"^\s*\d+\.\d\s+\d+\.\d\s", l)]
+    assert rows and re.search(r"\sbottom \(.*depth\.py:\d+\)\s*$",
+                              rows[0]), (
+        "the first row of the last snapshot should be bottom()\n" + describe)
+    assert float(rows[0].split()[0]) >= 50, describe
+
+
+BAD_DEPTHS = ["0", "abc", "-3", "1.5"]
+
+
+@pytest.mark.parametrize("value", BAD_DEPTHS)
+@pytest.mark.parametrize("cmd", ["record", "dump", "top"])
+def test_max_depth_usage_error(spyc, tmp_path, cmd, value):
+    """--max-depth takes a positive integer: anything else is a usage
+    error (exit 64), one line that names the value."""
+    args = {"record": ["record", "--max-depth", value, "--pid", 1,
+                       "-o", str(tmp_path / "x.txt")],
+            "dump": ["dump", "--max-depth", value, "--pid", 1],
+            "top": ["top", "--max-depth", value, "--pid", 1]}[cmd]
+    res = spyc.run(args, timeout=20)
+    line = res.assert_error(64, value)
+    assert "depth" in line.lower(), (
+        "the error should be about --max-depth\n" + res.describe())
+    assert not os.path.exists(str(tmp_path / "x.txt"))

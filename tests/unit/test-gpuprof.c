@@ -1,0 +1,613 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the GPU converters (src/gpuprof.c, and the GPU parts of
+ * the speedscope and folded writers), fed by records that the agent's
+ * own writer (agent/ring.c) put in a channel and spyc's reader took out.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../../agent/ring.h"
+#include "gpuchan.h"
+#include "gpuprof.h"
+#include "output.h"
+#include "stacks.h"
+#include "timeline.h"
+#include "util.h"
+
+#include "check.h"
+
+/* As in test-output.c: speedscope's own schema, from the live tests. */
+#define SPEEDSCOPE_SCHEMA_FILE                                                 \
+	"tests/build/node_modules/speedscope/dist/release/"                    \
+	"file-format-schema.json"
+
+/* CUPTI's clock runs this far behind CLOCK_MONOTONIC in the fixture. */
+#define OFFSET 5000000ULL
+#define T0 (OFFSET + 1000000ULL) /* sampling starts 1 ms after CUPTI's 1 ms */
+#define TID_MAIN 100
+#define TID_LOADER 200
+#define TID_UNSAMPLED 300
+#define RATE_HZ 100.0
+
+struct fixture {
+	struct stacks cpu;
+	struct gpuprof gp;
+	uint32_t th_main, th_loader;
+	uint32_t e_step, e_forward, e_load;
+};
+
+static struct gpu_record kernel(uint32_t corr, const char *name, uint64_t start,
+				uint64_t end, uint32_t stream)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_KERNEL;
+	r.size = sizeof(r.u.kernel);
+	r.u.kernel.correlation = corr;
+	r.u.kernel.start = start;
+	r.u.kernel.end = end;
+	r.u.kernel.stream = stream;
+	r.u.kernel.grid[0] = r.u.kernel.block[0] = 1;
+	snprintf(r.u.kernel.name, sizeof(r.u.kernel.name), "%s", name);
+	return r;
+}
+
+static struct gpu_record api(uint32_t corr, uint32_t tid, uint64_t start)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_API;
+	r.size = sizeof(r.u.api);
+	r.u.api.correlation = corr;
+	r.u.api.tid = tid;
+	r.u.api.pid = 1;
+	r.u.api.domain = 2;
+	r.u.api.start = start;
+	r.u.api.end = start + 2000;
+	return r;
+}
+
+static struct gpu_record copy(uint32_t corr, unsigned kind, uint64_t bytes,
+			      uint64_t start, uint64_t end)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_MEMCPY;
+	r.size = sizeof(r.u.memcpy);
+	r.u.memcpy.correlation = corr;
+	r.u.memcpy.copy_kind = (uint8_t)kind;
+	r.u.memcpy.bytes = bytes;
+	r.u.memcpy.start = start;
+	r.u.memcpy.end = end;
+	r.u.memcpy.stream = 7;
+	return r;
+}
+
+static struct gpu_record clock_pair(uint64_t cupti, uint64_t mono)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_CLOCK;
+	r.size = sizeof(r.u.clock);
+	r.u.clock.cupti_ns = cupti;
+	r.u.clock.monotonic_ns = mono;
+	return r;
+}
+
+/* CPU time t (ns after sampling started) on CUPTI's clock. */
+static uint64_t cupti_at(uint64_t t)
+{
+	return T0 + t - OFFSET;
+}
+
+/*
+ * The CPU side: main runs step() then forward(), a loader thread load();
+ * samples every 10 ms.  The GPU side, through the agent's writer: two
+ * GEMMs launched from forward (t = 21 ms, 39 ms: nearest samples 20 and
+ * 40, forward and forward), a copy from step (t = 2 ms: step), a kernel
+ * with no launch record, one launched by a thread never sampled, and a
+ * kernel whose mangled name demangles.
+ */
+static void fixture_init(struct fixture *fx)
+{
+	struct gpuchan c;
+	struct ring_writer w;
+	struct gpu_record recs[64], out[64];
+	uint32_t f_main, f_step, f_forward, f_load, frames[3];
+	size_t size = gpuchan_size(64), nr = 0, i;
+	void *mem = xmalloc(size);
+	int n;
+
+	stacks_init(&fx->cpu);
+	gpuprof_init(&fx->gp);
+	fx->gp.t0_ns = T0;
+	fx->th_main = stacks_thread(&fx->cpu, 0x1000, TID_MAIN, NULL);
+	fx->th_loader = stacks_thread(&fx->cpu, 0x2000, TID_LOADER, "loader");
+	f_main = stacks_frame(&fx->cpu, "<module>", "train.py", 40);
+	f_step = stacks_frame(&fx->cpu, "step", "train.py", 20);
+	f_forward = stacks_frame(&fx->cpu, "forward", "model.py", 12);
+	f_load = stacks_frame(&fx->cpu, "load", "data.py", 5);
+	frames[0] = f_main;
+	frames[1] = f_step;
+	fx->e_step = stacks_add(&fx->cpu, fx->th_main, frames, 2, 1);
+	gpuprof_cpu_sample(&fx->gp, T0 + 0, TID_MAIN, fx->e_step);
+	gpuprof_cpu_sample(&fx->gp, T0 + 10000000, TID_MAIN,
+			   stacks_add(&fx->cpu, fx->th_main, frames, 2, 1));
+	frames[2] = f_forward;
+	fx->e_forward = stacks_add(&fx->cpu, fx->th_main, frames, 3, 1);
+	gpuprof_cpu_sample(&fx->gp, T0 + 20000000, TID_MAIN, fx->e_forward);
+	gpuprof_cpu_sample(&fx->gp, T0 + 40000000, TID_MAIN,
+			   stacks_add(&fx->cpu, fx->th_main, frames, 3, 1));
+	frames[0] = f_load;
+	fx->e_load = stacks_add(&fx->cpu, fx->th_loader, frames, 1, 1);
+	gpuprof_cpu_sample(&fx->gp, T0 + 20000000, TID_LOADER, fx->e_load);
+
+	recs[nr++] = clock_pair(1000000, 1000000 + OFFSET);
+	recs[nr++] = api(1, TID_MAIN, cupti_at(21000000));
+	recs[nr++] = api(2, TID_MAIN, cupti_at(39000000));
+	recs[nr++] = api(3, TID_MAIN, cupti_at(2000000));
+	recs[nr++] = api(5, TID_UNSAMPLED, cupti_at(30000000));
+	recs[nr++] = api(6, TID_MAIN, cupti_at(41000000));
+	recs[nr++] = copy(3, 1, 4 << 20, cupti_at(3000000), cupti_at(4000000));
+	recs[nr++] = kernel(1, "volta_sgemm_128x64_nn", cupti_at(22000000),
+			    cupti_at(25000000), 7);
+	recs[nr++] = kernel(2, "volta_sgemm_128x64_nn", cupti_at(40000000),
+			    cupti_at(41000000), 7);
+	/* no API record with correlation 4 */
+	recs[nr++] =
+	    kernel(4, "orphan", cupti_at(26000000), cupti_at(26500000), 7);
+	recs[nr++] =
+	    kernel(5, "unsampled", cupti_at(31000000), cupti_at(31100000), 9);
+	recs[nr++] = kernel(6, "_Z6kernelPfi", cupti_at(42000000),
+			    cupti_at(42002000), 7);
+	recs[nr++] = clock_pair(50000000, 50000000 + OFFSET + 300);
+
+	CHECK(!gpuchan_init_mem(&c, mem, size, 64));
+	CHECK(!ring_writer_attach(&w, mem, size));
+	for (i = 0; i < nr; i++)
+		CHECK(!ring_write(&w, &recs[i]));
+	n = gpuchan_read(&c, out, 64);
+	CHECK(n == (int)nr);
+	for (i = 0; n > 0 && i < (size_t)n; i++)
+		gpuprof_add(&fx->gp, &out[i]);
+	free(mem);
+}
+
+static void fixture_release(struct fixture *fx)
+{
+	gpuprof_release(&fx->gp);
+	stacks_release(&fx->cpu);
+}
+
+/* The GPU stacks entry whose leaf is named leaf, or NULL. */
+static const struct stack_entry *entry_for(const struct gpuprof *gp,
+					   const char *leaf)
+{
+	size_t i;
+
+	for (i = 0; i < gp->stacks.nr_entries; i++) {
+		const struct stack_entry *e = &gp->stacks.entries[i];
+
+		if (e->depth &&
+		    !strcmp(gp->stacks.frames[e->frames[e->depth - 1]].name,
+			    leaf))
+			return e;
+	}
+	return NULL;
+}
+
+static void test_attribution(void)
+{
+	struct fixture fx;
+	const struct stack_entry *e;
+	const struct stack_frame *fr;
+	size_t i;
+
+	fixture_init(&fx);
+	CHECK(fx.gp.nr_acts == 6);
+	CHECK(fx.gp.nr_apis == 5);
+	CHECK(fx.gp.clock.known && fx.gp.clock.offset_ns == (int64_t)OFFSET);
+	CHECK(fx.gp.clock.pairs == 2 && fx.gp.clock.drift_ns == 300);
+	CHECK(gpuprof_to_monotonic(&fx.gp, 1000) == 1000 + OFFSET);
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+
+	/* The CPU frames keep their ids. */
+	CHECK(fx.gp.stacks.nr_frames > fx.cpu.nr_frames);
+	for (i = 0; i < fx.cpu.nr_frames; i++)
+		CHECK(!strcmp(fx.gp.stacks.frames[i].name,
+			      fx.cpu.frames[i].name) &&
+		      fx.gp.stacks.frames[i].line == fx.cpu.frames[i].line);
+
+	CHECK(fx.gp.attributed == 4);
+	CHECK(fx.gp.no_launch == 1);
+	CHECK(fx.gp.no_sample == 1);
+
+	/* Both GEMMs: under forward, 3 ms + 1 ms of GPU time. */
+	e = entry_for(&fx.gp, "volta_sgemm_128x64_nn");
+	CHECK(e && e->depth == 5 && e->count == 4000000);
+	if (e && e->depth == 5) {
+		fr = &fx.gp.stacks.frames[e->frames[0]];
+		CHECK(!strcmp(fr->name, GPU_ROOT_NEAREST));
+		fr = &fx.gp.stacks.frames[e->frames[3]];
+		CHECK(!strcmp(fr->name, "forward") && fr->line == 12);
+		CHECK(fx.gp.stacks.threads[e->thread].tid == TID_MAIN);
+	}
+	/* The copy: launched at 2 ms, nearest the sample at 0, in step. */
+	e = entry_for(&fx.gp, "[memcpy HtoD]");
+	CHECK(e && e->depth == 4 && e->count == 1000000);
+	if (e && e->depth == 4)
+		CHECK(!strcmp(fx.gp.stacks.frames[e->frames[2]].name, "step"));
+	e = entry_for(&fx.gp, "orphan");
+	CHECK(e && e->depth == 2 &&
+	      !strcmp(fx.gp.stacks.frames[e->frames[0]].name,
+		      GPU_ROOT_NO_LAUNCH));
+	e = entry_for(&fx.gp, "unsampled");
+	CHECK(e && e->depth == 2 &&
+	      !strcmp(fx.gp.stacks.frames[e->frames[0]].name,
+		      GPU_ROOT_NO_SAMPLE) &&
+	      fx.gp.stacks.threads[e->thread].tid == TID_UNSAMPLED);
+	/* Demangled; launched at 41 ms, nearest the sample at 40. */
+	e = entry_for(&fx.gp, "kernel(float*, int)");
+	CHECK(e && e->depth == 5);
+	/* A second call changes nothing. */
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+	CHECK(fx.gp.attributed == 4);
+	fixture_release(&fx);
+}
+
+static void test_summary(void)
+{
+	struct fixture fx;
+	struct strbuf sb = STRBUF_INIT;
+	const char *gemm, *orphan;
+
+	fixture_init(&fx);
+	fx.gp.lost = 3;
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+	gpuprof_summary(&fx.gp, 20, &sb);
+	CHECK(strstr(sb.buf, "spyc: GPU activities (CUPTI): 5 kernels, 1 "
+			     "copies, 0 memsets, 3 records lost\n") != NULL);
+	CHECK(strstr(sb.buf, "Time(%)") && strstr(sb.buf, "Calls"));
+	/* 4 ms of 5.602 ms, two calls, 1 ms min, 3 ms max, 2 ms average. */
+	gemm = strstr(sb.buf, "volta_sgemm_128x64_nn");
+	CHECK(gemm != NULL);
+	CHECK(strstr(sb.buf,
+		     "  71.40%     4.000ms       2     2.000ms     "
+		     "1.000ms     3.000ms  volta_sgemm_128x64_nn\n") != NULL);
+	/* By total time: the GEMMs first. */
+	orphan = strstr(sb.buf, "orphan");
+	CHECK(orphan && gemm && gemm < orphan);
+	CHECK(strstr(sb.buf, "memcpy: HtoD 4.0 MiB in 1 copies, 1.000ms") !=
+	      NULL);
+	CHECK(strstr(sb.buf, "nearest CPU sample of the launching thread: 4 "
+			     "of 6 activities (1 with no launch record, 1 with "
+			     "no sample of the launching thread)") != NULL);
+	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
+			     "pairs, drift 300 ns)") != NULL);
+	CHECK(strstr(sb.buf, "GPU busy 5.602ms of 39.002ms") != NULL);
+	strbuf_reset(&sb);
+	gpuprof_summary(&fx.gp, 1, &sb);
+	CHECK(strstr(sb.buf, "(3 more)") != NULL);
+	if (failed)
+		fputs(sb.buf, stderr);
+	strbuf_release(&sb);
+	fixture_release(&fx);
+}
+
+static double fabs_diff(double a, double b)
+{
+	return a > b ? a - b : b - a;
+}
+
+static char *read_file_all(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	struct strbuf sb = STRBUF_INIT;
+	char buf[4096];
+	size_t n;
+
+	if (!fp)
+		return NULL;
+	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
+		strbuf_add(&sb, buf, n);
+	fclose(fp);
+	return strbuf_detach(&sb);
+}
+
+/* The profile called name in root, or NULL. */
+static const cJSON *profile_named(const cJSON *root, const char *name)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(root, "profiles"))
+	{
+		const char *n =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(p, "name"));
+
+		if (n && !strcmp(n, name))
+			return p;
+	}
+	return NULL;
+}
+
+/* Write st (with the fixture's GPU profile) in fmt; the text, or NULL. */
+static char *write_profile(struct fixture *fx, enum output_format fmt,
+			   char *path)
+{
+	struct profile_meta meta = {.title = "python train.py (pid 1)",
+				    .python_version = "3.12",
+				    .rate_hz = RATE_HZ,
+				    .duration_s = 0.05};
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	gpuprof_attribute(&fx->gp, &fx->cpu);
+	meta.gpu = &fx->gp;
+	CHECK(output_write(path, fmt, &fx->cpu, &meta) == 0);
+	return read_file_all(path);
+}
+
+static void test_speedscope(void)
+{
+	struct fixture fx;
+	char path[] = "/tmp/spyc-test-gpuprof-XXXXXX";
+	const cJSON *frames, *p, *ev, *g, *clock;
+	cJSON *root = NULL;
+	char *text, cmd[1024];
+	double last_at = -1e9;
+	int opens = 0, closes = 0, open_frame = -1, bad_nesting = 0;
+
+	fixture_init(&fx);
+	text = write_profile(&fx, FORMAT_SPEEDSCOPE, path);
+	root = cJSON_Parse(text ? text : "");
+	CHECK(root != NULL);
+	if (!root)
+		goto out;
+	frames =
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(root, "shared"), "frames");
+	CHECK(cJSON_GetArraySize(frames) == (int)fx.gp.stacks.nr_frames);
+	/* The CPU thread profiles, then GPU stacks, then two streams. */
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(root, "profiles")) == 5);
+	p = profile_named(root, "GPU time by launching stack (nearest CPU "
+				"sample)");
+	CHECK(p != NULL);
+	if (p)
+		CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "endValue")) >
+		      0.005602 - 1e-9);
+	CHECK(profile_named(root, "GPU 0 stream 9") != NULL);
+	p = profile_named(root, "GPU 0 stream 7");
+	CHECK(p != NULL);
+	if (!p)
+		goto out;
+	CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p, "type")),
+		      "evented"));
+	/* Balanced, ordered, never two open at once; times in seconds. */
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(p, "events"))
+	{
+		const char *type =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(ev, "type"));
+		int frame =
+		    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(ev, "frame"));
+		double at = cJSON_GetNumberValue(cJSON_GetObjectItem(ev, "at"));
+
+		CHECK(at >= last_at);
+		last_at = at;
+		CHECK(frame >= 0 && frame < cJSON_GetArraySize(frames));
+		if (!strcmp(type, "O")) {
+			bad_nesting += open_frame != -1;
+			open_frame = frame;
+			opens++;
+		} else {
+			bad_nesting += open_frame != frame;
+			open_frame = -1;
+			closes++;
+		}
+	}
+	CHECK(!bad_nesting && opens == 5 && closes == 5);
+	/* The first GEMM ran 22 to 25 ms into sampling (CUPTI + offset). */
+	ev = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "events"), 2);
+	CHECK(ev &&
+	      fabs_diff(cJSON_GetNumberValue(cJSON_GetObjectItem(ev, "at")),
+			0.022) < 1e-9);
+	ev = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "events"), 2);
+	CHECK(ev &&
+	      !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(
+			  cJSON_GetArrayItem(
+			      frames, (int)cJSON_GetNumberValue(
+					  cJSON_GetObjectItem(ev, "frame"))),
+			  "name")),
+		      "volta_sgemm_128x64_nn"));
+	g = cJSON_GetObjectItem(root, "spyc_gpu");
+	CHECK(g != NULL);
+	clock = cJSON_GetObjectItem(g, "clock");
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(clock, "aligned")));
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(
+		  clock, "monotonic_minus_cupti_ns")) == (double)OFFSET);
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(clock, "drift_ns")) ==
+	      300);
+	CHECK(!strncmp(
+	    cJSON_GetStringValue(cJSON_GetObjectItem(g, "attribution")),
+	    "nearest-sample", 14));
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "attributed")) == 4);
+
+	if (access(SPEEDSCOPE_SCHEMA_FILE, R_OK)) {
+		printf("skip: speedscope schema check: %s not installed\n",
+		       SPEEDSCOPE_SCHEMA_FILE);
+	} else if (system("python3 -c 'import jsonschema' 2>/dev/null")) {
+		printf(
+		    "skip: speedscope schema check: no python3 jsonschema\n");
+	} else {
+		snprintf(cmd, sizeof(cmd),
+			 "python3 -c 'import json, sys, jsonschema; "
+			 "jsonschema.validate(json.load(open(sys.argv[1])), "
+			 "json.load(open(sys.argv[2])))' '%s' '%s'",
+			 path, SPEEDSCOPE_SCHEMA_FILE);
+		CHECK(system(cmd) == 0);
+	}
+out:
+	cJSON_Delete(root);
+	free(text);
+	unlink(path);
+	fixture_release(&fx);
+}
+
+static void test_folded(void)
+{
+	struct fixture fx;
+	char path[] = "/tmp/spyc-test-gpuprof-XXXXXX";
+	char *text;
+
+	fixture_init(&fx);
+	text = write_profile(&fx, FORMAT_FOLDED, path);
+	CHECK(text != NULL);
+	if (!text)
+		goto out;
+	/* CPU samples in microseconds too: 2 samples at 100 Hz. */
+	CHECK(
+	    strstr(text, "<module> (train.py:40);step (train.py:20) 20000\n"));
+	CHECK(strstr(text, "<module> (train.py:40);step (train.py:20);forward "
+			   "(model.py:12) 20000\n"));
+	CHECK(strstr(text, "[GPU time, by the launching thread's nearest CPU "
+			   "sample];<module> (train.py:40);step "
+			   "(train.py:20);forward (model.py:12);"
+			   "volta_sgemm_128x64_nn 4000\n"));
+	CHECK(strstr(text, ";step (train.py:20);[memcpy HtoD] 1000\n"));
+	CHECK(strstr(text, "[GPU time, no launch record];orphan 500\n"));
+	CHECK(strstr(text, ";forward (model.py:12);kernel(float*, int) 2\n"));
+	if (failed)
+		fputs(text, stderr);
+out:
+	free(text);
+	unlink(path);
+	fixture_release(&fx);
+}
+
+/* A record the agent cut: shown as it is, marked, not demangled. */
+static void test_names(void)
+{
+	struct gpu_record r = kernel(1, "_ZN2at6native", 0, 1, 0);
+	struct strbuf sb = STRBUF_INIT;
+
+	r.u.kernel.name_truncated = 1;
+	gpuprof_activity_name(&r, &sb);
+	CHECK(!strcmp(sb.buf, "_ZN2at6native..."));
+	strbuf_reset(&sb);
+	r = copy(1, 2, 10, 0, 1);
+	gpuprof_activity_name(&r, &sb);
+	CHECK(!strcmp(sb.buf, "[memcpy DtoH]"));
+	CHECK(!strcmp(gpu_copy_kind_name(200), "unknown"));
+	strbuf_release(&sb);
+}
+
+/* The X event of thread tid of process pid named name, or NULL. */
+static const cJSON *chrome_x(const cJSON *events, double pid, double tid,
+			     const char *name)
+{
+	const cJSON *ev;
+
+	cJSON_ArrayForEach(ev, events)
+	{
+		const cJSON *n = cJSON_GetObjectItem(ev, "name");
+
+		if (!strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "X") &&
+		    cJSON_GetObjectItem(ev, "pid")->valuedouble == pid &&
+		    cJSON_GetObjectItem(ev, "tid")->valuedouble == tid && n &&
+		    !strcmp(n->valuestring, name))
+			return ev;
+	}
+	return NULL;
+}
+
+/*
+ * --gpu --format chrome: a row per device and stream under a process
+ * "GPU N", each activity an X event on the CPU rows' clock (us since
+ * sampling started).
+ */
+static void test_chrome(void)
+{
+	struct fixture fx;
+	struct timeline tl;
+	struct profile_meta meta = {.title = "python train.py (pid 1)",
+				    .rate_hz = RATE_HZ,
+				    .duration_s = 0.05,
+				    .pid = 1};
+	char path[] = "/tmp/spyc-test-gpuprof-XXXXXX";
+	const cJSON *events, *ev;
+	cJSON *root = NULL;
+	char *text = NULL;
+	int fd, gpu_names = 0;
+
+	fixture_init(&fx);
+	timeline_init(&tl);
+	tl.t0_ns = T0;
+	CHECK(!timeline_tick(&tl, T0) && !timeline_add(&tl, fx.e_step));
+	CHECK(!timeline_tick(&tl, T0 + 20000000) &&
+	      !timeline_add(&tl, fx.e_forward) && !timeline_add(&tl, fx.e_load));
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		goto out;
+	close(fd);
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+	meta.gpu = &fx.gp;
+	meta.timeline = &tl;
+	CHECK(output_write(path, FORMAT_CHROME, &fx.cpu, &meta) == 0);
+	text = read_file_all(path);
+	root = cJSON_Parse(text ? text : "");
+	CHECK(root != NULL);
+	if (!root)
+		goto out;
+	events = cJSON_GetObjectItem(root, "traceEvents");
+	cJSON_ArrayForEach(ev, events)
+	{
+		const cJSON *args = cJSON_GetObjectItem(ev, "args");
+		const cJSON *name = args ? cJSON_GetObjectItem(args, "name")
+					 : NULL;
+
+		if (name && cJSON_IsString(name) &&
+		    !strcmp(name->valuestring, "GPU 0"))
+			gpu_names++;
+	}
+	CHECK(gpu_names == 1);
+	/* Launched 21 ms after sampling started, ran 22-25 ms. */
+	ev = chrome_x(events, 1e9, 7, "volta_sgemm_128x64_nn");
+	CHECK(ev && cJSON_GetObjectItem(ev, "ts")->valuedouble == 22000 &&
+	      cJSON_GetObjectItem(ev, "dur")->valuedouble == 3000);
+	ev = chrome_x(events, 1e9, 9, "unsampled");
+	CHECK(ev && cJSON_GetObjectItem(ev, "ts")->valuedouble == 31000 &&
+	      cJSON_GetObjectItem(ev, "dur")->valuedouble == 100);
+	ev = chrome_x(events, 1e9, 7, "kernel(float*, int)");
+	CHECK(ev && cJSON_GetObjectItem(ev, "dur")->valuedouble == 2);
+	/* The CPU rows are still there, under the target's pid. */
+	CHECK(chrome_x(events, 1, TID_MAIN, "step") != NULL);
+out:
+	cJSON_Delete(root);
+	free(text);
+	unlink(path);
+	timeline_release(&tl);
+	fixture_release(&fx);
+}
+
+int main(void)
+{
+	test_attribution();
+	test_summary();
+	test_speedscope();
+	test_folded();
+	test_chrome();
+	test_names();
+	return failed;
+}
