@@ -4,6 +4,8 @@
 #   make DEVELOPER=1   the same with -Werror and stricter warnings
 #   make test          unit tests, then live tests against every CPython found
 #   make bench         benchmark table (not part of make test)
+#   make stress        spyc killed and stopped at random, hundreds of times
+#   make soak          an hour at 1 kHz on a churning target: RSS must plateau
 #   make demo          profile a bundled example: demo-out/demo.json and .svg
 #   make offsets       regenerate offsets/ from installed CPython headers
 #   make install       spyc, its GPU agent, man page and shell completions
@@ -74,7 +76,8 @@ TEST_LIB_SRCS = $(wildcard tests/lib/*.c)
 TEST_LIBS = $(TEST_LIB_SRCS:tests/lib/%.c=tests/build/lib/%.so)
 TEST_TOOLS = tests/build/spyc-inject
 
-.PHONY: all deps test unit-test live-test test-tools bench demo offsets clean \
+.PHONY: all deps test unit-test live-test test-tools bench stress soak demo \
+	offsets clean \
 	install uninstall
 
 PREFIX ?= /usr/local
@@ -145,6 +148,12 @@ test: unit-test live-test
 
 bench: spyc
 	$(PYTHON3) tests/bench.py
+
+stress: spyc
+	$(PYTHON3) tests/stress.py
+
+soak: spyc
+	$(PYTHON3) tests/soak.py
 
 demo: spyc
 	@mkdir -p demo-out

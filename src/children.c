@@ -218,7 +218,7 @@ size_t children_scan(struct children *c, int force)
 				lost(ch);
 			break;
 		case CHILD_PYTHON:
-			if (!pyruntime_still_valid(&ch->rt))
+			if (pyruntime_still_valid(&ch->rt) == 0)
 				lost(ch);
 			break;
 		default:
@@ -240,7 +240,7 @@ enum drop_reason children_take(struct child *ch)
 		why = py_sampler_sample(&ch->ps, &ch->sample);
 	if (why == DROP_GONE ||
 	    (why != DROP_NONE &&
-	     (!proc_alive(ch->pid) || !pyruntime_still_valid(&ch->rt)))) {
+	     (!proc_alive(ch->pid) || pyruntime_still_valid(&ch->rt) != 1))) {
 		lost(ch);
 		return DROP_GONE;
 	}

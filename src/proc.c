@@ -295,24 +295,20 @@ uint64_t proc_exe_inode(pid_t pid)
 	return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
 }
 
-uint64_t proc_arg_start(pid_t pid)
+uint64_t proc_stat_field(pid_t pid, int field)
 {
 	char path[64], buf[2048], *p;
 	unsigned long long v = 0;
-	FILE *fp;
-	int field;
+	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fp = fopen(path, "re");
-	if (!fp)
+	if (proc_read_text(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	p = fgets(buf, sizeof(buf), fp);
-	fclose(fp);
 	/* Fields count from the state, field 3, after the last ')'. */
-	if (!p || !(p = strrchr(buf, ')')))
+	if (field < 3 || !(p = strrchr(buf, ')')))
 		return 0;
 	p += 2;
-	for (field = 3; field < 48 && p; field++) {
+	for (n = 3; n < field && p; n++) {
 		p = strchr(p, ' ');
 		if (p)
 			p++;
@@ -320,6 +316,16 @@ uint64_t proc_arg_start(pid_t pid)
 	if (p)
 		sscanf(p, "%llu", &v);
 	return v;
+}
+
+uint64_t proc_arg_start(pid_t pid)
+{
+	return proc_stat_field(pid, 48);
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	return proc_stat_field(pid, 22);
 }
 
 ssize_t proc_read_text(const char *path, char *buf, size_t size)

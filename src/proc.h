@@ -99,6 +99,13 @@ uint64_t proc_exe_inode(pid_t pid);
  * the same non-PIE program.  0 if unknown.
  */
 uint64_t proc_arg_start(pid_t pid);
+/*
+ * When the process started, in clock ticks since boot (/proc/PID/stat
+ * field 22): a pid reused by another process has another.  0 if unknown.
+ */
+uint64_t proc_start_time(pid_t pid);
+/* Numeric field N (from 3, the state) of /proc/PID/stat; 0 if unknown. */
+uint64_t proc_stat_field(pid_t pid, int field);
 /* The command line, arguments joined by spaces, into buf ("" if none). */
 void proc_cmdline(pid_t pid, char *buf, size_t size);
 

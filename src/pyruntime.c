@@ -606,6 +606,7 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 		exe[0] = '\0';
 	rt->exe_inode = proc_exe_inode(pid);
 	rt->arg_start = proc_arg_start(pid);
+	rt->start_time = proc_start_time(pid);
 
 	for (i = 0; i < maps.nr && !found; i++) {
 		const char *path = maps.maps[i].path;
@@ -678,12 +679,17 @@ out:
 int pyruntime_still_valid(const struct pyruntime *rt)
 {
 	struct proc_maps maps = {0};
+	uint64_t inode = proc_exe_inode(rt->pid);
+	uint64_t args = proc_arg_start(rt->pid);
 	int valid;
 
-	if (proc_exe_inode(rt->pid) != rt->exe_inode ||
-	    proc_arg_start(rt->pid) != rt->arg_start ||
-	    proc_maps_load(&maps, rt->pid))
+	/* No memory (an exit under way) shows no executable, no arguments. */
+	if ((!inode && rt->exe_inode) || (!args && rt->arg_start))
+		return -1;
+	if (inode != rt->exe_inode || args != rt->arg_start)
 		return 0;
+	if (proc_maps_load(&maps, rt->pid))
+		return -1;
 	valid = map_base(&maps, rt->binary) == rt->base;
 	proc_maps_release(&maps);
 	return valid;

@@ -39,6 +39,7 @@ struct pyruntime {
 	uint64_t exe_inode; /* to notice an exec */
 	uint64_t base;	    /* where binary is mapped: an exec moves it */
 	uint64_t arg_start; /* and the argument strings */
+	uint64_t start_time; /* to notice the pid taken by another process */
 	const struct py_offsets *off; /* the offsets in use */
 	struct py_offsets debug_off;  /* built from _Py_DebugOffsets */
 	int from_debug_offsets;	      /* off points at debug_off */
@@ -59,7 +60,8 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid);
 /*
  * 1 if the process still runs the program rt was found in: same
  * executable, and the interpreter's binary mapped where it was.  An
- * exec (even of the same python) changes one of them.  0 otherwise.
+ * exec (even of the same python) changes one of them.  0 otherwise, -1
+ * if it cannot tell (the process has no memory left: it is exiting).
  */
 int pyruntime_still_valid(const struct pyruntime *rt);
 

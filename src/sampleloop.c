@@ -15,6 +15,10 @@
 
 /* How often to check, between failures, that the target did not exec. */
 #define EXEC_CHECK_NS 500000000ULL
+/* How often, and how far apart, to look again at a process that reads
+ * said was gone, while /proc cannot yet tell an exit from an exec. */
+#define GONE_RECHECKS 100
+#define GONE_RECHECK_NS 2000000L
 /* How long a child hit by a terminal's Ctrl-C gets to stop by itself. */
 #define CTRL_C_GRACE_NS 100000000L
 /* How often a wait for the child looks at it and at spyc's signals. */
@@ -84,19 +88,44 @@ static int reap_child(struct sampleloop *sl)
 
 int sampleloop_target_gone(struct sampleloop *sl)
 {
-	if ((sl->child && reap_child(sl)) || !proc_alive(sl->rt.pid)) {
+	/* A pid that another process took since is gone just the same. */
+	if ((sl->child && reap_child(sl)) || !proc_alive(sl->rt.pid) ||
+	    (sl->rt.start_time &&
+	     proc_start_time(sl->rt.pid) != sl->rt.start_time)) {
 		sl->ended = "the target exited";
 		return 1;
 	}
 	/* Following a tree, the target may exec (a wrapper, Python). */
 	if (sl->tree)
 		return 0;
-	if (!pyruntime_still_valid(&sl->rt)) {
+	if (pyruntime_still_valid(&sl->rt) == 0) {
 		sl->ended = "the target exec'd another program";
 		sl->execd = 1;
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Reads said the process is gone: an exit or an exec in progress looks so
+ * for a moment before /proc says which.  1 once it does (sl->ended set),
+ * 0 if the process is still there running the same program.
+ */
+static int gone_for_sure(struct sampleloop *sl)
+{
+	const struct timespec pause = {0, GONE_RECHECK_NS};
+	int i;
+
+	for (i = 0; i < GONE_RECHECKS; i++) {
+		if (sampleloop_target_gone(sl))
+			return 1;
+		if (pyruntime_still_valid(&sl->rt) == 1)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	/* Still without memory to read: as good as gone. */
+	sl->ended = "the target exited";
+	return 1;
 }
 
 enum drop_reason sampleloop_take(struct sampleloop *sl)
@@ -107,12 +136,11 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	why = py_sampler_sample(&sl->ps, &sl->sample);
 	if (why != DROP_NONE && why != DROP_GONE)
 		why = py_sampler_sample(&sl->ps, &sl->sample);
-	if (why == DROP_GONE ||
-	    (why != DROP_NONE && sampleloop_target_gone(sl))) {
-		if (!sl->ended)
-			sl->ended = "the target exited";
+	if (why == DROP_GONE && !gone_for_sure(sl))
+		why = DROP_READ; /* it was only between two programs */
+	else if (why == DROP_GONE ||
+		 (why != DROP_NONE && sampleloop_target_gone(sl)))
 		return DROP_GONE;
-	}
 	if (why != DROP_NONE)
 		sl->dropped[why]++;
 	now = now_ns();

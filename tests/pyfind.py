@@ -124,9 +124,9 @@ class Slot(object):
     @property
     def skip_reason(self):
         if self.refused:
-            return ("free-threaded CPython %s is not supported: spyc refuses "
-                    "it (no offset table made from its headers and tested)"
-                    % self.name)
+            return ("free-threaded CPython %s is not supported: there is "
+                    "no build of it here to make its offset table from and "
+                    "test, so spyc refuses it" % self.name)
         if self.interpreter is not None:
             return None
         if self.name == "static":

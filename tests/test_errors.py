@@ -71,7 +71,10 @@ def test_not_python(spyc, sleeper, tmp_path, cmd):
     res.assert_error(2, "not a Python process", "sleep")
 
 
-def test_no_permission(spyc):
+@pytest.mark.parametrize("cmd", ["dump", "record", "top"])
+def test_no_permission(spyc, cmd):
+    """A process of another user, without the right to trace it: one line
+    that says so and what to do, exit 2, no output file."""
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv not found (util-linux)")
@@ -83,11 +86,19 @@ def test_no_permission(spyc):
         pytest.skip("no supported CPython (3.6-3.15) found on this machine")
     exe = copy_spyc_for_other_users(spyc.path)
     target = start_python(py.path)
+    out = os.path.join(os.path.dirname(exe), "out.json")
+    # nobody may write there: the output check passes, the attach fails.
+    os.chmod(os.path.dirname(exe), 0o777)
+    args = {"dump": ["dump", "--pid", target.pid],
+            "record": ["record", "--pid", target.pid, "-o", out],
+            "top": ["top", "--pid", target.pid]}[cmd]
     try:
-        res = spyc.run(["dump", "--pid", target.pid], exe=exe,
+        res = spyc.run(args, exe=exe, timeout=30,
                        prefix=[setpriv, "--reuid=%d" % NOBODY,
                                "--regid=%d" % NOBODY, "--clear-groups"])
         line = res.assert_error(2, "permission")
+        assert not os.path.exists(out), res.describe()
+        assert target.poll() is None, "the target must live on"
         # ... and says what to do about it.
         hints = ["sudo", "root", "CAP_SYS_PTRACE", "ptrace_scope",
                  "same user"]

@@ -46,6 +46,7 @@ SUMMARY_RE = re.compile(
 LENIENT_SUMMARY_RE = re.compile(
     r"^spyc: (?P<samples>\d+) samples"
     r"(?:, (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?)?"
+    r"(?:, (?P<truncated>\d+) truncated(?: \([^)]*\))?)?"
     r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
     r"(?: \([^()]*\))?$")
 FOLDED_FRAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
@@ -64,6 +65,8 @@ class Summary(object):
         self.late = int(late) if late is not None else 0
         self.running = m.groupdict().get("running")
         self.ending = m.groupdict().get("ending")
+        truncated = m.groupdict().get("truncated")
+        self.truncated = int(truncated) if truncated is not None else 0
         unmerged = m.groupdict().get("unmerged")
         self.unmerged = int(unmerged) if unmerged is not None else None
 
