@@ -227,7 +227,7 @@ SANITIZE_ENV = \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99:log_path=$(CURDIR)/$(SANITIZE_REPORTS)/ubsan
 # The live tests run with spyc-asan on the newest Python only.
 SANITIZE_LIVE = tests/test_record.py tests/test_dump.py tests/test_top.py \
-	tests/test_errors.py tests/test_faults.py
+	tests/test_errors.py tests/test_faults.py tests/test_hostile.py
 
 $(ASAN_DIR)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -249,6 +249,7 @@ endif
 
 test-tools: $(FAULTS_BIN)
 test: test-sanitize
+stress: $(FAULTS_BIN)
 
 test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools
 	@rm -rf $(SANITIZE_REPORTS) && mkdir -p $(SANITIZE_REPORTS)

@@ -107,7 +107,7 @@ def task_status(pid):
 
 def assert_target_runs_on(target, describe):
     """After spyc: the target is alive, no thread is stopped or traced, and
-    one that spins (all but deep.py, whose threads sleep) keeps using CPU."""
+    one that spins (all but deep.py and family.py) keeps using CPU."""
     assert target.proc.poll() is None, (
         "the target died (exit %s) under spyc\n%s\n--- target stderr ---\n%s"
         % (target.proc.returncode, describe, target.errors()))
@@ -116,8 +116,8 @@ def assert_target_runs_on(target, describe):
                if s[0] in ("t", "T") or s[1] != 0)
     assert not bad, ("threads left stopped or traced after spyc exited "
                      "{tid: (state, tracer)}: %s\n%s" % (bad, describe))
-    if target.script.endswith("deep.py"):
-        return
+    if target.script.endswith(("deep.py", "family.py")):
+        return  # its threads sleep; family.py's parent waits
     before = cpu_ticks(target.pid)
     deadline = time.time() + RUN_ON_TIMEOUT
     while cpu_ticks(target.pid) == before:
@@ -260,3 +260,27 @@ def test_top_plain(faults_spyc, python, slot_targets, tmp_path):
     assert code in (0, 1), describe
     assert parse_plain(text), "no snapshot\n" + describe
     assert_target_runs_on(target, describe)
+
+
+def test_record_subprocesses(faults_spyc, python, targets, tmp_path):
+    """--subprocesses under faults: a tree of three Python processes, each
+    read through its own sampler; losses are counted per process."""
+    tree = targets.start(python, "family.py", "{report}", "tree")
+    summary, out, describe = record(
+        faults_spyc, python, tree, tmp_path, "subprocesses", "out.json",
+        "--subprocesses")
+    _, stacks = parse_speedscope(out)
+    check_stacks(stacks, summary, describe)
+
+
+def test_record_async(faults_spyc, python, targets, tmp_path):
+    """--async (3.14+) under faults: task records read from the target's
+    own lists, as torn as any other read."""
+    if tuple(python.version_info[:2]) < (3, 14):
+        pytest.skip("--async needs CPython 3.14+, slot is %s" % python.minor)
+    target = targets.start(python, "async_busy.py", "{report}")
+    summary, out, describe = record(
+        faults_spyc, python, target, tmp_path, "async", "out.json",
+        "--async")
+    _, stacks = parse_speedscope(out)
+    check_stacks(stacks, summary, describe)
