@@ -140,6 +140,7 @@ void stacks_release(struct stacks *st)
 	}
 	free(st->entry_hash);
 	free(st->entry_index);
+	free(st->seq_index);
 	free(st->frame_index);
 	for (i = 0; i < st->nr_threads; i++)
 		free(st->threads[i].name);
@@ -306,6 +307,71 @@ static const uint32_t *chunk_store(struct stacks *st, const uint32_t *frames,
 	return p;
 }
 
+static uint64_t hash_seq(const uint32_t *frames, uint32_t depth)
+{
+	uint64_t h = fnv1a(FNV_INIT, &depth, sizeof(depth));
+
+	return depth ? fnv1a(h, frames, depth * sizeof(*frames)) : h;
+}
+
+/* The slot of seq_index that holds frames, or the empty one it would take. */
+static size_t seq_slot(const struct stacks *st, const uint32_t *frames,
+		       uint32_t depth)
+{
+	size_t mask = st->seq_index_size - 1, i;
+
+	for (i = hash_seq(frames, depth) & mask; st->seq_index[i];
+	     i = (i + 1) & mask) {
+		const struct stack_entry *e = &st->entries[st->seq_index[i] - 1];
+
+		if (e->depth == depth &&
+		    (!depth ||
+		     !memcmp(e->frames, frames, depth * sizeof(*frames))))
+			break;
+	}
+	return i;
+}
+
+static void seq_index_rehash(struct stacks *st, size_t size)
+{
+	size_t i, slot;
+
+	free(st->seq_index);
+	st->seq_index = xcalloc(size, sizeof(*st->seq_index));
+	st->seq_index_size = size;
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+
+		slot = seq_slot(st, e->frames, e->depth);
+		if (!st->seq_index[slot])
+			st->seq_index[slot] = (uint32_t)i + 1;
+	}
+}
+
+/*
+ * The frames array of an entry: the one an entry of any thread already
+ * has for the same frames, else a copy in chunk storage.  id: the new
+ * entry's id, recorded as the sequence's owner when it is new.
+ */
+static const uint32_t *shared_frames(struct stacks *st, const uint32_t *frames,
+				     uint32_t depth, size_t id)
+{
+	const uint32_t *stored;
+	size_t slot;
+
+	if (2 * (st->nr_seqs + 1) > st->seq_index_size)
+		seq_index_rehash(st, st->seq_index_size
+					 ? 2 * st->seq_index_size
+					 : INDEX_MIN);
+	slot = seq_slot(st, frames, depth);
+	if (st->seq_index[slot])
+		return st->entries[st->seq_index[slot] - 1].frames;
+	stored = chunk_store(st, frames, depth);
+	st->seq_index[slot] = (uint32_t)id + 1;
+	st->nr_seqs++;
+	return stored;
+}
+
 static int same_entry(const struct stack_entry *e, uint32_t thread,
 		      const uint32_t *frames, uint32_t depth)
 {
@@ -360,11 +426,13 @@ static struct stack_entry *new_entry(struct stacks *st, uint64_t hash,
 		;
 	st->entry_index[i] = (uint32_t)st->nr_entries + 1;
 	st->entry_hash[st->nr_entries] = hash;
-	e = &st->entries[st->nr_entries++];
+	e = &st->entries[st->nr_entries];
 	e->thread = thread;
 	e->depth = depth;
-	e->frames = chunk_store(st, frames, depth);
+	e->frames = NULL;
 	e->count = 0;
+	e->frames = shared_frames(st, frames, depth, st->nr_entries);
+	st->nr_entries++;
 	return e;
 }
 

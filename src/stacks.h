@@ -29,7 +29,10 @@ struct stack_thread {
 	uint64_t samples;
 };
 
-/* One distinct (thread, stack), with how many samples had it. */
+/*
+ * One distinct (thread, stack), with how many samples had it.  Entries of
+ * different threads with the same frames share one frames array.
+ */
 struct stack_entry {
 	uint32_t thread;
 	uint32_t depth;
@@ -51,6 +54,9 @@ struct stacks {
 	uint32_t *entry_index;
 	size_t entry_index_size;
 	uint64_t *entry_hash;
+	/* each distinct frame sequence's first entry + 1, by its hash */
+	uint32_t *seq_index;
+	size_t seq_index_size, nr_seqs;
 	struct stacks_chunk *chunks;
 	struct stacks_strpool *strings;
 };

@@ -7,7 +7,9 @@ Usage: python3 tests/soak.py [--seconds S] [--rate HZ] [--every S]
                              [--python X.Y]
 
 The target is tests/targets/churn.py (threads, code objects, generators,
-coroutines and exceptions coming and going), launched under
+coroutines and exceptions coming and going; its fresh functions' names
+cycling through a thousand, so that its distinct stacks are bounded while
+its threads and code objects are not), launched under
 `spyc record --rate HZ --duration S --kill-after-duration --format folded`
 with the newest supported CPython (or --python).  spyc's resident set size
 (VmRSS) is read every --every seconds and printed as a table.  The run
@@ -65,7 +67,7 @@ def main():
     proc = subprocess.Popen(
         [SPYC, "record", "--rate", str(args.rate), "--duration",
          str(args.seconds), "--kill-after-duration", "--format", "folded",
-         "-o", out, "--", py.path, CHURN, "100000000"],
+         "-o", out, "--", py.path, CHURN, "100000000", "bounded"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     print("soak: %s, %g s at %g Hz, spyc pid %d" % (
         py.minor, args.seconds, args.rate, proc.pid))

@@ -2,14 +2,19 @@
 """A target that keeps changing under a profiler: threads start and end,
 code objects are created and freed (so their addresses are reused),
 generators and coroutines suspend and resume, recursion depth varies,
-exceptions unwind.  Runs for argv[1] seconds of work rounds, then prints a
-checksum that depends only on the work done, so a profiled run must print
-the same as an unprofiled one with the same round count."""
+exceptions unwind.  Runs argv[1] work rounds, then prints a checksum that
+depends only on the work done, so a profiled run must print the same as an
+unprofiled one with the same round count.
+
+With argv[2] == "bounded" the fresh functions' names and file names cycle
+through a thousand, so that the set of distinct stacks stops growing while
+everything else keeps churning (make soak)."""
 
 import sys
 import threading
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+NAMES = 1000 if sys.argv[2:3] == ["bounded"] else None
 
 
 def recurse(n, acc):
@@ -38,9 +43,10 @@ def run_coro(n):
 def fresh_function(i):
     # A new code object every call; the old one is freed.
     ns = {}
-    exec(compile("def f%d(x):\n    return x * %d + 1\n" % (i, i % 7),
-                 "<churn-%d>" % i, "exec"), ns)
-    return ns["f%d" % i](i)
+    name = i % NAMES if NAMES else i
+    exec(compile("def f%d(x):\n    return x * %d + 1\n" % (name, i % 7),
+                 "<churn-%d>" % name, "exec"), ns)
+    return ns["f%d" % name](i)
 
 
 def failing(n):

@@ -196,6 +196,56 @@ static void test_add(void)
 	stacks_release(&st);
 }
 
+/*
+ * Threads with the same frames share one frames array: a process that
+ * starts thread after thread costs an entry per thread and stack, not a
+ * copy of the stack each time.
+ */
+static void test_shared_frames(void)
+{
+	struct stacks st;
+	uint32_t t, f[3], g[3];
+	const uint32_t *first;
+	size_t i, used;
+
+	stacks_init(&st);
+	f[0] = stacks_frame(&st, "<module>", "m.py", 1);
+	f[1] = stacks_frame(&st, "run", "m.py", 5);
+	f[2] = stacks_frame(&st, "leaf", "m.py", 9);
+	t = stacks_thread(&st, 1, 1, NULL);
+	stacks_add(&st, t, f, 3, 1);
+	first = st.entries[0].frames;
+	used = st.chunks ? 1 : 0;
+	CHECK(used);
+	for (i = 2; i < 5002; i++) {
+		t = stacks_thread(&st, i, (long)i, NULL);
+		stacks_add(&st, t, f, 3, 1);
+		stacks_add(&st, t, f, 2, 1); /* its prefix: shared too */
+	}
+	CHECK(st.nr_entries == 1 + 2 * 5000);
+	for (i = 0; i < st.nr_entries; i++) {
+		if (st.entries[i].depth == 3)
+			CHECK(st.entries[i].frames == first);
+		else
+			CHECK(st.entries[i].frames ==
+			      st.entries[2].frames);
+	}
+	CHECK(st.entries[2].frames != first);
+	/* Two sequences stored in all. */
+	CHECK(st.nr_seqs == 2);
+	/* Same frames in another order, or another depth: not shared. */
+	g[0] = f[0];
+	g[1] = f[2];
+	g[2] = f[1];
+	stacks_add(&st, t, g, 3, 1);
+	CHECK(st.entries[st.nr_entries - 1].frames != first);
+	CHECK(same_frames(&st.entries[st.nr_entries - 1], g, 3));
+	CHECK(st.nr_seqs == 3);
+	/* Counts stay per thread and stack. */
+	CHECK(st.entries[0].count == 1 && st.total_samples == 10002);
+	stacks_release(&st);
+}
+
 #define NR_STACKS 1000
 #define NR_ADDS 100000
 #define MAX_DEPTH 40
@@ -303,6 +353,7 @@ int main(void)
 	test_utf8();
 	test_threads();
 	test_add();
+	test_shared_frames();
 	test_volume();
 	test_no_alloc();
 	if (!failed)
