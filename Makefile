@@ -15,7 +15,7 @@
 #   make SANITIZE=1    also tests/build/spyc-asan and unit tests under
 #                      AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-sanitize those unit tests and some live tests with spyc-asan
-#   make test-valgrind dump and a short record under valgrind memcheck
+#   make test-valgrind dump, record and top under valgrind, every CPython
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -267,7 +267,7 @@ test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools
 # VALGRIND: ./spyc under memcheck, dump and short records of the newest
 # CPython (tests/test_valgrind.py); not part of make test (slow).
 test-valgrind: spyc
-	SPYC_VALGRIND=1 SPYC_TEST_SLOTS=newest $(PYTEST) -ra tests/test_valgrind.py
+	SPYC_VALGRIND=1 $(PYTEST) -ra tests/test_valgrind.py
 
 clean: clean-reliability
 clean-reliability:

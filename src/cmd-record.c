@@ -142,6 +142,13 @@ struct recorder {
 	struct record_opts *opts;
 	struct sampleloop sl;
 	struct stacks stacks;
+	/*
+	 * The output has no place for threads (folded or SVG without
+	 * --threads): every stack counts under one thread, so that a
+	 * process that starts thread after thread costs nothing per thread.
+	 */
+	int one_thread;
+	uint32_t the_thread;
 	char cwd[4096];
 	uint32_t *scratch; /* root-first frame ids of one stack */
 	uint64_t samples, empty;
@@ -391,8 +398,10 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 			continue;
 		depth = stack_ids(r, s, t);
 		r->truncated += t->omitted > 0;
-		th = stacks_thread_in(&r->stacks, process, t->ident, t->tid,
-				      t->name[0] ? t->name : NULL);
+		th = r->one_thread
+			 ? r->the_thread
+			 : stacks_thread_in(&r->stacks, process, t->ident,
+					    t->tid, t->name[0] ? t->name : NULL);
 		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
 		if (r->gpu_on && entry != STACKS_NO_ENTRY)
 			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
@@ -897,6 +906,11 @@ int cmd_record(int argc, char **argv)
 	sampleloop_init(&r.sl, opts.rate);
 	setup_sampler(&r.sl.ps, &opts);
 	stacks_init(&r.stacks);
+	r.one_thread = (opts.format == FORMAT_FOLDED ||
+			opts.format == FORMAT_SVG) &&
+		       !opts.threads && !opts.gpu && !opts.subprocesses;
+	if (r.one_thread)
+		r.the_thread = stacks_thread(&r.stacks, 0, 0, NULL);
 	if (opts.async)
 		async_sampler_or_die(&r.sl.ps, &r.async, &r.sl.rt, r.sl.child,
 				     opts.idle);

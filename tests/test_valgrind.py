@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""spyc under valgrind memcheck: dump and short records of real targets.
+"""spyc under valgrind memcheck: dump, short records and top's sampler on
+real targets.
 
-Run by `make test-valgrind` (SPYC_VALGRIND=1, the newest CPython only);
+Run by `make test-valgrind` (SPYC_VALGRIND=1, every CPython found);
 skipped otherwise, as valgrind makes spyc some 30 times slower.  Any
 memcheck error (an invalid read or write, a use of uninitialised memory, a
 leak of any kind, library globals kept until exit aside:
@@ -11,6 +12,9 @@ tests/valgrind.supp) fails the run.
 import json
 import os
 import shutil
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -78,3 +82,39 @@ def test_record_launch(spyc, python, tmp_path):
     memcheck(spyc, ["record", "-o", out, "--", python.path,
                     os.path.join(TESTS, "targets", "hot.py"), 1])
     parse_speedscope(out)
+
+
+def test_top(spyc, python, targets, tmp_path):
+    """top's sampler and table under memcheck: plain snapshots to a file,
+    then SIGTERM, which top takes as a normal end."""
+    t = targets.start(python, "hot.py", 0, "{report}")
+    screen = str(tmp_path / "top.txt")
+    with open(screen, "wb") as out:
+        proc = subprocess.Popen(
+            VALGRIND + [spyc.path, "top", "--pid", str(t.pid), "--idle",
+                        "--interval", "0.5"],
+            stdout=out, stderr=subprocess.PIPE, env=target_env())
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline and proc.poll() is None:
+            with open(screen) as f:
+                if f.read().count("snapshot: ") >= 3:
+                    break
+            time.sleep(0.2)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail("top under valgrind did not stop on SIGTERM")
+    err = err.decode(errors="replace")
+    with open(screen) as f:
+        text = f.read()
+    describe = "exit %s\n%s\n%s" % (proc.returncode, text[-2000:], err)
+    assert proc.returncode != VALGRIND_EXIT, "valgrind found errors\n" + \
+        describe
+    assert proc.returncode == 0, describe
+    assert not [l for l in err.splitlines() if l.startswith("==")], (
+        "valgrind wrote a report\n" + describe)
+    assert text.count("snapshot: ") >= 3, describe
