@@ -261,8 +261,8 @@ enum proc_kind proc_kind(pid_t pid)
 		return PROC_GONE;
 	/* After the name (which may hold ')'): state, then 5 fields, flags. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
-			 &flags) != 2)
+	if (!p ||
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
 		return PROC_USER;
 	if (state == 'Z' || state == 'X' || state == 'x')
 		return PROC_ZOMBIE;
@@ -326,6 +326,25 @@ uint64_t proc_arg_start(pid_t pid)
 uint64_t proc_start_time(pid_t pid)
 {
 	return proc_stat_field(pid, 22);
+}
+
+int proc_mm_open(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int proc_mm_same(int fd, uint64_t addr)
+{
+	unsigned char byte;
+	ssize_t n = pread(fd, &byte, 1, (off_t)addr);
+
+	/* The descriptor pins the old mm, not its pages: reads see EOF. */
+	if (n == 1)
+		return 1;
+	return n == 0 ? 0 : -1;
 }
 
 ssize_t proc_read_text(const char *path, char *buf, size_t size)

@@ -104,6 +104,22 @@ uint64_t proc_arg_start(pid_t pid);
  * field 22): a pid reused by another process has another.  0 if unknown.
  */
 uint64_t proc_start_time(pid_t pid);
+
+/*
+ * Open pid's address space as it is now (/proc/PID/mem), to tell later
+ * that it was replaced.  Returns the descriptor (the caller closes it),
+ * or -1 when it cannot be opened.
+ */
+int proc_mm_open(pid_t pid);
+
+/*
+ * 1 if the address space fd was opened on is still pid's: a byte at addr
+ * (any mapped address) reads through it; 0 once it is gone (an exec gave
+ * the process a new one, or it exited): the kernel then reads nothing;
+ * -1 if the read failed otherwise.  One pread, cheap enough for every
+ * sample.
+ */
+int proc_mm_same(int fd, uint64_t addr);
 /* Numeric field N (from 3, the state) of /proc/PID/stat; 0 if unknown. */
 uint64_t proc_stat_field(pid_t pid, int field);
 /* The command line, arguments joined by spaces, into buf ("" if none). */

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "proc.h"
 
@@ -49,8 +50,18 @@ void sampleloop_init(struct sampleloop *sl, double rate_hz)
 {
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	/* Without an interpreter (--subprocesses' root): pacing only. */
-	if (sl->rt.off)
+	sl->mm_fd = -1;
+	if (sl->rt.off) {
 		py_sampler_init(&sl->ps, &sl->rt);
+		if (!sl->tree && sl->rt.base)
+			sl->mm_fd = proc_mm_open(sl->rt.pid);
+		/* Only an address space that reads now can tell later. */
+		if (sl->mm_fd >= 0 &&
+		    proc_mm_same(sl->mm_fd, sl->rt.base) != 1) {
+			close(sl->mm_fd);
+			sl->mm_fd = -1;
+		}
+	}
 	sl->interval = (uint64_t)(1e9 / rate_hz + 0.5);
 	if (!sl->interval)
 		sl->interval = 1;
@@ -59,6 +70,9 @@ void sampleloop_init(struct sampleloop *sl, double rate_hz)
 
 void sampleloop_release(struct sampleloop *sl)
 {
+	if (sl->mm_fd >= 0)
+		close(sl->mm_fd);
+	sl->mm_fd = -1;
 	free(sl->tids);
 	free(sl->before);
 	py_sample_release(&sl->sample);
@@ -128,6 +142,30 @@ static int gone_for_sure(struct sampleloop *sl)
 	return 1;
 }
 
+/*
+ * The address space sampling began with is gone: an exit, or an exec
+ * (maybe of the same program, mapped at the same addresses).  Sets
+ * sl->ended to which, once /proc can tell.
+ */
+static void mm_replaced(struct sampleloop *sl)
+{
+	const struct timespec pause = {0, GONE_RECHECK_NS};
+	int i;
+
+	for (i = 0; i < GONE_RECHECKS; i++) {
+		if (sampleloop_target_gone(sl))
+			return;
+		/* Alive, the same process, a new address space. */
+		if (pyruntime_still_valid(&sl->rt) == 1) {
+			sl->ended = "the target exec'd another program";
+			sl->execd = 1;
+			return;
+		}
+		nanosleep(&pause, NULL);
+	}
+	sl->ended = "the target exited";
+}
+
 enum drop_reason sampleloop_take(struct sampleloop *sl)
 {
 	enum drop_reason why;
@@ -141,6 +179,14 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	else if (why == DROP_GONE ||
 		 (why != DROP_NONE && sampleloop_target_gone(sl)))
 		return DROP_GONE;
+	/*
+	 * After the reads, so that a sample read wholly from the old
+	 * program passes and one that may have crossed the exec does not.
+	 */
+	if (sl->mm_fd >= 0 && proc_mm_same(sl->mm_fd, sl->rt.base) == 0) {
+		mm_replaced(sl);
+		return DROP_GONE;
+	}
 	if (why != DROP_NONE)
 		sl->dropped[why]++;
 	now = now_ns();
@@ -152,10 +198,9 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	return why;
 }
 
-enum drop_reason sampleloop_take_tree(struct sampleloop *sl,
-				      void (*add)(void *ctx,
-						  const struct child *ch),
-				      void *ctx)
+enum drop_reason
+sampleloop_take_tree(struct sampleloop *sl,
+		     void (*add)(void *ctx, const struct child *ch), void *ctx)
 {
 	size_t i;
 

@@ -34,6 +34,14 @@ struct sampleloop {
 	uint64_t next;		 /* when the next sample is due (now_ns()) */
 	uint64_t missed;	 /* slots skipped: their time passed */
 	uint64_t last_check;	 /* the last look for an exec */
+	/*
+	 * The target's address space when sampling began (proc_mm_open),
+	 * looked at after every sample: an exec of the same non-PIE
+	 * program keeps every address spyc reads valid, so reads alone
+	 * would go on naming the new program's frames from the old one's
+	 * code cache.  -1 when none.
+	 */
+	int mm_fd;
 	uint64_t dropped[DROP_NR];
 	const char *ended; /* why the target is gone, for messages */
 	int execd;	   /* it is gone by exec'ing another program */
@@ -77,10 +85,9 @@ enum drop_reason sampleloop_take(struct sampleloop *sl);
  * Returns DROP_GONE once the target has exited (sl->ended says so),
  * else DROP_NONE.
  */
-enum drop_reason sampleloop_take_tree(struct sampleloop *sl,
-				      void (*add)(void *ctx,
-						  const struct child *ch),
-				      void *ctx);
+enum drop_reason
+sampleloop_take_tree(struct sampleloop *sl,
+		     void (*add)(void *ctx, const struct child *ch), void *ctx);
 
 /*
  * 1 if the target has exited or exec'd another program, with sl->ended
