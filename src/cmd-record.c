@@ -76,7 +76,8 @@ static const char usage_text[] =
     "  -F, --full-filenames  keep whole file names (default: shortened)\n"
     "  -i, --idle            keep threads that are sleeping or blocked\n"
     "                        (default: only threads running on a CPU)\n"
-    "  -g, --gil             keep only the thread holding the GIL (refused for\n"
+    "  -g, --gil             keep only the thread holding the GIL (refused "
+    "for\n"
     "                        a free-threaded build, which has none)\n"
     "  -n, --native          merge native frames (C extensions, libc, the\n"
     "                        interpreter's helpers) into the Python stacks;\n"
@@ -122,16 +123,16 @@ struct record_opts {
 	double duration;
 	int threads;
 	int full_filenames;
-	int idle;   /* keep threads that are not on a CPU too */
-	int gil;    /* keep only the thread holding the GIL */
-	int native; /* merge native frames in */
-	int async;  /* asyncio task stacks */
-	int stop;   /* stop each sampled thread while reading it */
-	int gpu;    /* --gpu */
+	int idle;	  /* keep threads that are not on a CPU too */
+	int gil;	  /* keep only the thread holding the GIL */
+	int native;	  /* merge native frames in */
+	int async;	  /* asyncio task stacks */
+	int stop;	  /* stop each sampled thread while reading it */
+	int gpu;	  /* --gpu */
 	int subprocesses; /* follow the target's descendants too */
 	size_t max_depth;
 	int kill_after_duration;
-	char **argv; /* launch mode */
+	char **argv;	      /* launch mode */
 	const char *template; /* --output as given: %p %r %h %% */
 	const char *rank;     /* MPI rank from the environment, or NULL */
 	const char *rank_var; /* the variable it came from */
@@ -165,16 +166,16 @@ struct recorder {
 	int gpu_on;		   /* the channel is there to drain */
 	/* --subprocesses: every process of the tree, the target first */
 	struct children kids;
-	size_t tree_added; /* threads with a stack in this tick */
+	size_t tree_added;     /* threads with a stack in this tick */
 	uint64_t threads_read; /* in the samples kept, for SPYC_STATS */
-	const char *cwd_now; /* of the process whose sample is being added */
+	const char *cwd_now;   /* of the process whose sample is being added */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
 	int timeline_on;
-	const char *ended;	     /* why sampling stopped, for the summary */
-	int at_deadline;	     /* it stopped because --duration elapsed */
-	double elapsed;		     /* seconds sampled */
-	uint64_t start_unix_ns;	     /* when sampling began, wall clock */
+	const char *ended;	/* why sampling stopped, for the summary */
+	int at_deadline;	/* it stopped because --duration elapsed */
+	double elapsed;		/* seconds sampled */
+	uint64_t start_unix_ns; /* when sampling began, wall clock */
 };
 
 static void parse_options(struct record_opts *o, int argc, char **argv)
@@ -398,10 +399,11 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 			continue;
 		depth = stack_ids(r, s, t);
 		r->truncated += t->omitted > 0;
-		th = r->one_thread
-			 ? r->the_thread
-			 : stacks_thread_in(&r->stacks, process, t->ident,
-					    t->tid, t->name[0] ? t->name : NULL);
+		th =
+		    r->one_thread
+			? r->the_thread
+			: stacks_thread_in(&r->stacks, process, t->ident,
+					   t->tid, t->name[0] ? t->name : NULL);
 		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
 		if (r->gpu_on && entry != STACKS_NO_ENTRY)
 			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
@@ -626,15 +628,17 @@ static void print_summary(struct recorder *r)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const struct sampleloop *sl = &r->sl;
+	const char *stopped =
+	    sl->rt.off || sl->tree ? sampleloop_stopped_note(sl) : NULL;
 	uint64_t dropped;
 
 	strbuf_addf(&sb, "spyc: %llu samples, ",
 		    (unsigned long long)r->samples);
 	dropped = sampleloop_describe_drops(sl, &sb);
 	if (r->truncated)
-		strbuf_addf(&sb, ", %llu truncated (deeper than --max-depth %zu)",
-			    (unsigned long long)r->truncated,
-			    r->opts->max_depth);
+		strbuf_addf(
+		    &sb, ", %llu truncated (deeper than --max-depth %zu)",
+		    (unsigned long long)r->truncated, r->opts->max_depth);
 	/* Every sample taken, kept or not, over the time it took. */
 	strbuf_addf(&sb, ", %.2f s at ", r->elapsed);
 	sampleloop_add_rate(
@@ -651,6 +655,8 @@ static void print_summary(struct recorder *r)
 					? "; ending %s"
 					: "; %s still running",
 				    program_name(r->opts->argv));
+		if (stopped)
+			strbuf_addf(&sb, "; %s", stopped);
 		if (r->opts->native)
 			strbuf_addf(&sb, "; %llu native stacks unmerged",
 				    (unsigned long long)r->unmerged);
@@ -663,7 +669,8 @@ static void print_summary(struct recorder *r)
 		if (r->opts->subprocesses)
 			strbuf_addf(&sb, "; %zu process%s sampled",
 				    children_sampled(&r->kids),
-				    children_sampled(&r->kids) == 1 ? "" : "es");
+				    children_sampled(&r->kids) == 1 ? ""
+								    : "es");
 		strbuf_addch(&sb, ')');
 	}
 	fprintf(stderr, "%s\n", sb.buf);
@@ -746,7 +753,8 @@ static void gpu_attach_setup(struct recorder *r, pid_t pid, const char *agent)
 		return;
 	}
 	if (st.status != GPU_AGENT_RUNNING) {
-		fprintf(stderr, "spyc: --gpu: pid %d: %s (%s); CPU profile only\n",
+		fprintf(stderr,
+			"spyc: --gpu: pid %d: %s (%s); CPU profile only\n",
 			(int)pid, st.message, gpu_agent_status_name(st.status));
 		gpuchan_release(&r->chan);
 		return;
@@ -906,9 +914,9 @@ int cmd_record(int argc, char **argv)
 	sampleloop_init(&r.sl, opts.rate);
 	setup_sampler(&r.sl.ps, &opts);
 	stacks_init(&r.stacks);
-	r.one_thread = (opts.format == FORMAT_FOLDED ||
-			opts.format == FORMAT_SVG) &&
-		       !opts.threads && !opts.gpu && !opts.subprocesses;
+	r.one_thread =
+	    (opts.format == FORMAT_FOLDED || opts.format == FORMAT_SVG) &&
+	    !opts.threads && !opts.gpu && !opts.subprocesses;
 	if (r.one_thread)
 		r.the_thread = stacks_thread(&r.stacks, 0, 0, NULL);
 	if (opts.async)

@@ -33,7 +33,23 @@ static struct {
 	double read, garbage, stale, ptrace;
 	uint64_t rng;
 	struct stale_entry cache[STALE_SLOTS];
+	/* how many of each were injected, and where to say so at exit */
+	unsigned long nr_read, nr_garbage, nr_stale, nr_ptrace;
+	char *counts_path;
 } faults;
+
+/* counts=PATH: the tests check that the faults they asked for happened. */
+static void write_counts(void)
+{
+	FILE *f = fopen(faults.counts_path, "w");
+
+	if (!f)
+		return;
+	fprintf(f, "read=%lu garbage=%lu stale=%lu ptrace=%lu\n",
+		faults.nr_read, faults.nr_garbage, faults.nr_stale,
+		faults.nr_ptrace);
+	fclose(f);
+}
 
 static void bad_spec(const char *spec, const char *why)
 {
@@ -56,6 +72,15 @@ static void parse_spec(const char *spec)
 		if (!eq)
 			bad_spec(spec, "expected NAME=VALUE items");
 		*eq++ = '\0';
+		if (!strcmp(item, "counts")) {
+			if (!*eq)
+				bad_spec(spec, "counts needs a file name");
+			free(faults.counts_path);
+			faults.counts_path = strdup(eq);
+			if (!faults.counts_path)
+				bad_spec(spec, "out of memory");
+			continue;
+		}
 		if (!strcmp(item, "seed")) {
 			faults.rng = strtoull(eq, &end, 0);
 			if (end == eq || *end)
@@ -74,10 +99,13 @@ static void parse_spec(const char *spec)
 		else if (!strcmp(item, "ptrace"))
 			faults.ptrace = p;
 		else
-			bad_spec(spec, "names are read, garbage, stale, ptrace "
-				       "and seed");
+			bad_spec(spec,
+				 "names are read, garbage, stale, ptrace, "
+				 "seed and counts");
 	}
 	free(copy);
+	if (faults.counts_path)
+		atexit(write_counts);
 }
 
 static void init(void)
@@ -164,6 +192,7 @@ static void after_read(pid_t pid, const struct iovec *local,
 	struct stale_entry *e;
 
 	if (chance(faults.garbage)) {
+		faults.nr_garbage++;
 		flip_or_fill(local->iov_base, len);
 		return;
 	}
@@ -172,6 +201,7 @@ static void after_read(pid_t pid, const struct iovec *local,
 	e = stale_slot(pid, addr, len);
 	if (e->data && e->pid == pid && e->addr == addr && e->len == len &&
 	    chance(faults.stale)) {
+		faults.nr_stale++;
 		memcpy(local->iov_base, e->data, len);
 		return;
 	}
@@ -196,7 +226,9 @@ ssize_t faults_process_vm_readv(pid_t pid, const struct iovec *local,
 	if (got <= 0)
 		return got;
 	if (chance(faults.read)) {
-		/* Half fail outright; half stop short, as at an unmapped page. */
+		faults.nr_read++;
+		/* Half fail outright; half stop short, as at an unmapped page.
+		 */
 		if (next_random() & 1) {
 			errno = EFAULT;
 			return -1;
@@ -235,10 +267,11 @@ long faults_ptrace(int request, pid_t pid, void *addr, void *data)
 	case PTRACE_PEEKTEXT:
 	case PTRACE_PEEKUSER:
 		if (chance(faults.ptrace)) {
-			errno = request == PTRACE_SEIZE ||
-					request == PTRACE_ATTACH
-				    ? EPERM
-				    : ESRCH;
+			faults.nr_ptrace++;
+			errno =
+			    request == PTRACE_SEIZE || request == PTRACE_ATTACH
+				? EPERM
+				: ESRCH;
 			return -1;
 		}
 		break;

@@ -31,6 +31,8 @@
  *              made (EPERM for SEIZE, else ESRCH, as when the thread is
  *              gone); calls that give a thread back are never failed
  *   seed=N     the random sequence (default 1)
+ *   counts=PATH at exit, write how many of each were injected to PATH
+ *              ("read=N garbage=N stale=N ptrace=N")
  * P is a probability from 0 to 1.  An unset or empty SPYC_FAULTS injects
  * nothing; a malformed one ends spyc with one error line and exit 2.
  */

@@ -227,11 +227,11 @@ int proc_exists(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-int proc_alive(pid_t pid)
+char proc_state(pid_t pid)
 {
 	char path[64], buf[512], *p;
 	FILE *fp;
-	int alive = 0;
+	char state = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fp = fopen(path, "re");
@@ -240,11 +240,18 @@ int proc_alive(pid_t pid)
 	if (fgets(buf, sizeof(buf), fp)) {
 		/* The state follows the last ')': the name may hold one. */
 		p = strrchr(buf, ')');
-		alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X' &&
-			p[2] != 'x';
+		if (p && p[1] == ' ')
+			state = p[2];
 	}
 	fclose(fp);
-	return alive;
+	return state;
+}
+
+int proc_alive(pid_t pid)
+{
+	char state = proc_state(pid);
+
+	return state && state != 'Z' && state != 'X' && state != 'x';
 }
 
 /* PF_KTHREAD in the flags field of /proc/PID/stat (linux/sched.h). */

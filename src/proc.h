@@ -76,6 +76,11 @@ int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
 int proc_exists(pid_t pid);
 /* 1 if pid exists and is not a zombie or dead. */
 int proc_alive(pid_t pid);
+/*
+ * pid's state letter from /proc/PID/stat ('R', 'S', 'T' stopped by a
+ * signal, 't' stopped by a tracer, 'Z', ...), or 0 if it is not there.
+ */
+char proc_state(pid_t pid);
 
 /* What kind of process pid is, as /proc/PID/stat says. */
 enum proc_kind {

@@ -102,8 +102,13 @@ static int reap_child(struct sampleloop *sl)
 
 int sampleloop_target_gone(struct sampleloop *sl)
 {
+	char state = proc_state(sl->rt.pid);
+
+	if (state == 'T')
+		sl->seen_stopped = 1;
 	/* A pid that another process took since is gone just the same. */
-	if ((sl->child && reap_child(sl)) || !proc_alive(sl->rt.pid) ||
+	if ((sl->child && reap_child(sl)) || !state || state == 'Z' ||
+	    state == 'X' || state == 'x' ||
 	    (sl->rt.start_time &&
 	     proc_start_time(sl->rt.pid) != sl->rt.start_time)) {
 		sl->ended = "the target exited";
@@ -269,6 +274,15 @@ int sampleloop_wait(struct sampleloop *sl, uint64_t deadline)
 			return 1;
 	}
 	return 0;
+}
+
+const char *sampleloop_stopped_note(const struct sampleloop *sl)
+{
+	if (proc_state(sl->rt.pid) == 'T')
+		return "the target is stopped by a signal: left stopped";
+	if (sl->seen_stopped)
+		return "the target was stopped by a signal for a while";
+	return NULL;
 }
 
 /* Decimals a rate shows with beyond the three significant digits. */

@@ -45,6 +45,8 @@ struct sampleloop {
 	uint64_t dropped[DROP_NR];
 	const char *ended; /* why the target is gone, for messages */
 	int execd;	   /* it is gone by exec'ing another program */
+	/* someone stopped it (SIGSTOP, SIGTSTP) while it was sampled */
+	int seen_stopped;
 	/* --native: scratch for sampleloop_stop_wanted() */
 	long *tids;
 	size_t alloc_tids;
@@ -91,7 +93,8 @@ sampleloop_take_tree(struct sampleloop *sl,
 
 /*
  * 1 if the target has exited or exec'd another program, with sl->ended
- * saying which ("the target exited"); else 0.  Reaps a launched child.
+ * saying which ("the target exited"); else 0.  Reaps a launched child,
+ * and notes in sl->seen_stopped a target stopped by a signal.
  */
 int sampleloop_target_gone(struct sampleloop *sl);
 
@@ -174,5 +177,12 @@ int sampleloop_child_running(struct sampleloop *sl);
  * 128 + the number of the signal that killed it; -1 if not known.
  */
 int sampleloop_child_exit_code(const struct sampleloop *sl);
+
+/*
+ * For the summary line: what became of a target someone stopped while it
+ * was sampled ("the target was stopped by a signal ..."), or NULL if
+ * nobody did.
+ */
+const char *sampleloop_stopped_note(const struct sampleloop *sl);
 
 #endif

@@ -78,11 +78,26 @@ def slot_targets(python, tmp_path_factory):
         pool.close()
 
 
-def faults_env(rates, python, what, n=0):
-    """spyc's environment: the rates and a seed of the test's own."""
+def faults_env(rates, python, what, n=0, counts=None):
+    """spyc's environment: the rates and a seed of the test's own; with
+    counts, spyc writes there how many faults it injected."""
     seed = zlib.crc32(("%s %s %d" % (python.version, what, n)).encode())
     spec = "%s,seed=%d" % (rates, seed)
+    if counts:
+        spec += ",counts=%s" % counts
     return target_env({"SPYC_FAULTS": spec}), spec
+
+
+def injected(counts, describe):
+    """{kind: n} from the file spyc-faults wrote at exit."""
+    try:
+        with open(counts) as f:
+            text = f.read()
+    except (IOError, OSError):
+        pytest.fail("spyc-faults wrote no counts to %s: was SPYC_FAULTS "
+                    "read at all?\n%s" % (counts, describe))
+    return dict((k, int(v)) for k, v in
+                (item.split("=") for item in text.split()))
 
 
 def cpu_ticks(pid):
@@ -139,12 +154,20 @@ def assert_survived(res, spec):
 def record(spyc, python, target, tmp_path, what, out_name, *extra):
     """Run record under faults and check what every record run must
     satisfy; returns (summary, output path, description)."""
-    env, spec = faults_env(RATES, python, what)
+    counts = str(tmp_path / "faults.txt")
+    env, spec = faults_env(RATES, python, what, counts=counts)
     out = str(tmp_path / out_name)
     res = spyc.run(["record", "--pid", target.pid, "--rate", RATE_HZ,
                     "--duration", SECONDS, "-o", out] + list(extra),
                    env=env, timeout=TIMEOUT)
     describe = assert_survived(res, spec)
+    # A run that met no fault would prove nothing.
+    got = injected(counts, describe)
+    assert got["read"] + got["garbage"] + got["stale"] > 0, (
+        "no read fault injected (%s)\n%s" % (got, describe))
+    if "--native" in extra or "--blocking" in extra:
+        assert got["ptrace"] > 0, (
+            "no ptrace fault injected (%s)\n%s" % (got, describe))
     summary = parse_summary(res.stderr, describe)
     if res.returncode == 1:
         assert summary.dropped > 0 or summary.samples == 0, (
@@ -181,6 +204,21 @@ def check_stacks(stacks, summary, describe):
     if summary.samples:
         assert stacks, "%d samples but no stack written\n%s" % (
             summary.samples, describe)
+
+
+@pytest.mark.parametrize("spec", ["read=2", "read", "seed=x",
+                                  "noise=0.1", "counts="])
+def test_malformed_spec(faults_spyc, any_python, targets, spec):
+    """A SPYC_FAULTS that does not parse ends spyc with one line naming
+    it and exit 2, never a run with faults other than those asked for."""
+    target = targets.start(any_python, "hot.py", 0, "{report}")
+    res = faults_spyc.run(["dump", "--pid", target.pid],
+                          env=target_env({"SPYC_FAULTS": spec}),
+                          timeout=TIMEOUT)
+    assert res.returncode == 2, res.describe()
+    assert len(res.stderr_lines) == 1, res.describe()
+    assert res.stderr_lines[0].startswith("spyc: SPYC_FAULTS='%s'" % spec), (
+        res.describe())
 
 
 def test_record_speedscope(faults_spyc, python, slot_targets, tmp_path):

@@ -208,6 +208,8 @@ def test_stopped_by_someone_else(spyc, python, tmp_path, opts):
                                       e.decode(errors="replace"))
         assert spyc_proc.returncode in (0, 1), describe
         parse_summary(e.decode(errors="replace"), describe)
+        assert "the target is stopped by a signal: left stopped" in (
+            e.decode(errors="replace")), describe
         parse_speedscope(out)
         # Still stopped, as its user left it, and traced by nobody.
         states = set(s for _, s, _ in tracer_and_state(proc.pid))
@@ -225,6 +227,66 @@ def test_stopped_by_someone_else(spyc, python, tmp_path, opts):
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
         proc.wait()
+
+
+def test_stopped_launched(spyc, python, tmp_path):
+    """Launch mode: the program spyc started is stopped and continued by
+    someone else, and is stopped at --duration's deadline: spyc writes
+    the profile, says the program was left stopped, does not resume it
+    or leave it traced, and once it is continued passes on its exit."""
+    n = N * 4
+    ready = str(tmp_path / "ready")
+    result = str(tmp_path / "result.json")
+    out = str(tmp_path / "out.json")
+    spyc_proc = spyc.popen(["record", "--rate", "500", "--duration", "2.5",
+                            "-o", out, "--", python.path, SCRIPT, "exit",
+                            str(n), ready, result],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid = None
+    try:
+        wait_for(ready, what="ready file", timeout=30)
+        with open("/proc/%d/task/%d/children" % (spyc_proc.pid,
+                                                  spyc_proc.pid)) as f:
+            pid = int(f.read().split()[0])
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGSTOP)
+        # The profile is written at the deadline, the program still
+        # stopped; spyc waits for it.
+        wait_for(out, what="profile", timeout=60)
+        parse_speedscope(out)
+        states = set(s for _, s, _ in tracer_and_state(pid))
+        assert states == {"T"}, (
+            "the program should still be stopped: %s" % (
+                tracer_and_state(pid),))
+        assert_untouched(pid, stopped_ok=True)
+        os.kill(pid, signal.SIGCONT)
+        try:
+            o, e = spyc_proc.communicate(timeout=RESULT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail("spyc did not end once its program was continued")
+        describe = "exit %s\n%s%s" % (spyc_proc.returncode,
+                                      o.decode(errors="replace"),
+                                      e.decode(errors="replace"))
+        assert spyc_proc.returncode == 0, describe
+        summary = parse_summary(e.decode(errors="replace"), describe,
+                                strict=True)
+        assert summary.ended == "--duration elapsed", describe
+        assert summary.running == os.path.basename(python.path), describe
+        got = read_result(result)
+        assert got["result"] == expected(n), "the target computed otherwise"
+    finally:
+        if pid and spyc_proc.poll() is None:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        if spyc_proc.poll() is None:
+            spyc_proc.kill()
+        spyc_proc.wait()
 
 
 def test_pid_reused(spyc, any_python, tmp_path):

@@ -38,6 +38,8 @@ SUMMARY_RE = re.compile(
     r"|the target exited|the target exec'd another program)"
     r"(?:; (?:(?P<running>[^ ;()]+) still running"
     r"|ending (?P<ending>[^ ;()]+)))?"
+    r"(?:; (?P<stopped>the target is stopped by a signal: left stopped"
+    r"|the target was stopped by a signal for a while))?"
     r"(?:; (?P<unmerged>\d+) native stacks unmerged)?"
     r"(?:; asked (?P<asked>[0-9.e+]+) Hz, (?P<late>\d+) late)?\))?$")
 # What the other tests accept, so that a wording slip in the summary (checked

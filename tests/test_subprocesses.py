@@ -106,7 +106,7 @@ def test_mixed_tree(spyc, python, tmp_path):
     assert re.search(r"\bsh -c .*\(pid \d+\)", notes[0]), notes[0]
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_pool(spyc, python, tmp_path, method):
     """A multiprocessing Pool: each worker that did a task shows
     pool_work under its own pid, in speedscope (a profile per process
@@ -169,6 +169,41 @@ def test_attach_picks_up_children(spyc, python, targets, tmp_path):
     tree = [t.pid] + list(roles.values()) + [late]
     for pid, (state, tracer) in process_states(tree).items():
         assert state not in "tT" and tracer == 0, (pid, state, tracer)
+    t.kill()
+    for pid in tree:
+        assert wait_gone(pid), "pid %d outlived its parent" % pid
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL", "duration"])
+def test_tree_left_running(spyc, python, targets, tmp_path, how):
+    """However spyc stops following a tree (SIGTERM, SIGKILL, the end of
+    --duration), every process of it is left running: none stopped, none
+    traced, and the tree lives on until its own end."""
+    t = targets.start(python, "family.py", "{report}", "tree")
+    roles = t.info["roles"]
+    out = str(tmp_path / "tree.json")
+    args = ["record", "--subprocesses", "--pid", t.pid, "-o", out]
+    if how == "duration":
+        args += ["--duration", "1.5"]
+    proc = spyc.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      universal_newlines=True)
+    if how != "duration":
+        time.sleep(1.5)
+        proc.send_signal(getattr(signal, how))
+    _, stderr = proc.communicate(timeout=60)
+    if how == "SIGKILL":
+        assert proc.returncode == -signal.SIGKILL, stderr
+        assert not os.path.exists(out), "a killed record left %s" % out
+    else:
+        assert proc.returncode in (0, 1), stderr
+        with open(out, encoding="utf-8") as f:
+            assert json.load(f)["profiles"], stderr
+    tree = [t.pid] + list(roles.values())
+    states = process_states(tree)
+    assert t.pid in states, "the target did not outlive spyc: " + stderr
+    for pid, (state, tracer) in states.items():
+        assert state not in "tT" and tracer == 0, (pid, state, tracer,
+                                                   stderr)
     t.kill()
     for pid in tree:
         assert wait_gone(pid), "pid %d outlived its parent" % pid
