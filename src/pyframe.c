@@ -192,8 +192,8 @@ static int frame_object_live(const struct py_offsets *off,
 			     const unsigned char *f, size_t depth)
 {
 	int64_t refcnt = (int64_t)load_u64(f, off->frame_refcnt);
-	int running = (signed char)f[off->frame_executing] ==
-		      off->frame_executing_value;
+	int running =
+	    (signed char)f[off->frame_executing] == off->frame_executing_value;
 	int outermost = !load_u64(f, off->frame_back);
 
 	if (refcnt < (depth ? 2 : 1))
@@ -202,8 +202,78 @@ static int frame_object_live(const struct py_offsets *off,
 }
 
 /*
+ * Up to 3.10: copy the frames the last walk found from the pos'th on
+ * again, into their places in the batch; 0, or -1 if the read failed.
+ * For a walk that reached them through a frame copied after the batch
+ * was: a frame copied before the link to it was read may since have
+ * returned and been reused by another call (frame objects are recycled
+ * through free lists), which would join a caller the thread never had to
+ * its callee.  Copied after the link, a caller is the frame that made
+ * the call unless, in the few microseconds between, the callee returned
+ * and so did the caller.
+ */
+static int reread_memo_batch(struct py_sampler *ps,
+			     const struct py_frame_memo *m, size_t pos)
+{
+	size_t fs = (size_t)ps->rt->off->frame_size, i;
+
+	py_sampler_grow_iov(ps, m->nr - pos);
+	for (i = pos; i < m->nr; i++)
+		py_sampler_set_iov(ps, i - pos, ps->batch + i * fs, m->addrs[i],
+				   fs);
+	return proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr - pos) < 0
+		   ? -1
+		   : 0;
+}
+
+/*
+ * Up to 3.10, after a walk: 1 if every frame the walk copied on its own
+ * (not in a batch) whose caller was copied after it is still alive and
+ * still linked to that caller, in one more read; else 0.  A caller can
+ * return, and its frame object be reused by another call, only after its
+ * callee returned: a callee seen alive and unchanged once its caller was
+ * copied vouches for the copy.  (A dead frame object keeps its f_back:
+ * its reference count tells.)
+ */
+static int callees_still_hold(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t hlen =
+	    (size_t)(off->frame_back > off->frame_code ? off->frame_back
+						       : off->frame_code) +
+	    sizeof(uint64_t);
+	size_t i;
+	unsigned char *b;
+
+	if (!ps->nr_callees)
+		return 1;
+	if (ps->nr_callees * hlen > ps->alloc_callee_buf) {
+		free(ps->callee_buf);
+		ps->alloc_callee_buf = ps->nr_callees * hlen * 2;
+		ps->callee_buf = xmalloc(ps->alloc_callee_buf);
+	}
+	py_sampler_grow_iov(ps, ps->nr_callees);
+	for (i = 0; i < ps->nr_callees; i++)
+		py_sampler_set_iov(ps, i, ps->callee_buf + i * hlen,
+				   ps->callees[i].addr, hlen);
+	/* A region that failed reads as zeros: no reference, no match. */
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, ps->nr_callees) < 0)
+		return 0;
+	for (i = 0, b = ps->callee_buf; i < ps->nr_callees; i++, b += hlen) {
+		const struct py_callee_check *c = &ps->callees[i];
+
+		if ((int64_t)load_u64(b, off->frame_refcnt) < 1 ||
+		    load_u64(b, off->frame_back) != c->back ||
+		    load_u64(b, off->frame_code) != c->code)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * Up to 3.10: a linked list of PyFrameObjects.  Frames seen last sample
- * come from one batched read; only new ones cost a read each.
+ * come from one batched read; only new ones cost a read each, and the
+ * batch is read once more below them (reread_memo_batch).
  */
 static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 					   uint64_t tstate,
@@ -215,6 +285,10 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 	struct py_frame_memo *m = frame_memo(ps, tstate);
 	size_t batched = read_memo_batch(ps, tstate, m), pos = 0, depth = 0;
 	uint64_t frame = load_u64(ps->tstate_buf, off->tstate_frame);
+	/* the last frame walked was copied after the batch */
+	int after_batch = 0;
+
+	ps->nr_callees = 0;
 	enum drop_reason why = DROP_NONE;
 	struct loop_check lc;
 
@@ -231,6 +305,13 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 			for (pos = 0; pos < batched; pos++)
 				if (m->addrs[pos] == frame)
 					break;
+		if (pos < batched && after_batch) {
+			after_batch = 0;
+			if (reread_memo_batch(ps, m, pos)) {
+				why = DROP_READ;
+				break;
+			}
+		}
 		if (pos < batched) {
 			f = ps->batch + pos * fs;
 			pos++;
@@ -241,6 +322,18 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 				break;
 			}
 			f = ps->frame_buf;
+			after_batch = 1;
+			/* Its caller will be copied after it. */
+			if (load_u64(f, off->frame_back)) {
+				struct py_callee_check *c;
+
+				ALLOC_GROW(ps->callees, ps->nr_callees + 1,
+					   ps->alloc_callees);
+				c = &ps->callees[ps->nr_callees++];
+				c->addr = frame;
+				c->back = load_u64(f, off->frame_back);
+				c->code = load_u64(f, off->frame_code);
+			}
 		}
 		if (!frame_object_live(off, f, depth)) {
 			why = DROP_INVALID;
@@ -250,14 +343,17 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
 		if (!past_limit(ps, depth))
 			push_frame(ps, out, frame, load_u64(f, off->frame_code),
-				   lasti < 0 ? -1
-					     : (long)lasti * (lasti_units ? 2 : 1),
+				   lasti < 0
+				       ? -1
+				       : (long)lasti * (lasti_units ? 2 : 1),
 				   1);
 		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
 		ps->walk_frames[depth++] = frame;
 		ps->root_frame = frame;
 		frame = load_u64(f, off->frame_back);
 	}
+	if (!why && !callees_still_hold(ps))
+		why = DROP_INVALID;
 	/* Remember this walk for the next sample, even a failed one. */
 	ALLOC_GROW(m->addrs, depth, m->alloc);
 	if (depth)
@@ -476,8 +572,7 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 		rg->len = len;
 		ps->nr_chunks = 1;
 		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
-		if (frames_unmarked(off) &&
-		    (size_t)r == n)
+		if (frames_unmarked(off) && (size_t)r == n)
 			ps->chunk_again_len = len;
 	}
 	ps->walk_cframe = 0;
@@ -563,7 +658,8 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	}
 	*region = -1;
 	if (off->gen_state_at != OFF_NONE && off->gen_state_at < 0 &&
-	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX && addr > PY_FRAME_PREFIX_MAX)
+	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX &&
+	    addr > PY_FRAME_PREFIX_MAX)
 		pre = (size_t)-off->gen_state_at;
 	*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf, len + pre);
 	if (*err && pre) {
@@ -665,9 +761,8 @@ static int iframe_live(struct py_sampler *ps, const unsigned char *f,
 			return 0;
 		return 1;
 	}
-	if (off->owner_generator != OFF_NONE &&
-	    owner == off->owner_generator && state_ok &&
-	    (callee->addr || !load_u64(f, off->iframe_previous)))
+	if (off->owner_generator != OFF_NONE && owner == off->owner_generator &&
+	    state_ok && (callee->addr || !load_u64(f, off->iframe_previous)))
 		return (signed char)f[off->gen_state_at] == off->gen_executing;
 	return 1;
 }
@@ -680,8 +775,8 @@ static int iframe_live(struct py_sampler *ps, const unsigned char *f,
  * instruction's address, made an offset once the copy is read with the
  * code (pyframe_resolve).
  */
-static long iframe_where(const struct py_offsets *off,
-			 const unsigned char *f, uint64_t code, int32_t *tlbc)
+static long iframe_where(const struct py_offsets *off, const unsigned char *f,
+			 uint64_t code, int32_t *tlbc)
 {
 	uint64_t instr = load_u64(f, off->iframe_instr);
 	uint64_t start = code + (uint64_t)off->code_code_adaptive;
@@ -759,12 +854,12 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 		py_sampler_set_iov(ps, n++, &cframe_now,
 				   tstate + (uint64_t)off->tstate_cframe,
 				   sizeof(cframe_now));
-	py_sampler_set_iov(
-	    ps, n++, &where,
-	    ps->walk_cframe
-		? ps->walk_cframe + (uint64_t)off->cframe_current_frame
-		: tstate + (uint64_t)off->tstate_current_frame,
-	    sizeof(where));
+	py_sampler_set_iov(ps, n++, &where,
+			   ps->walk_cframe
+			       ? ps->walk_cframe +
+				     (uint64_t)off->cframe_current_frame
+			       : tstate + (uint64_t)off->tstate_current_frame,
+			   sizeof(where));
 	for (i = 0; i < ps->nr_links; i++)
 		py_sampler_set_iov(ps, n++, ps->link_buf + i * hlen,
 				   ps->links[i].addr, hlen);
@@ -891,8 +986,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	return DROP_NONE;
 }
 
-void pyframe_push(struct py_sampler *ps, struct py_sample *out,
-		  uint64_t frame, const unsigned char *f)
+void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+		  const unsigned char *f)
 {
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
@@ -989,8 +1084,8 @@ static enum drop_reason resolve_tlbc(struct py_sampler *ps,
 		    (fr->code->code_bytes &&
 		     instr - copy >= (uint64_t)fr->code->code_bytes))
 			return DROP_INVALID;
-		fr->line = pycode_line(&ps->codes, fr->code,
-				       (long)(instr - copy));
+		fr->line =
+		    pycode_line(&ps->codes, fr->code, (long)(instr - copy));
 	}
 	return DROP_NONE;
 }
@@ -1033,8 +1128,8 @@ enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
 		struct py_frame *fr = &out->frames[i];
 
 		if (ps->entries[i] == ENTRY_PLACEHOLDER) {
-			fr->code = pycode_placeholder(&ps->codes,
-						      ps->code_addrs[i]);
+			fr->code =
+			    pycode_placeholder(&ps->codes, ps->code_addrs[i]);
 			fr->entry = 0;
 			fr->line = 0;
 			continue;

@@ -86,7 +86,8 @@ void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
 	size_t i, j;
 
 	for (i = 0; i < s->nr_threads; i++) {
-		/* A waiting task's stack (--async): idle, whatever its thread */
+		/* A waiting task's stack (--async): idle, whatever its thread
+		 */
 		if (s->threads[i].is_task)
 			continue;
 		for (j = 0; j < n; j++) {
@@ -147,6 +148,9 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->memos);
 	free(ps->batch);
 	free(ps->walk_frames);
+	free(ps->callees);
+	free(ps->callee_buf);
+
 	free(ps->links);
 	free(ps->link_buf);
 	free(ps->chunk_again);
@@ -229,10 +233,9 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		if (out->threads[i].tid)
 			continue;
 		slot[nio] = i;
-		py_sampler_set_iov(ps, nio, &tids[nio],
-				   out->threads[i].ident +
-				       (uint64_t)ps->pthread_tid_at,
-				   4);
+		py_sampler_set_iov(
+		    ps, nio, &tids[nio],
+		    out->threads[i].ident + (uint64_t)ps->pthread_tid_at, 4);
 		nio++;
 	}
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
@@ -278,7 +281,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
  * resuming, and its link to its caller was missed.  (Frames past the
  * depth limit are not read: nothing to tell then.)
  */
-static int starts_at_root(const struct py_sample *out, const struct py_thread *t)
+static int starts_at_root(const struct py_sample *out,
+			  const struct py_thread *t)
 {
 	const struct pycode *root;
 
@@ -320,7 +324,8 @@ static enum drop_reason check_roots(struct py_sampler *ps,
 static uint64_t interp_head_addr(const struct pyruntime *rt)
 {
 	if (rt->runtime)
-		return rt->runtime + (uint64_t)rt->off->runtime_interpreters_head;
+		return rt->runtime +
+		       (uint64_t)rt->off->runtime_interpreters_head;
 	return rt->interp_head;
 }
 
@@ -415,10 +420,10 @@ static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
 	ALLOC_GROW(out->threads, out->nr_threads + 1, out->alloc_threads);
 	t = &out->threads[out->nr_threads++];
 	t->ident = load_u64(ps->tstate_buf, off->tstate_thread_id);
-	t->tid = off->tstate_native_thread_id == OFF_NONE
-		     ? 0
-		     : (long)load_u64(ps->tstate_buf,
-				      off->tstate_native_thread_id);
+	t->tid =
+	    off->tstate_native_thread_id == OFF_NONE
+		? 0
+		: (long)load_u64(ps->tstate_buf, off->tstate_native_thread_id);
 	t->tstate = tstate;
 	t->state = THREAD_UNKNOWN;
 	t->holds_gil = 0;

@@ -26,6 +26,7 @@ file or line.
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -183,7 +184,7 @@ def stack_problem(frames, root, allowed, key):
 RESIDUAL_TEAR_SHARE = 0.01
 
 
-def check_stacks(stacks, root, allowed, key, describe):
+def check_stacks(stacks, root, allowed, key, describe, residue=True):
     bad = {}
     total = 0
     for frames, count in stacks:
@@ -200,7 +201,8 @@ def check_stacks(stacks, root, allowed, key, describe):
     wrong_edges = sum(c for why, v in bad.items() for _, c in v
                       if "never makes that call" in why)
     cut = sum(c for v in bad.values() for _, c in v) - wrong_edges
-    if cut or wrong_edges > max(2, RESIDUAL_TEAR_SHARE * total):
+    if cut or wrong_edges > (max(2, RESIDUAL_TEAR_SHARE * total)
+                             if residue else 0):
         nbad = sum(c for v in bad.values() for _, c in v)
         lines = []
         for why, items in sorted(bad.items(), key=lambda kv: -sum(
@@ -334,7 +336,10 @@ def test_record_call_graph(spyc, python, targets, tmp_path):
         "expected\n%s" % (
             summary.samples, summary.dropped, rate * duration, want,
             res.describe()))
-    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe())
+    # Up to 3.10 a callee holds its caller's frame object, and a chain
+    # read in parts is checked again whole: no residue at all.
+    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe(),
+                 residue=tuple(python.version_info[:2]) >= (3, 11))
     gen_file = t.info["generated_file"]
     for frames, _ in stacks:
         for f in frames[2:]:
@@ -351,6 +356,17 @@ def check_deep_target(t):
     assert t.info["depth"] == DEPTH, (
         "depth.py should be at exactly %d frames, says %d" % (
             DEPTH, t.info["depth"]))
+    if "busy" in t.argv:
+        wait_busy(t)
+
+
+def wait_busy(t, timeout=30):
+    """depth.py busy reports itself, then waits for its reporter thread
+    to end before its loop: until then its stack ends in join()."""
+    deadline = time.time() + timeout
+    while not os.path.exists(t.report_path + ".busy"):
+        assert time.time() < deadline, "depth.py never started its loop"
+        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -38,6 +38,9 @@ def bottom(mode):
         time.sleep(3600)
     else:
         reporter.join()
+        # Only now is the innermost frame bottom's loop: say so.
+        with open(sys.argv[3] + ".busy", "w"):
+            pass
         x = 1
         while True:
             x = (x * 1103515245 + 12345) % 2147483648
