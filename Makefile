@@ -248,7 +248,7 @@ all: $(ASAN_BIN) $(ASAN_UNIT_BINS)
 endif
 
 test-tools: $(FAULTS_BIN)
-test: test-sanitize
+test: test-sanitize test-valgrind
 stress: $(FAULTS_BIN)
 
 test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools
@@ -265,7 +265,7 @@ test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools
 	exit $$status
 
 # VALGRIND: ./spyc under memcheck, dump and short records of the newest
-# CPython (tests/test_valgrind.py); not part of make test (slow).
+# CPython (tests/test_valgrind.py); make test runs it last.
 test-valgrind: spyc
 	SPYC_VALGRIND=1 $(PYTEST) -ra tests/test_valgrind.py
 

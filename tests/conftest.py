@@ -473,9 +473,11 @@ def launch_in_unwritable_dir(spyc_path, args, python, marker):
     return proc.returncode, [l for l in err.splitlines() if l.strip()], err
 
 
-def top_until_snapshots(spyc, args, out_path, count, timeout=20, env=None):
+def top_until_snapshots(spyc, args, out_path, count, timeout=20, env=None,
+                        until=None):
     """Run `spyc top ARGS` with its screen in out_path until it has shown
-    count snapshots (or exited, or timeout seconds), then SIGTERM it.
+    count snapshots (or until(text of whole snapshots) is true, or it
+    exited, or timeout seconds), then SIGTERM it.
     env: spyc's environment (default target_env()).
     Returns (exit code, out_path's text, a description for failures)."""
     with open(out_path, "wb") as out:
@@ -485,8 +487,14 @@ def top_until_snapshots(spyc, args, out_path, count, timeout=20, env=None):
             deadline = time.time() + timeout
             while time.time() < deadline and proc.poll() is None:
                 with open(out_path) as f:
-                    if f.read().count("snapshot: ") >= count:
-                        break
+                    text = f.read()
+                if text.count("snapshot: ") >= count:
+                    break
+                # Whole snapshots: up to the last table's blank line.
+                whole = text[:text.rfind("\n\n", 0, text.rfind(
+                    "snapshot: ")) + 2] if "snapshot: " in text else ""
+                if until and whole.count("snapshot: ") and until(whole):
+                    break
                 time.sleep(0.05)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -37,6 +37,12 @@ DUMP_RUNS = 4
 # file runs in a few minutes on every slot.
 RATE_HZ = 2000
 SECONDS = 1.5
+# Every slot also meets this many samples under faults per record option
+# and in top's sampler, in runs as fast as spyc samples (some 20 kHz).
+MANY_SAMPLES = 100000
+MANY_HZ = 50000
+MANY_RUN_SECONDS = 2
+MANY_RUNS_MAX = 30
 # spyc must be done well within this, whatever the faults do.
 TIMEOUT = 60
 # How long a target may take to show it runs on after spyc is gone.
@@ -283,6 +289,62 @@ def test_dump(faults_spyc, python, slot_targets, mode):
         else:
             assert "Thread 0x" in res.stdout, describe
         assert_target_runs_on(target, describe)
+
+
+@pytest.mark.parametrize("opts", [["--idle"], ["--native"],
+                                  ["--blocking", "--idle"]],
+                         ids=["plain", "native", "blocking"])
+def test_record_many_samples(faults_spyc, python, slot_targets, tmp_path,
+                             opts):
+    """Records under faults, one after another as fast as spyc samples,
+    until they have met MANY_SAMPLES samples: every one survives with a
+    whole file and leaves the target running."""
+    met, runs = 0, 0
+    while met < MANY_SAMPLES:
+        assert runs < MANY_RUNS_MAX, (
+            "only %d samples in %d runs of %d s at %d Hz" % (
+                met, runs, MANY_RUN_SECONDS, MANY_HZ))
+        counts = str(tmp_path / "faults.txt")
+        env, spec = faults_env(RATES, python, "many %s" % " ".join(opts),
+                               runs, counts=counts)
+        out = str(tmp_path / "many.json")
+        res = faults_spyc.run(
+            ["record", "--pid", slot_targets["hot"].pid, "--rate", MANY_HZ,
+             "--duration", MANY_RUN_SECONDS, "-o", out] + opts,
+            env=env, timeout=TIMEOUT)
+        describe = assert_survived(res, spec)
+        summary = parse_summary(res.stderr, describe)
+        got = injected(counts, describe)
+        assert got["read"] + got["garbage"] + got["stale"] > 0, (
+            "no read fault injected (%s)\n%s" % (got, describe))
+        try:
+            _, stacks = parse_speedscope(out)
+        except ValueError as e:
+            pytest.fail("invalid speedscope JSON (%s)\n%s" % (e, describe))
+        check_stacks(stacks, summary, describe)
+        assert_target_runs_on(slot_targets["hot"], describe)
+        met += summary.samples + summary.dropped
+        runs += 1
+
+
+def test_top_many_samples(faults_spyc, python, slot_targets, tmp_path):
+    """top's sampler under faults until its snapshots add up to
+    MANY_SAMPLES samples (samples/s over each one-second interval)."""
+    target = slot_targets["hot"]
+    env, spec = faults_env(RATES, python, "top many")
+    code, text, describe = top_until_snapshots(
+        faults_spyc, ["--pid", target.pid, "--rate", MANY_HZ, "--idle",
+                      "--interval", 1], str(tmp_path / "top.txt"),
+        MANY_RUNS_MAX, timeout=MANY_RUNS_MAX, env=env, until=lambda t: sum(
+            float(h["samples/s"]) for h, _ in parse_plain(t))
+        >= MANY_SAMPLES)
+    describe = "SPYC_FAULTS=%s\n%s" % (spec, describe)
+    assert code >= 0, "spyc top was killed by signal %d\n%s" % (-code,
+                                                                 describe)
+    assert code in (0, 1), describe
+    met = sum(float(h["samples/s"]) for h, _ in parse_plain(text))
+    assert met >= MANY_SAMPLES, "top sampled only %d\n%s" % (met, describe)
+    assert_target_runs_on(target, describe)
 
 
 def test_top_plain(faults_spyc, python, slot_targets, tmp_path):
