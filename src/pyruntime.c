@@ -419,12 +419,34 @@ static void free_threaded_tables(char *buf, size_t size)
 		const struct py_offsets *t = py_offset_tables[i];
 
 		if (t->free_threaded)
-			len += (size_t)snprintf(buf + len, size - len, "%s%lu.%lut",
-						len ? ", " : "", t->first_hex >> 24,
+			len += (size_t)snprintf(buf + len, size - len,
+						"%s%lu.%lut", len ? ", " : "",
+						t->first_hex >> 24,
 						(t->first_hex >> 16) & 0xFF);
 	}
 	if (!len)
 		snprintf(buf, size, "none");
+}
+
+/*
+ * SPYC_OFFSET_TABLES_UPTO=X.Y, with SPYC_NO_OFFSET_TABLES: use no table
+ * newer than X.Y for the layout of _Py_DebugOffsets, as a spyc built
+ * before X.Y+1 came out would (how the tests read 3.15 as a future
+ * version).  Returns the highest hexversion allowed: hexversion itself
+ * when unset.
+ */
+static unsigned long tables_cap(unsigned long hexversion)
+{
+	const char *upto = getenv("SPYC_OFFSET_TABLES_UPTO");
+	unsigned int major, minor;
+	unsigned long cap;
+
+	if (!upto || sscanf(upto, "%u.%u", &major, &minor) != 2 ||
+	    major > 255 || minor > 255)
+		return hexversion;
+	cap = ((unsigned long)major << 24) | ((unsigned long)minor << 16) |
+	      0xffffUL;
+	return cap < hexversion ? cap : hexversion;
 }
 
 static int choose_offsets(struct pyruntime *rt)
@@ -439,9 +461,9 @@ static int choose_offsets(struct pyruntime *rt)
 
 	/* Free-threaded builds began with 3.13, which says which it is. */
 	if (use_tables)
-		table = py_offsets_select(py_offset_tables,
-					  py_offset_tables_count,
-					  rt->hexversion, 0);
+		table =
+		    py_offsets_select(py_offset_tables, py_offset_tables_count,
+				      rt->hexversion, 0);
 	if (rt->hexversion < DEBUG_OFFSETS_SINCE) {
 		if (!table)
 			return fail(
@@ -464,11 +486,11 @@ static int choose_offsets(struct pyruntime *rt)
 	base = table ? table
 		     : py_offsets_newest_upto(py_offset_tables,
 					      py_offset_tables_count,
-					      rt->hexversion, 0);
+					      tables_cap(rt->hexversion), 0);
 	if (!base)
 		base = py_offsets_newest_upto(py_offset_tables,
 					      py_offset_tables_count,
-					      rt->hexversion, 1);
+					      tables_cap(rt->hexversion), 1);
 	if (!base)
 		goto unsupported;
 	if (base->debug_size == OFF_NONE ||
@@ -503,10 +525,11 @@ static int choose_offsets(struct pyruntime *rt)
 						       rt->hexversion, 1)
 				   : NULL;
 		base = table ? table
-			     : py_offsets_newest_upto(py_offset_tables,
-						      py_offset_tables_count,
-						      rt->hexversion, 1);
-		if (!base || (base->first_hex >> 16) != (rt->hexversion >> 16)) {
+			     : py_offsets_newest_upto(
+				   py_offset_tables, py_offset_tables_count,
+				   tables_cap(rt->hexversion), 1);
+		if (!base ||
+		    (base->first_hex >> 16) != (rt->hexversion >> 16)) {
 			free_threaded_tables(known, sizeof(known));
 			return fail(rt, PYRT_UNSUPPORTED,
 				    "Python %s in pid %d is a free-threaded "
@@ -565,10 +588,18 @@ static int choose_offsets(struct pyruntime *rt)
 	}
 	return PYRT_OK;
 unsupported:
+	if (!base)
+		return fail(rt, PYRT_UNSUPPORTED,
+			    "Python %s in pid %d is not supported: it has no "
+			    "_Py_DebugOffsets that this spyc can read",
+			    rt->version, (int)rt->pid);
 	return fail(rt, PYRT_UNSUPPORTED,
-		    "Python %s in pid %d is not supported: it has no "
-		    "_Py_DebugOffsets that this spyc can read",
-		    rt->version, (int)rt->pid);
+		    "Python %s in pid %d is not supported: its "
+		    "_Py_DebugOffsets are not laid out as %s's, the newest "
+		    "this spyc knows; it needs an offset table made from "
+		    "%lu.%lu's headers (make offsets)",
+		    rt->version, (int)rt->pid, base->version,
+		    rt->hexversion >> 24, (rt->hexversion >> 16) & 0xff);
 }
 
 int pyruntime_find(struct pyruntime *rt, pid_t pid)

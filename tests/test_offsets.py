@@ -56,3 +56,29 @@ def test_record_without_offset_tables(spyc, python, targets, tmp_path):
     summary = parse_summary(res.stderr_lines[-1], res.describe())
     check_profile(out, "folded", hot.info["chain"], summary, res.describe(),
                   full_filenames=True)
+
+
+def test_future_version_through_older_layout(spyc, python, targets):
+    """A CPython newer than every table spyc has, as 3.14 and 3.15 look to
+    a spyc that stops at the minor version before theirs
+    (SPYC_OFFSET_TABLES_UPTO): read through _Py_DebugOffsets, laid out as
+    the newest table's, and its stacks match the target's own; or, where
+    that layout changed (3.14 and 3.15 both moved fields), refused in one
+    line that names the version and what spyc needs, never guessed at."""
+    if python.version_info < (3, 14) or python.free_threaded:
+        pytest.skip("needs a CPython with an older version's table before "
+                    "it (3.14+, with the GIL); slot is %s" % python.minor)
+    older = "%d.%d" % (python.version_info[0], python.version_info[1] - 1)
+    env = dict(NO_TABLES, SPYC_OFFSET_TABLES_UPTO=older)
+    target = targets.start(python, "deep.py")
+    res = spyc.run(["dump", "--pid", target.pid, "--json"], env=env)
+    if res.returncode == 2:
+        minor = "%d.%d" % tuple(python.version_info[:2])
+        res.assert_error(2, "not supported", target.info["python_version"],
+                         "_Py_DebugOffsets", "%s's headers" % minor,
+                         "make offsets")
+        return
+    res.assert_ok()
+    doc, _ = spyc.dump_json(target.pid, env=env)
+    target.assert_dump_matches(spyc_json_threads(doc),
+                               "dump --json, tables up to %s" % older)
