@@ -30,13 +30,11 @@ static int get_int(const unsigned char *buf, long at)
 void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
 {
 	const struct py_offsets *off = rt->off;
-	long fields[] = {off->object_type,     off->var_size,
-			 off->code_filename,
-			 off->code_name,       off->code_qualname,
-			 off->code_linetable,  off->code_firstlineno,
-			 off->code_framesize,  off->code_nlocalsplus,
-			 off->code_stacksize,  off->code_flags,
-			 off->code_tlbc};
+	long fields[] = {
+	    off->object_type,	   off->var_size,	off->code_filename,
+	    off->code_name,	   off->code_qualname,	off->code_linetable,
+	    off->code_firstlineno, off->code_framesize, off->code_nlocalsplus,
+	    off->code_stacksize,   off->code_flags,	off->code_tlbc};
 	size_t i;
 	long end = 0;
 
@@ -73,8 +71,7 @@ static void pycode_free(struct pycode *code)
  */
 static void retire(struct pycode_cache *cache, struct pycode *code)
 {
-	ALLOC_GROW(cache->retired, cache->nr_retired + 1,
-		   cache->alloc_retired);
+	ALLOC_GROW(cache->retired, cache->nr_retired + 1, cache->alloc_retired);
 	cache->retired[cache->nr_retired++] = code;
 }
 
@@ -331,6 +328,42 @@ static long frame_words(const struct py_offsets *off,
 	return n > 0 ? n : 0;
 }
 
+/*
+ * Does the code object at addr still have the header fields decode()
+ * takes from header?  A code object's are fixed for its life, so a
+ * second copy that differs means one of the two was torn, or the
+ * address now holds another object: header was read once, in one
+ * process_vm_readv with the sample's other headers, and a pointer in it
+ * that is a little off (a stale or corrupted read) would otherwise be
+ * decoded and cached as the code's own, naming the frame from whatever
+ * it points at (an empty or wrong file name).  One read per decode.
+ */
+static int header_confirmed(struct pycode_cache *cache, uint64_t addr,
+			    const unsigned char *header)
+{
+	const struct py_offsets *off = cache->off;
+	long words[] = {off->object_type,   off->var_size,
+			off->code_filename, off->code_name,
+			off->code_qualname, off->code_linetable};
+	long ints[] = {off->code_firstlineno, off->code_framesize,
+		       off->code_nlocalsplus, off->code_stacksize,
+		       off->code_flags};
+	unsigned char *again = xmalloc(cache->header_len);
+	int same = !proc_read(cache->pid, addr, again, cache->header_len);
+	size_t i;
+
+	for (i = 0; same && i < ARRAY_SIZE(words); i++)
+		if (words[i] != OFF_NONE &&
+		    memcmp(header + words[i], again + words[i], 8))
+			same = 0;
+	for (i = 0; same && i < ARRAY_SIZE(ints); i++)
+		if (ints[i] != OFF_NONE &&
+		    memcmp(header + ints[i], again + ints[i], 4))
+			same = 0;
+	free(again);
+	return same;
+}
+
 static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header)
 {
@@ -340,6 +373,10 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
 						      : off->code_name;
 
+	if (!header_confirmed(cache, addr, header)) {
+		free(code);
+		return NULL;
+	}
 	code->addr = addr;
 	code->name_ptr = load_u64(header, name_at);
 	code->filename_ptr = load_u64(header, off->code_filename);
@@ -394,7 +431,8 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 	if (slot) {
 		code = *slot;
 		if (code->name_ptr == load_u64(header, name_at) &&
-		    code->filename_ptr == load_u64(header, off->code_filename) &&
+		    code->filename_ptr ==
+			load_u64(header, off->code_filename) &&
 		    code->linetable_ptr ==
 			load_u64(header, off->code_linetable) &&
 		    code->firstlineno == get_int(header, off->code_firstlineno))

@@ -491,23 +491,32 @@ static void remember_shims(struct py_sampler *ps)
 	m->nr = ps->nr_walk_shims;
 }
 
-/*
- * 3.11+: copy the thread state again, and right after it (one
- * process_vm_readv, so the two agree as closely as they can) the used
- * part of its newest data-stack chunk, where most of its frames live,
- * up to the end of the page (a stack that grew since the first copy),
- * and on 3.12+ the shim frames its last walk found off the chunk.
- * *frame is the innermost frame per the new copy.  Returns 0 or -errno.
- */
-static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
-			      uint64_t *frame)
+/* Make *buf hold at least len bytes (its size in *alloc). */
+static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 {
-	const struct py_offsets *off = ps->rt->off;
-	uint64_t chunk, top, cframe = 0, current = 0, fresh_cframe;
-	struct py_region *rg = NULL;
-	size_t n = 0, len = 0;
-	int r;
+	if (len > *alloc) {
+		free(*buf);
+		*buf = xmalloc(len);
+		*alloc = len;
+	}
+}
 
+/*
+ * How much of the data-stack chunk at chunk, used up to top, to copy:
+ * up to the end of top's page (chunks are mapped whole pages: a stack
+ * that grew since the thread state was copied is there too).  0 when
+ * there is no chunk or it is too big to copy whole.
+ */
+static size_t chunk_copy_len(uint64_t chunk, uint64_t top)
+{
+	if (!chunk || top <= chunk || top - chunk > CHUNK_MAX_BYTES)
+		return 0;
+	return (size_t)(((top + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)) - chunk);
+}
+
+/* Forget the last walk's chunks and shims (keeping its shims' memo). */
+static void start_current_chunk(struct py_sampler *ps)
+{
 	ps->nr_chunks = 0;
 	ps->next_chunk = 0;
 	ps->chunk_again_len = 0;
@@ -515,8 +524,138 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 	ps->nr_side = 0;
 	ps->nr_walk_shims = 0;
 	ps->shim_now = NULL;
+}
+
+/*
+ * After read_current_chunk's copies arrived (whole: every region of
+ * their read came whole): take the fresh thread state, and the chunk
+ * when its copy holds all of its used part; *frame is the innermost
+ * frame per the new copy.  Returns 0 or -errno.
+ */
+static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
+				uint64_t chunk, uint64_t top, size_t len,
+				int whole, uint64_t cframe, uint64_t current,
+				uint64_t *frame)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t fresh_cframe;
+	int r;
+
+	take_fresh_tstate(ps);
+	/* A region that failed reads as zeros: no size, not taken. */
+	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
+		rg->addr = chunk;
+		rg->len = len;
+		ps->nr_chunks = 1;
+		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
+		if (frames_unmarked(off) && whole)
+			ps->chunk_again_len = len;
+	}
+	ps->walk_cframe = 0;
+	if (off->tstate_cframe == OFF_NONE) {
+		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
+		return 0;
+	}
+	/* 3.11, 3.12: through the C frame, which may have changed too. */
+	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
+	ps->walk_cframe = fresh_cframe;
+	if (fresh_cframe != cframe || !current) {
+		current = 0;
+		if (fresh_cframe &&
+		    (r = proc_read(ps->rt->pid,
+				   fresh_cframe +
+				       (uint64_t)off->cframe_current_frame,
+				   &current, sizeof(current))))
+			return r;
+	}
+	*frame = current;
+	return 0;
+}
+
+/*
+ * The copies pyframe_prefetch_chunks made for the thread at tstate, moved
+ * to where read_current_chunk puts its own; 1 if there were any (for the
+ * same chunk and top as ps->tstate_buf's), else 0.  *whole: the second
+ * copy of the chunk (3.11) came whole, as finish_current_chunk needs.
+ * The read was shared with the other threads: whether all its regions
+ * came says nothing of this thread's, and a region that failed reads as
+ * zeros, so the copy's own chunk size tells.
+ */
+static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
+			  uint64_t chunk, uint64_t top, struct py_region **rgp,
+			  uint64_t *cframe, uint64_t *current, int *whole)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t i, size = (size_t)off->iframe_size;
+	struct py_chunk_pre *pc = NULL;
+	struct py_region *rg;
+
+	for (i = 0; i < ps->nr_pre_chunks && !pc; i++)
+		if (ps->pre_chunks[i].tstate == tstate &&
+		    ps->pre_chunks[i].ready)
+			pc = &ps->pre_chunks[i];
+	if (!pc)
+		return 0;
+	pc->ready = 0;
+	if (pc->chunk != chunk || pc->top != top)
+		return 0;
+	memcpy(ps->fresh_tstate, pc->fresh, (size_t)off->tstate_size);
+	*cframe = pc->cframe;
+	*current = pc->current;
+	*rgp = NULL;
+	*whole = 0;
+	if (pc->len) {
+		rg = new_region(ps);
+		ensure_buf(&rg->buf, &rg->alloc, pc->len);
+		memcpy(rg->buf, pc->buf, pc->len);
+		if (frames_unmarked(off)) {
+			ensure_buf(&ps->chunk_again, &ps->alloc_chunk_again,
+				   pc->len);
+			memcpy(ps->chunk_again, pc->again, pc->len);
+			*whole =
+			    load_u64(pc->again, off->chunk_size) >= top - chunk;
+		}
+		*rgp = rg;
+	}
+	if (off->owner_cstack != OFF_NONE) {
+		ps->shim_now = shim_memo(ps, tstate);
+		if (!ps->side_buf)
+			ps->side_buf = xmalloc(PY_SHIMS_KEPT * size);
+		ps->nr_side = pc->nr_side;
+		memcpy(ps->side_addrs, pc->side_addrs,
+		       pc->nr_side * sizeof(*ps->side_addrs));
+		memcpy(ps->side_buf, pc->side, pc->nr_side * size);
+	}
+	return 1;
+}
+
+/*
+ * 3.11+: copy the thread state again, and right after it (one
+ * process_vm_readv, so the two agree as closely as they can) the used
+ * part of its newest data-stack chunk, where most of its frames live,
+ * up to the end of the page (a stack that grew since the first copy),
+ * and on 3.12+ the shim frames its last walk found off the chunk.
+ * pyframe_prefetch_chunks may have made these copies already, for every
+ * thread at once.  *frame is the innermost frame per the new copy.
+ * Returns 0 or -errno.
+ */
+static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
+			      uint64_t *frame)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top, cframe = 0, current = 0;
+	struct py_region *rg = NULL;
+	size_t n = 0, len;
+	int r, whole;
+
+	start_current_chunk(ps);
 	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
 	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	len = chunk_copy_len(chunk, top);
+	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current,
+			   &whole))
+		return finish_current_chunk(ps, rg, chunk, top, len, whole,
+					    cframe, current, frame);
 	py_sampler_grow_iov(ps, 4 + PY_SHIMS_KEPT);
 	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
 			   (size_t)off->tstate_size);
@@ -526,23 +665,13 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 		py_sampler_set_iov(ps, n++, &current,
 				   cframe + (uint64_t)off->cframe_current_frame,
 				   sizeof(current));
-	if (chunk && top > chunk && top - chunk <= CHUNK_MAX_BYTES) {
-		/* Chunks are mapped whole pages: the rest of top's is there. */
-		len = (size_t)(((top + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)) -
-			       chunk);
+	if (len) {
 		rg = new_region(ps);
-		if (len > rg->alloc) {
-			free(rg->buf);
-			rg->buf = xmalloc(len);
-			rg->alloc = len;
-		}
+		ensure_buf(&rg->buf, &rg->alloc, len);
 		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
 		if (frames_unmarked(off)) {
-			if (len > ps->alloc_chunk_again) {
-				free(ps->chunk_again);
-				ps->chunk_again = xmalloc(len);
-				ps->alloc_chunk_again = len;
-			}
+			ensure_buf(&ps->chunk_again, &ps->alloc_chunk_again,
+				   len);
 			py_sampler_set_iov(ps, n++, ps->chunk_again, chunk,
 					   len);
 		}
@@ -565,35 +694,104 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
 	if (r < 0)
 		return r;
-	take_fresh_tstate(ps);
-	/* A region that failed reads as zeros: no size, not taken. */
-	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
-		rg->addr = chunk;
-		rg->len = len;
-		ps->nr_chunks = 1;
-		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
-		if (frames_unmarked(off) && (size_t)r == n)
-			ps->chunk_again_len = len;
+	return finish_current_chunk(ps, rg, chunk, top, len, (size_t)r == n,
+				    cframe, current, frame);
+}
+
+/* Most threads whose chunks pyframe_prefetch_chunks reads at once. */
+#define PREFETCH_THREADS_MAX 64
+
+void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
+			     const int *walk, size_t n)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t tsize = (size_t)off->tstate_size, fsize, i, k = 0, nr_iov = 0;
+	int r;
+
+	ps->nr_pre_chunks = 0;
+	if (off->tstate_datastack_chunk == OFF_NONE ||
+	    off->iframe_size == OFF_NONE || n > PREFETCH_THREADS_MAX ||
+	    ps->nr_shims + n >= PY_MAX_THREADS)
+		return;
+	fsize = (size_t)off->iframe_size;
+	/*
+	 * Grown once, before any iovec points into it (&pc->current): a
+	 * move would have the read write into freed memory.
+	 */
+	if (n > ps->alloc_pre_chunks) {
+		size_t old = ps->alloc_pre_chunks;
+
+		ALLOC_GROW(ps->pre_chunks, n, ps->alloc_pre_chunks);
+		memset(ps->pre_chunks + old, 0,
+		       (ps->alloc_pre_chunks - old) * sizeof(*ps->pre_chunks));
 	}
-	ps->walk_cframe = 0;
-	if (off->tstate_cframe == OFF_NONE) {
-		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
-		return 0;
+	/* Keep the last walk's shims before memos move (shim_memo grows). */
+	start_current_chunk(ps);
+	py_sampler_grow_iov(ps, n * (4 + PY_SHIMS_KEPT));
+	for (i = 0; i < n; i++) {
+		const unsigned char *copy = ps->tstate_bufs + i * tsize;
+		struct py_chunk_pre *pc;
+
+		if (!walk[i])
+			continue;
+		pc = &ps->pre_chunks[k++];
+		if (!pc->fresh)
+			pc->fresh = xmalloc(tsize);
+		pc->tstate = tstates[i];
+		pc->chunk = load_u64(copy, off->tstate_datastack_chunk);
+		pc->top = load_u64(copy, off->tstate_datastack_top);
+		pc->len = chunk_copy_len(pc->chunk, pc->top);
+		pc->cframe = pc->current = 0;
+		pc->nr_side = 0;
+		py_sampler_set_iov(ps, nr_iov++, pc->fresh, pc->tstate, tsize);
+		if (off->tstate_cframe != OFF_NONE &&
+		    (pc->cframe = load_u64(copy, off->tstate_cframe)))
+			py_sampler_set_iov(
+			    ps, nr_iov++, &pc->current,
+			    pc->cframe + (uint64_t)off->cframe_current_frame,
+			    sizeof(pc->current));
+		if (pc->len) {
+			if (pc->len > pc->alloc) {
+				free(pc->buf);
+				free(pc->again);
+				pc->buf = xmalloc(pc->len);
+				pc->again = frames_unmarked(off)
+						? xmalloc(pc->len)
+						: NULL;
+				pc->alloc = pc->len;
+			}
+			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
+					   pc->len);
+			if (frames_unmarked(off))
+				py_sampler_set_iov(ps, nr_iov++, pc->again,
+						   pc->chunk, pc->len);
+		}
+		if (off->owner_cstack != OFF_NONE) {
+			const struct py_shim_memo *m =
+			    shim_memo(ps, pc->tstate);
+			size_t j;
+
+			if (!pc->side)
+				pc->side = xmalloc(PY_SHIMS_KEPT * fsize);
+			pc->nr_side = m->nr;
+			for (j = 0; j < m->nr; j++) {
+				pc->side_addrs[j] = m->addrs[j];
+				py_sampler_set_iov(ps, nr_iov++,
+						   pc->side + j * fsize,
+						   m->addrs[j], fsize);
+			}
+			/* A copy that failed reads as zeros: no owner. */
+			memset(pc->side, 0, pc->nr_side * fsize);
+		}
 	}
-	/* 3.11, 3.12: through the C frame, which may have changed too. */
-	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
-	ps->walk_cframe = fresh_cframe;
-	if (fresh_cframe != cframe || !current) {
-		current = 0;
-		if (fresh_cframe &&
-		    (r = proc_read(ps->rt->pid,
-				   fresh_cframe +
-				       (uint64_t)off->cframe_current_frame,
-				   &current, sizeof(current))))
-			return r;
-	}
-	*frame = current;
-	return 0;
+	if (!k)
+		return;
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nr_iov);
+	if (r < 0)
+		return;
+	for (i = 0; i < k; i++)
+		ps->pre_chunks[i].ready = 1;
+	ps->nr_pre_chunks = k;
 }
 
 /* Copy the next older chunk, up to its saved top; 0 or -1. */

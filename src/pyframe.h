@@ -38,6 +38,15 @@
  * addresses and instruction offsets in ps's scratch; sets
  * ps->root_frame.  Returns DROP_NONE or why the sample must be dropped.
  */
+/*
+ * 3.11+: before walking threads whose thread states ps->tstate_bufs hold
+ * (the n at tstates[i] for which walk[i] is set), copy what each walk
+ * reads first (the thread state again, its newest data-stack chunk, its
+ * shims) for all of them in one process_vm_readv.  No-op before 3.11.
+ */
+void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
+			     const int *walk, size_t n);
+
 enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 			      struct py_sample *out);
 
@@ -46,8 +55,8 @@ enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
  * for --async) to out: f is a copy of the frame at frame.  Resolved by
  * pyframe_resolve like the walked ones.
  */
-void pyframe_push(struct py_sampler *ps, struct py_sample *out,
-		  uint64_t frame, const unsigned char *f);
+void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+		  const unsigned char *f);
 
 /*
  * Turn the code addresses of the frames walked from frame number from

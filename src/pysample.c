@@ -154,6 +154,14 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->links);
 	free(ps->link_buf);
 	free(ps->chunk_again);
+	for (i = 0; i < ps->alloc_pre_chunks; i++) {
+		free(ps->pre_chunks[i].fresh);
+		free(ps->pre_chunks[i].buf);
+		free(ps->pre_chunks[i].again);
+		free(ps->pre_chunks[i].side);
+	}
+	free(ps->pre_chunks);
+	free(ps->pre_walk);
 	pystate_release(ps);
 	free(ps->names);
 	memset(ps, 0, sizeof(*ps));
@@ -409,10 +417,11 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 
 /*
  * Add the thread whose thread state, at tstate, ps->tstate_buf holds a
- * copy of, and walk its frames unless it is idle and not wanted.
+ * copy of, without walking it; it is marked skipped if it is idle and
+ * its frames are not wanted.
  */
-static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
-				   struct py_sample *out)
+static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
+				    struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	struct py_thread *t;
@@ -434,7 +443,48 @@ static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
 	t->is_task = 0;
 	t->skipped =
 	    ps->skip_idle && ps->want_state && pystate_known_idle(ps, t);
+	return t;
+}
+
+/* new_thread, and walk its frames unless it is skipped. */
+static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
+				   struct py_sample *out)
+{
+	struct py_thread *t = new_thread(ps, tstate, out);
+
 	return t->skipped ? DROP_NONE : walk_thread(ps, t, out);
+}
+
+/*
+ * The n threads prefetch_threads copied: added first, so that what each
+ * walk reads first is read for all the threads walked at once, then
+ * walked.
+ */
+static enum drop_reason add_prefetched(struct py_sampler *ps, size_t n,
+				       struct py_sample *out)
+{
+	size_t tsize = (size_t)ps->rt->off->tstate_size, first, i;
+	enum drop_reason why;
+
+	first = out->nr_threads;
+	ALLOC_GROW(ps->pre_walk, n, ps->alloc_pre_walk);
+	for (i = 0; i < n; i++) {
+		memcpy(ps->tstate_buf, ps->tstate_bufs + i * tsize, tsize);
+		ps->pre_walk[i] =
+		    !new_thread(ps, ps->pre_tstates[i], out)->skipped;
+	}
+	pyframe_prefetch_chunks(ps, ps->pre_tstates, ps->pre_walk, n);
+	for (i = 0; i < n; i++) {
+		struct py_thread *t = &out->threads[first + i];
+
+		if (!ps->pre_walk[i])
+			continue;
+		memcpy(ps->tstate_buf, ps->tstate_bufs + i * tsize, tsize);
+		why = walk_thread(ps, t, out);
+		if (why)
+			return why;
+	}
+	return DROP_NONE;
 }
 
 /*
@@ -496,11 +546,13 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	uint64_t interp;
 	struct gil_view gil;
 	enum drop_reason why;
-	size_t i, n;
+	size_t n;
 	int r;
 
 	/* The previous sample is done with: its replaced code may go. */
 	pycode_cache_collect(&ps->codes);
+	/* Copies left by a sample that was dropped are stale now. */
+	ps->nr_pre_chunks = 0;
 	out->nr_threads = 0;
 	out->nr_frames = 0;
 	out->nr_tasks = 0;
@@ -517,15 +569,11 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	memset(&gil, 0, sizeof(gil));
 	if (ps->want_gil && interp)
 		pygil_read(ps, interp, &gil);
-	for (i = 0; i < n; i++) {
-		memcpy(ps->tstate_buf,
-		       ps->tstate_bufs + i * (size_t)off->tstate_size,
-		       (size_t)off->tstate_size);
-		why = add_thread(ps, ps->pre_tstates[i], out);
+	if (n) {
+		why = add_prefetched(ps, n, out);
 		if (why)
 			return why;
-	}
-	if (!n) {
+	} else {
 		why = find_threads(ps, interp, out);
 		if (why)
 			return why;

@@ -217,6 +217,24 @@ struct py_sampler {
 	uint64_t side_addrs[PY_SHIMS_KEPT];
 	size_t nr_side;
 	unsigned char *side_buf;
+	/*
+	 * 3.11+, when the thread states were prefetched: each thread's
+	 * fresh thread state, C frame's current frame, newest chunk and
+	 * shims, read for all the threads walked in one process_vm_readv
+	 * (pyframe_prefetch_chunks); each taken by the thread's walk.
+	 */
+	struct py_chunk_pre {
+		uint64_t tstate, cframe, current, chunk, top;
+		size_t len; /* of the chunk's copy, 0 when none */
+		unsigned char *fresh, *buf, *again, *side;
+		size_t alloc;
+		uint64_t side_addrs[PY_SHIMS_KEPT];
+		size_t nr_side;
+		int ready; /* read, not taken yet */
+	} * pre_chunks;
+	size_t nr_pre_chunks, alloc_pre_chunks;
+	int *pre_walk; /* of the prefetched threads, those walked */
+	size_t alloc_pre_walk;
 	/* the shims the walk went through off the chunk, for shim_now */
 	uint64_t walk_shims[PY_SHIMS_KEPT];
 	size_t nr_walk_shims;
