@@ -43,6 +43,12 @@ def record(spyc, python, path, script, *args, **kw):
     finally:
         os.chdir(old)
     summary = parse_summary(res.stderr, res.describe())
+    # These tests read the profile, not how many reads tore: a target
+    # that calls as fast as callgraph.py, on a loaded machine, may have
+    # many torn (and so dropped) reads.
+    if res.returncode == 1 and summary.dropped:
+        assert summary.samples > 0, res.describe()
+        return res
     assert_exit_ok(res.returncode, summary, res.describe())
     assert summary.samples > 0, res.describe()
     return res
