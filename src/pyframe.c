@@ -227,50 +227,6 @@ static int reread_memo_batch(struct py_sampler *ps,
 }
 
 /*
- * Up to 3.10, after a walk: 1 if every frame the walk copied on its own
- * (not in a batch) whose caller was copied after it is still alive and
- * still linked to that caller, in one more read; else 0.  A caller can
- * return, and its frame object be reused by another call, only after its
- * callee returned: a callee seen alive and unchanged once its caller was
- * copied vouches for the copy.  (A dead frame object keeps its f_back:
- * its reference count tells.)
- */
-static int callees_still_hold(struct py_sampler *ps)
-{
-	const struct py_offsets *off = ps->rt->off;
-	size_t hlen =
-	    (size_t)(off->frame_back > off->frame_code ? off->frame_back
-						       : off->frame_code) +
-	    sizeof(uint64_t);
-	size_t i;
-	unsigned char *b;
-
-	if (!ps->nr_callees)
-		return 1;
-	if (ps->nr_callees * hlen > ps->alloc_callee_buf) {
-		free(ps->callee_buf);
-		ps->alloc_callee_buf = ps->nr_callees * hlen * 2;
-		ps->callee_buf = xmalloc(ps->alloc_callee_buf);
-	}
-	py_sampler_grow_iov(ps, ps->nr_callees);
-	for (i = 0; i < ps->nr_callees; i++)
-		py_sampler_set_iov(ps, i, ps->callee_buf + i * hlen,
-				   ps->callees[i].addr, hlen);
-	/* A region that failed reads as zeros: no reference, no match. */
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, ps->nr_callees) < 0)
-		return 0;
-	for (i = 0, b = ps->callee_buf; i < ps->nr_callees; i++, b += hlen) {
-		const struct py_callee_check *c = &ps->callees[i];
-
-		if ((int64_t)load_u64(b, off->frame_refcnt) < 1 ||
-		    load_u64(b, off->frame_back) != c->back ||
-		    load_u64(b, off->frame_code) != c->code)
-			return 0;
-	}
-	return 1;
-}
-
-/*
  * Up to 3.10: a linked list of PyFrameObjects.  Frames seen last sample
  * come from one batched read; only new ones cost a read each, and the
  * batch is read once more below them (reread_memo_batch).
@@ -288,7 +244,6 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 	/* the last frame walked was copied after the batch */
 	int after_batch = 0;
 
-	ps->nr_callees = 0;
 	enum drop_reason why = DROP_NONE;
 	struct loop_check lc;
 
@@ -323,17 +278,6 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 			}
 			f = ps->frame_buf;
 			after_batch = 1;
-			/* Its caller will be copied after it. */
-			if (load_u64(f, off->frame_back)) {
-				struct py_callee_check *c;
-
-				ALLOC_GROW(ps->callees, ps->nr_callees + 1,
-					   ps->alloc_callees);
-				c = &ps->callees[ps->nr_callees++];
-				c->addr = frame;
-				c->back = load_u64(f, off->frame_back);
-				c->code = load_u64(f, off->frame_code);
-			}
 		}
 		if (!frame_object_live(off, f, depth)) {
 			why = DROP_INVALID;
@@ -352,8 +296,6 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 		ps->root_frame = frame;
 		frame = load_u64(f, off->frame_back);
 	}
-	if (!why && !callees_still_hold(ps))
-		why = DROP_INVALID;
 	/* Remember this walk for the next sample, even a failed one. */
 	ALLOC_GROW(m->addrs, depth, m->alloc);
 	if (depth)

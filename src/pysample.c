@@ -148,8 +148,6 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->memos);
 	free(ps->batch);
 	free(ps->walk_frames);
-	free(ps->callees);
-	free(ps->callee_buf);
 
 	free(ps->links);
 	free(ps->link_buf);

@@ -175,13 +175,6 @@ struct py_sampler {
 	size_t alloc_batch;
 	uint64_t *walk_frames;
 	size_t alloc_walk_frames;
-	/* up to 3.10: frames copied on their own, checked after the walk */
-	struct py_callee_check {
-		uint64_t addr, back, code;
-	} * callees;
-	size_t nr_callees, alloc_callees;
-	unsigned char *callee_buf;
-	size_t alloc_callee_buf;
 
 	/*
 	 * 3.11+: the chunk frames reached from a frame read at another

@@ -184,7 +184,7 @@ def stack_problem(frames, root, allowed, key):
 RESIDUAL_TEAR_SHARE = 0.01
 
 
-def check_stacks(stacks, root, allowed, key, describe, residue=True):
+def check_stacks(stacks, root, allowed, key, describe):
     bad = {}
     total = 0
     for frames, count in stacks:
@@ -201,8 +201,7 @@ def check_stacks(stacks, root, allowed, key, describe, residue=True):
     wrong_edges = sum(c for why, v in bad.items() for _, c in v
                       if "never makes that call" in why)
     cut = sum(c for v in bad.values() for _, c in v) - wrong_edges
-    if cut or wrong_edges > (max(2, RESIDUAL_TEAR_SHARE * total)
-                             if residue else 0):
+    if cut or wrong_edges > max(2, RESIDUAL_TEAR_SHARE * total):
         nbad = sum(c for v in bad.values() for _, c in v)
         lines = []
         for why, items in sorted(bad.items(), key=lambda kv: -sum(
@@ -336,10 +335,7 @@ def test_record_call_graph(spyc, python, targets, tmp_path):
         "expected\n%s" % (
             summary.samples, summary.dropped, rate * duration, want,
             res.describe()))
-    # Up to 3.10 a callee holds its caller's frame object, and a chain
-    # read in parts is checked again whole: no residue at all.
-    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe(),
-                 residue=tuple(python.version_info[:2]) >= (3, 11))
+    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe())
     gen_file = t.info["generated_file"]
     for frames, _ in stacks:
         for f in frames[2:]:
