@@ -247,11 +247,14 @@ char proc_state(pid_t pid)
 	return state;
 }
 
+int proc_state_alive(char state)
+{
+	return state && state != 'Z' && state != 'X' && state != 'x';
+}
+
 int proc_alive(pid_t pid)
 {
-	char state = proc_state(pid);
-
-	return state && state != 'Z' && state != 'X' && state != 'x';
+	return proc_state_alive(proc_state(pid));
 }
 
 /* PF_KTHREAD in the flags field of /proc/PID/stat (linux/sched.h). */

@@ -81,6 +81,9 @@ int proc_alive(pid_t pid);
  * signal, 't' stopped by a tracer, 'Z', ...), or 0 if it is not there.
  */
 char proc_state(pid_t pid);
+/* 1 if a process in state (proc_state's letter) is alive: not 0, a
+ * zombie or dead. */
+int proc_state_alive(char state);
 
 /* What kind of process pid is, as /proc/PID/stat says. */
 enum proc_kind {

@@ -241,10 +241,9 @@ static enum drop_reason walk_frame_objects(struct py_sampler *ps,
 	struct py_frame_memo *m = frame_memo(ps, tstate);
 	size_t batched = read_memo_batch(ps, tstate, m), pos = 0, depth = 0;
 	uint64_t frame = load_u64(ps->tstate_buf, off->tstate_frame);
+	enum drop_reason why = DROP_NONE;
 	/* the last frame walked was copied after the batch */
 	int after_batch = 0;
-
-	enum drop_reason why = DROP_NONE;
 	struct loop_check lc;
 
 	loop_check_init(&lc);

@@ -175,7 +175,6 @@ struct py_sampler {
 	size_t alloc_batch;
 	uint64_t *walk_frames;
 	size_t alloc_walk_frames;
-
 	/*
 	 * 3.11+: the chunk frames reached from a frame read at another
 	 * time (a generator's, or one in another chunk), with the fields

@@ -107,8 +107,7 @@ int sampleloop_target_gone(struct sampleloop *sl)
 	if (state == 'T')
 		sl->seen_stopped = 1;
 	/* A pid that another process took since is gone just the same. */
-	if ((sl->child && reap_child(sl)) || !state || state == 'Z' ||
-	    state == 'X' || state == 'x' ||
+	if ((sl->child && reap_child(sl)) || !proc_state_alive(state) ||
 	    (sl->rt.start_time &&
 	     proc_start_time(sl->rt.pid) != sl->rt.start_time)) {
 		sl->ended = "the target exited";
@@ -126,11 +125,14 @@ int sampleloop_target_gone(struct sampleloop *sl)
 }
 
 /*
- * Reads said the process is gone: an exit or an exec in progress looks so
- * for a moment before /proc says which.  1 once it does (sl->ended set),
- * 0 if the process is still there running the same program.
+ * Reads said the process is gone, or (mm_gone) the address space sampling
+ * began with was replaced: an exit or an exec in progress looks so for a
+ * moment before /proc says which.  1 once it does (sl->ended set), 0 if
+ * the process is still there running the same program.  An address space
+ * replaced under the same program, mapped at the same addresses, is an
+ * exec all the same.
  */
-static int gone_for_sure(struct sampleloop *sl)
+static int gone_for_sure(struct sampleloop *sl, int mm_gone)
 {
 	const struct timespec pause = {0, GONE_RECHECK_NS};
 	int i;
@@ -138,37 +140,18 @@ static int gone_for_sure(struct sampleloop *sl)
 	for (i = 0; i < GONE_RECHECKS; i++) {
 		if (sampleloop_target_gone(sl))
 			return 1;
-		if (pyruntime_still_valid(&sl->rt) == 1)
-			return 0;
+		if (pyruntime_still_valid(&sl->rt) == 1) {
+			if (!mm_gone)
+				return 0;
+			sl->ended = "the target exec'd another program";
+			sl->execd = 1;
+			return 1;
+		}
 		nanosleep(&pause, NULL);
 	}
 	/* Still without memory to read: as good as gone. */
 	sl->ended = "the target exited";
 	return 1;
-}
-
-/*
- * The address space sampling began with is gone: an exit, or an exec
- * (maybe of the same program, mapped at the same addresses).  Sets
- * sl->ended to which, once /proc can tell.
- */
-static void mm_replaced(struct sampleloop *sl)
-{
-	const struct timespec pause = {0, GONE_RECHECK_NS};
-	int i;
-
-	for (i = 0; i < GONE_RECHECKS; i++) {
-		if (sampleloop_target_gone(sl))
-			return;
-		/* Alive, the same process, a new address space. */
-		if (pyruntime_still_valid(&sl->rt) == 1) {
-			sl->ended = "the target exec'd another program";
-			sl->execd = 1;
-			return;
-		}
-		nanosleep(&pause, NULL);
-	}
-	sl->ended = "the target exited";
 }
 
 enum drop_reason sampleloop_take(struct sampleloop *sl)
@@ -179,7 +162,7 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	why = py_sampler_sample(&sl->ps, &sl->sample);
 	if (why != DROP_NONE && why != DROP_GONE)
 		why = py_sampler_sample(&sl->ps, &sl->sample);
-	if (why == DROP_GONE && !gone_for_sure(sl))
+	if (why == DROP_GONE && !gone_for_sure(sl, 0))
 		why = DROP_READ; /* it was only between two programs */
 	else if (why == DROP_GONE ||
 		 (why != DROP_NONE && sampleloop_target_gone(sl)))
@@ -188,10 +171,9 @@ enum drop_reason sampleloop_take(struct sampleloop *sl)
 	 * After the reads, so that a sample read wholly from the old
 	 * program passes and one that may have crossed the exec does not.
 	 */
-	if (sl->mm_fd >= 0 && proc_mm_same(sl->mm_fd, sl->rt.base) == 0) {
-		mm_replaced(sl);
+	if (sl->mm_fd >= 0 && proc_mm_same(sl->mm_fd, sl->rt.base) == 0 &&
+	    gone_for_sure(sl, 1))
 		return DROP_GONE;
-	}
 	if (why != DROP_NONE)
 		sl->dropped[why]++;
 	now = now_ns();
