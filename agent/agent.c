@@ -46,6 +46,7 @@ static struct {
 	/* Optional (older CUPTIs lack them): resolved when present. */
 	__typeof__(cuptiActivityFlushPeriod) *flush_period;
 	__typeof__(cuptiSetThreadIdType) *set_thread_id_type;
+	__typeof__(cuptiGetCallbackName) *get_callback_name;
 } cupti;
 
 /* What the agent exports: declared here, its only users being outside. */
@@ -67,7 +68,8 @@ static const CUpti_ActivityKind kinds[] = {
 };
 
 static void set_status(enum gpu_agent_status status, int detail,
-		       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+		       const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void set_status(enum gpu_agent_status status, int detail,
 		       const char *fmt, ...)
@@ -85,8 +87,8 @@ static const char *result_string(CUptiResult r)
 {
 	const char *s = NULL;
 
-	if (cupti.get_result_string && cupti.get_result_string(r, &s) ==
-					   CUPTI_SUCCESS && s)
+	if (cupti.get_result_string &&
+	    cupti.get_result_string(r, &s) == CUPTI_SUCCESS && s)
 		return s;
 	return "unknown CUPTI error";
 }
@@ -146,7 +148,8 @@ static void *open_cupti(void)
 	const char *rt;
 	void *h;
 
-	h = try_open(mapped_library(&m, "/libcupti.so"), RTLD_NOW | RTLD_NOLOAD);
+	h = try_open(mapped_library(&m, "/libcupti.so"),
+		     RTLD_NOW | RTLD_NOLOAD);
 	if (h)
 		return h;
 	h = try_open(getenv("SPYC_CUPTI"), RTLD_NOW | RTLD_LOCAL);
@@ -163,8 +166,9 @@ static void *open_cupti(void)
 		h = try_open(path, RTLD_NOW | RTLD_LOCAL);
 		if (h)
 			return h;
-		snprintf(path, sizeof(path), "%.*s../../cuda_cupti/lib/libcupti%s",
-			 dirlen, rt, suffix);
+		snprintf(path, sizeof(path),
+			 "%.*s../../cuda_cupti/lib/libcupti%s", dirlen, rt,
+			 suffix);
 		h = try_open(path, RTLD_NOW | RTLD_LOCAL);
 		if (h)
 			return h;
@@ -208,8 +212,8 @@ static int resolve_cupti(void)
 		void *f = dlsym(cupti.handle, fns[i].name);
 
 		if (!f) {
-			set_status(GPU_AGENT_NO_CUPTI, 0,
-				   "libcupti lacks %s", fns[i].name);
+			set_status(GPU_AGENT_NO_CUPTI, 0, "libcupti lacks %s",
+				   fns[i].name);
 			return -1;
 		}
 		memcpy((char *)&cupti + fns[i].offset, &f, sizeof(f));
@@ -218,6 +222,8 @@ static int resolve_cupti(void)
 	memcpy(&cupti.flush_period, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiSetThreadIdType");
 	memcpy(&cupti.set_thread_id_type, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiGetCallbackName");
+	memcpy(&cupti.get_callback_name, &optional, sizeof(optional));
 	return 0;
 }
 
@@ -237,6 +243,18 @@ static void clock_record(void)
 	r.u.clock.monotonic_ns =
 	    (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	ring_write(&writer, &r);
+}
+
+/* The call's name as CUPTI knows it (a lookup in its tables), or "". */
+static void api_name(struct gpu_api *o)
+{
+	const char *name = NULL;
+
+	if (cupti.get_callback_name &&
+	    cupti.get_callback_name((CUpti_CallbackDomain)o->domain, o->cbid,
+				    &name) == CUPTI_SUCCESS &&
+	    name)
+		snprintf(o->name, sizeof(o->name), "%s", name);
 }
 
 /* Turn one CUPTI activity record into a channel record; 0 if not wanted. */
@@ -339,6 +357,7 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 		o->pid = p->processId;
 		o->tid = p->threadId;
 		o->result = (int32_t)p->returnValue;
+		api_name(o);
 		return 1;
 	}
 	default:
@@ -429,8 +448,8 @@ static void start_cupti(void)
 		r = cupti.enable(kinds[i]);
 		if (r != CUPTI_SUCCESS) {
 			set_status(GPU_AGENT_CUPTI_ERROR, (int)r,
-				   "cuptiActivityEnable(%d): %s",
-				   (int)kinds[i], result_string(r));
+				   "cuptiActivityEnable(%d): %s", (int)kinds[i],
+				   result_string(r));
 			while (i--)
 				cupti.disable(kinds[i]);
 			return;

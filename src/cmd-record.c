@@ -313,12 +313,17 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 static uint32_t make_frame_id(void *ctx, const struct pycode *code, int line)
 {
 	struct recorder *r = ctx;
+	uint32_t id =
+	    stacks_frame(&r->stacks, code->name,
+			 r->opts->full_filenames
+			     ? code->filename
+			     : short_filename(code->filename, r->cwd_now),
+			 line);
 
-	return stacks_frame(&r->stacks, code->name,
-			    r->opts->full_filenames
-				? code->filename
-				: short_filename(code->filename, r->cwd_now),
-			    line);
+	/* --gpu's summary names the Python line of each launch. */
+	if (r->opts->gpu)
+		gpuprof_python_frame(&r->gp, id);
+	return id;
 }
 
 static uint32_t frame_id(struct recorder *r, struct pycode *code, int line)

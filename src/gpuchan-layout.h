@@ -29,7 +29,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 1
+#define GPUCHAN_VERSION 2
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -39,17 +39,19 @@
 #define GPUCHAN_MIN_SLOTS 2u
 #define GPUCHAN_MAX_SLOTS (1u << 20)
 #define GPUCHAN_MESSAGE_SIZE 160
+/* An API call's name, NUL-terminated (longer ones are cut). */
+#define GPU_API_NAME_SIZE 64
 
 /* What the agent says about itself, in header.status. */
 enum gpu_agent_status {
-	GPU_AGENT_WAITING = 0,	 /* spyc's initial value: no agent yet */
-	GPU_AGENT_STARTING = 1,	 /* the agent has mapped the channel */
-	GPU_AGENT_RUNNING = 2,	 /* CUPTI is collecting */
-	GPU_AGENT_NO_CUDA = 3,	 /* the process has not loaded CUDA */
-	GPU_AGENT_NO_CUPTI = 4,	 /* no libcupti could be loaded */
+	GPU_AGENT_WAITING = 0,	   /* spyc's initial value: no agent yet */
+	GPU_AGENT_STARTING = 1,	   /* the agent has mapped the channel */
+	GPU_AGENT_RUNNING = 2,	   /* CUPTI is collecting */
+	GPU_AGENT_NO_CUDA = 3,	   /* the process has not loaded CUDA */
+	GPU_AGENT_NO_CUPTI = 4,	   /* no libcupti could be loaded */
 	GPU_AGENT_CUPTI_ERROR = 5, /* a CUPTI call failed (detail: result) */
-	GPU_AGENT_STOPPED = 6,	 /* quiet again: activities disabled */
-	GPU_AGENT_ALREADY = 7,	 /* another channel already has the agent */
+	GPU_AGENT_STOPPED = 6,	   /* quiet again: activities disabled */
+	GPU_AGENT_ALREADY = 7,	   /* another channel already has the agent */
 	GPU_AGENT_STATUS_MAX = 7
 };
 
@@ -78,10 +80,10 @@ struct gpuchan_header {
 	char pad0[64 - 48];
 
 	/* the agent */
-	uint32_t status;	/* enum gpu_agent_status */
-	int32_t status_detail;	/* a CUptiResult or errno, else 0 */
-	uint32_t agent_pid;	/* the process the agent runs in */
-	uint32_t cupti_version; /* cuptiGetVersion(), once loaded */
+	uint32_t status;		    /* enum gpu_agent_status */
+	int32_t status_detail;		    /* a CUptiResult or errno, else 0 */
+	uint32_t agent_pid;		    /* the process the agent runs in */
+	uint32_t cupti_version;		    /* cuptiGetVersion(), once loaded */
 	char message[GPUCHAN_MESSAGE_SIZE]; /* one line; NUL-terminated */
 	char pad1[256 - 64 - 16 - GPUCHAN_MESSAGE_SIZE];
 
@@ -150,11 +152,14 @@ struct gpu_api {
 	uint32_t domain; /* 1: driver, 2: runtime */
 	uint32_t pid, tid;
 	int32_t result;
+	uint32_t reserved;
+	/* CUPTI's name of the call ("cudaLaunchKernel"), "" if it has none */
+	char name[GPU_API_NAME_SIZE];
 };
 
 struct gpu_clock {
-	uint64_t cupti_ns;	/* cuptiGetTimestamp() */
-	uint64_t monotonic_ns;	/* CLOCK_MONOTONIC, read right after */
+	uint64_t cupti_ns;     /* cuptiGetTimestamp() */
+	uint64_t monotonic_ns; /* CLOCK_MONOTONIC, read right after */
 };
 
 /* What is left of a slot after its sequence number and a record's type. */
@@ -188,6 +193,8 @@ _Static_assert(sizeof(struct gpuchan_slot) == GPUCHAN_RECORD_SIZE,
 	       "slots have the advertised size");
 _Static_assert(sizeof(struct gpu_kernel) <= GPU_RECORD_PAYLOAD,
 	       "a kernel fits a record");
+_Static_assert(sizeof(struct gpu_api) <= GPU_RECORD_PAYLOAD,
+	       "an API call fits a record");
 
 /* FNV-1a 64 over the header's fixed fields: what geometry_sum holds. */
 static inline uint64_t gpuchan_geometry_sum(const struct gpuchan_header *h)
@@ -225,8 +232,8 @@ static inline const char *gpuchan_header_invalid(const struct gpuchan_header *h,
 		return "unexpected header or record size";
 	if (n < GPUCHAN_MIN_SLOTS || n > GPUCHAN_MAX_SLOTS || (n & (n - 1)))
 		return "implausible number of slots";
-	if (h->total_size !=
-		(uint64_t)GPUCHAN_HEADER_SIZE + (uint64_t)n * GPUCHAN_RECORD_SIZE ||
+	if (h->total_size != (uint64_t)GPUCHAN_HEADER_SIZE +
+				 (uint64_t)n * GPUCHAN_RECORD_SIZE ||
 	    h->total_size > size)
 		return "size does not match the slots";
 	return 0;

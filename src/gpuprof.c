@@ -35,6 +35,13 @@ void gpuprof_init(struct gpuprof *gp)
 
 void gpuprof_release(struct gpuprof *gp)
 {
+	size_t i;
+
+	for (i = 0; i < gp->nr_api_names; i++)
+		free(gp->api_names[i]);
+	free(gp->api_names);
+	free(gp->python_frame);
+	free(gp->line_time);
 	free(gp->acts);
 	free(gp->apis);
 	free(gp->samples);
@@ -55,6 +62,26 @@ static void add_clock(struct gpuprof *gp, const struct gpu_clock *c)
 	gp->clock.pairs++;
 }
 
+/* The index of an API call's name in gp->api_names (added if new). */
+static uint32_t api_name_index(struct gpuprof *gp, const struct gpu_api *api)
+{
+	char name[GPU_API_NAME_SIZE];
+	size_t i;
+
+	/* The channel is the target's memory too: take what is a string. */
+	memcpy(name, api->name, sizeof(name));
+	name[sizeof(name) - 1] = 0;
+	if (!name[0])
+		return UINT32_MAX;
+	/* A few dozen distinct calls in a whole run: the newest first. */
+	for (i = gp->nr_api_names; i-- > 0;)
+		if (!strcmp(gp->api_names[i], name))
+			return (uint32_t)i;
+	ALLOC_GROW(gp->api_names, gp->nr_api_names + 1, gp->alloc_api_names);
+	gp->api_names[gp->nr_api_names] = xstrdup(name);
+	return (uint32_t)gp->nr_api_names++;
+}
+
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 {
 	switch (rec->type) {
@@ -72,6 +99,11 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 		a->correlation = rec->u.api.correlation;
 		a->tid = rec->u.api.tid;
 		a->start = rec->u.api.start;
+		a->end = rec->u.api.end < a->start ? a->start : rec->u.api.end;
+		a->pid = rec->u.api.pid;
+		a->cbid = rec->u.api.cbid;
+		a->domain = rec->u.api.domain;
+		a->name = api_name_index(gp, &rec->u.api);
 		break;
 	}
 	case GPU_REC_SYNC:
@@ -95,6 +127,26 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
+}
+
+void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame)
+{
+	size_t old = gp->alloc_python_frame;
+
+	ALLOC_GROW(gp->python_frame, (size_t)frame + 1, gp->alloc_python_frame);
+	if (gp->alloc_python_frame > old)
+		memset(gp->python_frame + old, 0, gp->alloc_python_frame - old);
+	gp->python_frame[frame] = 1;
+}
+
+void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
+		      struct strbuf *sb)
+{
+	if (a->name < gp->nr_api_names)
+		strbuf_addstr(sb, gp->api_names[a->name]);
+	else
+		strbuf_addf(sb, "[CUDA %s call %u]",
+			    a->domain == 1 ? "driver" : "runtime", a->cbid);
 }
 
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
@@ -231,6 +283,13 @@ static const struct gpu_api_call *find_api(const struct gpuprof *gp,
 		   : NULL;
 }
 
+const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
+					  const struct gpu_record *act)
+{
+	return gp->attributed_done ? find_api(gp, activity_correlation(act))
+				   : NULL;
+}
+
 /* The sample of tid nearest to t_ns, or NULL: samples sorted by cmp_sample. */
 static const struct gpu_cpu_sample *nearest_sample(const struct gpuprof *gp,
 						   long tid, uint64_t t_ns)
@@ -299,6 +358,28 @@ static void assign_leaves(struct gpuprof *gp)
 	strbuf_release(&sb);
 }
 
+/* Whether CPU frame id f is a Python one (all are, when none was noted). */
+static int is_python_frame(const struct gpuprof *gp, uint32_t f)
+{
+	if (!gp->python_frame)
+		return 1;
+	return f < gp->alloc_python_frame && gp->python_frame[f];
+}
+
+/* Charge ns of GPU time to the innermost Python frame of CPU stack e. */
+static void add_line_time(struct gpuprof *gp, const struct stack_entry *e,
+			  uint64_t ns)
+{
+	uint32_t i;
+
+	for (i = e->depth; i-- > 0;)
+		if (e->frames[i] < gp->nr_line_time &&
+		    is_python_frame(gp, e->frames[i])) {
+			gp->line_time[e->frames[i]] += ns;
+			return;
+		}
+}
+
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 {
 	uint32_t root_nearest, root_no_launch, root_no_sample, *frames;
@@ -321,6 +402,9 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
+	gp->nr_line_time = cpu->nr_frames;
+	gp->line_time = xcalloc(cpu->nr_frames ? cpu->nr_frames : 1,
+				sizeof(*gp->line_time));
 
 	for (i = 0; i < gp->nr_acts; i++) {
 		const struct gpu_record *act = &gp->acts[i];
@@ -349,6 +433,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 			       e->depth * sizeof(*frames));
 			depth += e->depth;
 			gp->attributed++;
+			add_line_time(gp, e, end - start);
 		} else if (api) {
 			thread =
 			    stacks_thread(&gp->stacks, 0, (long)api->tid, NULL);
@@ -485,6 +570,47 @@ static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 	return busy;
 }
 
+static int cmp_line(const void *a, const void *b, void *ctx)
+{
+	const uint64_t *t = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (t[x] != t[y])
+		return t[x] > t[y] ? -1 : 1;
+	return x < y ? -1 : 1;
+}
+
+/* The Python lines whose launches took the most GPU time, most first. */
+static void add_line_rows(const struct gpuprof *gp, size_t max_rows,
+			  uint64_t all_time, struct strbuf *sb)
+{
+	uint32_t *order =
+	    xmalloc((gp->nr_line_time ? gp->nr_line_time : 1) * sizeof(*order));
+	size_t n = 0, i;
+
+	for (i = 0; i < gp->nr_line_time; i++)
+		if (gp->line_time[i])
+			order[n++] = (uint32_t)i;
+	if (n) {
+		qsort_r(order, n, sizeof(*order), cmp_line, gp->line_time);
+		strbuf_addf(sb, "  Python lines by the GPU time they launched "
+				"(nearest CPU sample):\n");
+	}
+	for (i = 0; i < n && i < max_rows; i++) {
+		const struct stack_frame *f = &gp->stacks.frames[order[i]];
+		uint64_t t = gp->line_time[order[i]];
+
+		strbuf_addf(sb, "  %6.2f%% ",
+			    all_time ? 100.0 * (double)t / (double)all_time
+				     : 0.0);
+		add_duration(sb, 11, (double)t);
+		strbuf_addf(sb, "  %s (%s:%d)\n", f->name, f->file, f->line);
+	}
+	if (n > max_rows)
+		strbuf_addf(sb, "  (%zu more lines)\n", n - max_rows);
+	free(order);
+}
+
 void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		     struct strbuf *sb)
 {
@@ -594,6 +720,7 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    last > first
 			? 100.0 - 100.0 * (double)busy / (double)(last - first)
 			: 0.0);
+	add_line_rows(gp, max_rows, all_time, sb);
 	strbuf_addf(
 	    sb,
 	    "  attribution: nearest CPU sample of the launching thread: "

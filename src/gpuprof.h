@@ -22,11 +22,15 @@ struct gpu_cpu_sample {
 	uint32_t entry; /* index in the CPU stacks' entries */
 };
 
-/* What the attribution needs of a CUDA API call. */
+/* What the attribution and the timelines need of a CUDA API call. */
 struct gpu_api_call {
 	uint32_t correlation;
 	uint32_t tid;
-	uint64_t start; /* CUPTI's clock */
+	uint64_t start, end; /* CUPTI's clock */
+	uint32_t pid;
+	uint32_t cbid;	 /* CUPTI's callback id */
+	uint32_t domain; /* 1: driver, 2: runtime */
+	uint32_t name;	 /* index in api_names, UINT32_MAX: none given */
 };
 
 /*
@@ -47,6 +51,11 @@ struct gpuprof {
 	size_t nr_acts, alloc_acts;
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
+	char **api_names; /* the distinct names of API calls */
+	size_t nr_api_names, alloc_api_names;
+	/* per CPU frame id: 1 for a Python frame (not a native one) */
+	unsigned char *python_frame;
+	size_t alloc_python_frame;
 	struct gpu_cpu_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct gpu_clock_alignment clock;
@@ -64,6 +73,12 @@ struct gpuprof {
 	uint64_t attributed; /* activities placed on a CPU sample's stack */
 	uint64_t no_launch;  /* no API call record with its correlation id */
 	uint64_t no_sample;  /* no CPU sample of the launching thread */
+	/*
+	 * GPU nanoseconds by the innermost Python frame (a line) of the
+	 * launching stack, indexed by its frame id; nr_line_time entries.
+	 */
+	uint64_t *line_time;
+	size_t nr_line_time;
 	int attributed_done;
 };
 
@@ -83,6 +98,13 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
 /* Note that thread tid's stack at t_ns was CPU stacks entry `entry`. */
 void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 			uint32_t entry);
+
+/*
+ * Note that CPU frame id `frame` is a Python one (a function at a line),
+ * not a native one: the summary's "Python lines" are made of these.
+ * When no frame is noted, every CPU frame counts as one.
+ */
+void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
 
 /* A CUPTI time on spyc's clock (unchanged when no clock pair was seen). */
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
@@ -104,6 +126,17 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);
  */
 void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb);
 
+/*
+ * The API call that launched act (the one with its correlation id), or
+ * NULL.  Only once gpuprof_attribute() has run.
+ */
+const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
+					  const struct gpu_record *act);
+
+/* An API call's name ("cudaLaunchKernel"; else "[CUDA runtime call 211]"). */
+void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
+		      struct strbuf *sb);
+
 /* An activity's start and end on CUPTI's clock. */
 void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
 			    uint64_t *end);
@@ -122,8 +155,10 @@ uint32_t *gpuprof_timeline(const struct gpuprof *gp);
  * Append the summary, like nvprof's "GPU activities", to sb: kernels
  * (and memsets) by total time, at most max_rows of them (name, calls,
  * total, average, min, max, share of all GPU activity time), copies
- * by direction, how busy the GPU was, how activities were attributed,
- * and the clock alignment.  Lines end in '\n'; nothing for no activity.
+ * by direction, how busy the GPU was, the Python lines whose launches
+ * took the most GPU time (at most max_rows), how activities were
+ * attributed, and the clock alignment.  Lines end in '\n'; nothing for no
+ * activity.
  */
 void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		     struct strbuf *sb);

@@ -24,10 +24,16 @@
  *     CPU rows: "X" (complete) events, one per stretch of time a
  *       function was on a thread's stack, written as it ends: in order
  *       of their end, which the format allows (readers sort by start);
+ *     CUDA API rows (--gpu): beside each thread that called CUDA, a
+ *       row "CUDA API: " and its CPU row's label (tid API_TID_BASE +
+ *       T) with an "X"
+ *       event per runtime or driver call;
  *     GPU rows (--gpu): a process per device, "GPU N" (pid
  *       GPU_PID_BASE + N), a thread per stream ("stream S", tid S),
  *       an "X" event per kernel, copy and memset, on the same clock
- *       as the CPU rows
+ *       as the CPU rows, and a flow ("s" on the launching call, "f"
+ *       on the activity, id the activity's index) from each launch to
+ *       what it launched
  *   ], "displayTimeUnit": "ms", "otherData": {what spyc knows}}
  *
  * Events are written one by one as they are made (each built with
@@ -48,6 +54,15 @@
 #define GPU_CATEGORY "gpu"
 /* The pid of GPU device N's rows: far above any Linux pid (2^22). */
 #define GPU_PID_BASE 1000000000.0
+/* The tid of thread T's CUDA API row, in T's process. */
+#define API_TID_BASE 1000000000.0
+/*
+ * The name of the flows from launches to kernels.  A flow's events
+ * share the category of the events they bind to (DevTools binds by
+ * timestamp, pid, tid and category): GPU_CATEGORY, as API calls and
+ * activities have.
+ */
+#define FLOW_NAME "launch"
 
 /* A frame open on a thread's stack: since when, which frame then. */
 struct open_frame {
@@ -317,6 +332,127 @@ static int write_cpu_threads(struct chrome_out *o)
 	return o->err;
 }
 
+/* Microseconds since sampling started of a CUPTI time, to the ns. */
+static double api_us(const struct chrome_out *o, uint64_t cupti_ns)
+{
+	const struct gpuprof *gp = o->meta->gpu;
+
+	return (double)(int64_t)(gpuprof_to_monotonic(gp, cupti_ns) -
+				 o->meta->timeline->t0_ns) /
+	       1000.0;
+}
+
+/* The process and row of an API call's events. */
+static double api_pid(const struct chrome_out *o, const struct gpu_api_call *a)
+{
+	return a->pid ? (double)a->pid : o->pid;
+}
+
+static int cmp_api_row(const void *a, const void *b, void *ctx)
+{
+	const struct gpu_api_call *apis = ctx;
+	const struct gpu_api_call *x = &apis[*(const uint32_t *)a];
+	const struct gpu_api_call *y = &apis[*(const uint32_t *)b];
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* "CUDA API: " and the label of the CPU row of the call's thread. */
+static void api_row_label(const struct chrome_out *o,
+			  const struct gpu_api_call *a, char *label,
+			  size_t size)
+{
+	char cpu[256];
+	size_t t;
+
+	for (t = 0; t < o->st->nr_threads; t++) {
+		const struct stack_thread *th = &o->st->threads[t];
+
+		if (th->tid == (long)a->tid && th->samples &&
+		    thread_pid(o, th) == api_pid(o, a)) {
+			stacks_thread_label(th, cpu, sizeof(cpu));
+			snprintf(label, size, "CUDA API: %s", cpu);
+			return;
+		}
+	}
+	snprintf(label, size, "CUDA API: tid %u", a->tid);
+}
+
+/*
+ * --gpu: each thread's CUDA runtime and driver calls on a row of their
+ * own beside its CPU row (calls nest in no Python frame: the samples'
+ * slices are too coarse to hold them), times to the nanosecond.
+ */
+static int write_api_rows(struct chrome_out *o)
+{
+	const struct gpuprof *gp = o->meta->gpu;
+	uint32_t *order;
+	size_t i, rows = 0;
+	char label[300];
+
+	if (!gp->nr_apis)
+		return 0;
+	order = xmalloc(gp->nr_apis * sizeof(*order));
+	for (i = 0; i < gp->nr_apis; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, gp->nr_apis, sizeof(*order), cmp_api_row, gp->apis);
+	for (i = 0; i < gp->nr_apis && !o->err; i++) {
+		const struct gpu_api_call *a = &gp->apis[order[i]];
+		const struct gpu_api_call *prev =
+		    i ? &gp->apis[order[i - 1]] : NULL;
+		double pid = api_pid(o, a), tid = API_TID_BASE + a->tid;
+		cJSON *ev;
+
+		if (!prev || prev->pid != a->pid || prev->tid != a->tid) {
+			api_row_label(o, a, label, sizeof(label));
+			emit_meta(o, "thread_name", pid, tid, "name", label, 0);
+			emit_meta(o, "thread_sort_index", pid, tid,
+				  "sort_index", NULL,
+				  (double)(o->st->nr_threads + rows++));
+		}
+		strbuf_reset(&o->tmp);
+		gpuprof_api_name(gp, a, &o->tmp);
+		ev = event(o, "X", pid, tid, api_us(o, a->start));
+		if (ev &&
+		    (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||
+		     !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||
+		     !cJSON_AddNumberToObject(
+			 ev, "dur", (double)(a->end - a->start) / 1000.0))) {
+			cJSON_Delete(ev);
+			ev = NULL;
+		}
+		emit(o, ev);
+	}
+	free(order);
+	return o->err;
+}
+
+/*
+ * A flow event of the arrow from a launch to activity `id`: ph "s" on
+ * the launching call, "f" (bound to the enclosing slice, the activity)
+ * on the activity.
+ */
+static void emit_flow(struct chrome_out *o, const char *ph, double pid,
+		      double tid, double ts, size_t id)
+{
+	cJSON *ev = event(o, ph, pid, tid, ts);
+
+	if (ev && (!cJSON_AddStringToObject(ev, "name", FLOW_NAME) ||
+		   !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||
+		   !cJSON_AddNumberToObject(ev, "id", (double)id) ||
+		   (ph[0] == 'f' && !cJSON_AddStringToObject(ev, "bp", "e")))) {
+		cJSON_Delete(ev);
+		ev = NULL;
+	}
+	emit(o, ev);
+}
+
 /*
  * --gpu: each device's streams as rows of their own, one X event per
  * activity, its time put on spyc's clock and made relative to the
@@ -334,6 +470,7 @@ static int write_gpu_rows(struct chrome_out *o)
 
 	for (i = 0; order && i < gp->nr_acts && !o->err; i++) {
 		const struct gpu_record *act = &gp->acts[order[i]];
+		const struct gpu_api_call *launch;
 		uint64_t start, end;
 		double pid, ts, dur;
 		cJSON *ev;
@@ -367,6 +504,13 @@ static int write_gpu_rows(struct chrome_out *o)
 			ev = NULL;
 		}
 		emit(o, ev);
+		launch = gpuprof_launch(gp, act);
+		if (launch) {
+			emit_flow(o, "s", api_pid(o, launch),
+				  API_TID_BASE + launch->tid,
+				  api_us(o, launch->start), order[i]);
+			emit_flow(o, "f", pid, (double)stream, ts, order[i]);
+		}
 	}
 	free(order);
 	return o->err;
@@ -421,6 +565,8 @@ int out_chrome_write(FILE *fp, const struct stacks *st,
 	}
 	write_metadata(&o);
 	ret = write_cpu_threads(&o);
+	if (!ret && meta->gpu)
+		ret = write_api_rows(&o);
 	if (!ret && meta->gpu)
 		ret = write_gpu_rows(&o);
 	if (ret)

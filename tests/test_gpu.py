@@ -155,3 +155,50 @@ def test_gpu_attach_no_cuda(spyc, any_python, tmp_path):
         assert out.exists()
     finally:
         assert target.wait(timeout=30) == 3
+
+
+def test_gpu_chrome_trace_in_devtools(tmp_path):
+    """The Chrome trace of a GPU profile (the converters' unit test writes
+    it from records the agent's own ring writer produced: no GPU here)
+    loads in Chrome DevTools' trace engine with every CUDA call, kernel
+    and copy on its row and an arrow from each recorded launch to what
+    it launched."""
+    from test_formats import devtools_import
+    res = subprocess.run(["make", "tests/build/unit-test-gpuprof"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=600)
+    assert res.returncode == 0, decode(res.stdout)[-3000:]
+    trace = str(tmp_path / "gpu.trace.json")
+    res = subprocess.run([os.path.join(REPO, "tests", "build",
+                                       "unit-test-gpuprof")],
+                         env=dict(os.environ, SPYC_TEST_GPU_TRACE=trace),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=120)
+    assert res.returncode == 0, decode(res.stdout)
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    slices = dict(((e["pid"], e["tid"], e["ts"]), e) for e in events
+                  if e["ph"] == "X")
+    assert all(e["dur"] >= 0 for e in slices.values())
+    flows = {}
+    for e in events:
+        if e["ph"] in ("s", "f"):
+            # Each end of an arrow sits at the start of a slice.
+            assert (e["pid"], e["tid"], e["ts"]) in slices, e
+            flows.setdefault(e["id"], []).append(e["ph"])
+    assert flows and all(v == ["s", "f"] for v in flows.values()), flows
+
+    imported, why = devtools_import(trace, tmp_path)
+    if imported is None:
+        pytest.skip(why)
+    rows = dict(((t["pid"], t["name"]), t["names"])
+                for t in imported["threads"])
+    assert rows[(1, "CUDA API: thread 0x1000 (tid 100)")] == {
+        "cudaMemcpyAsync": 1, "cudaLaunchKernel": 3}
+    assert rows[(1000000000, "stream 7")]["volta_sgemm_128x64_nn"] == 2
+    assert sorted(imported["flows"]) == sorted([
+        ["cudaMemcpyAsync", "[memcpy HtoD]"],
+        ["cudaLaunchKernel", "volta_sgemm_128x64_nn"],
+        ["cudaLaunchKernel", "volta_sgemm_128x64_nn"],
+        ["cudaLaunchKernel", "kernel(float*, int)"],
+        ["[CUDA runtime call 211]", "unsampled"]])

@@ -44,4 +44,6 @@ fs.writeFileSync(outPath, JSON.stringify({
   processNames: [...data.Meta.processNames.values()].map(
       e => [e.pid, e.args.name]),
   threads,
+  // each flow (an arrow) as the names of the events it joins, in order
+  flows: (data.Flows?.flows ?? []).map(f => f.map(e => e.name)),
 }));

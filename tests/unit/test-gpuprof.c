@@ -72,6 +72,11 @@ static struct gpu_record api(uint32_t corr, uint32_t tid, uint64_t start)
 	r.u.api.domain = 2;
 	r.u.api.start = start;
 	r.u.api.end = start + 2000;
+	/* Named as the agent names them (cuptiGetCallbackName); 5 is not. */
+	if (corr != 5)
+		snprintf(r.u.api.name, sizeof(r.u.api.name), "%s",
+			 corr == 3 ? "cudaMemcpyAsync" : "cudaLaunchKernel");
+	r.u.api.cbid = corr == 3 ? 41 : 211;
 	return r;
 }
 
@@ -269,7 +274,7 @@ static void test_summary(void)
 {
 	struct fixture fx;
 	struct strbuf sb = STRBUF_INIT;
-	const char *gemm, *orphan;
+	const char *gemm, *orphan, *lines;
 
 	fixture_init(&fx);
 	fx.gp.lost = 3;
@@ -295,9 +300,47 @@ static void test_summary(void)
 	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
 			     "pairs, drift 300 ns)") != NULL);
 	CHECK(strstr(sb.buf, "GPU busy 5.602ms of 39.002ms") != NULL);
+	/*
+	 * Lines by the GPU time they launched: forward's two GEMMs and the
+	 * demangled kernel (4.002 ms), then step's copy (1 ms); the orphan
+	 * and the unsampled thread's kernel have no line.
+	 */
+	lines = strstr(sb.buf, "  Python lines by the GPU time they launched "
+			       "(nearest CPU sample):\n");
+	CHECK(lines != NULL);
+	CHECK(lines && strstr(lines, "   71.44%     4.002ms  forward "
+				     "(model.py:12)\n   17.85%     1.000ms  "
+				     "step (train.py:20)\n") != NULL);
 	strbuf_reset(&sb);
 	gpuprof_summary(&fx.gp, 1, &sb);
 	CHECK(strstr(sb.buf, "(3 more)") != NULL);
+	CHECK(strstr(sb.buf, "(1 more lines)") != NULL);
+	if (failed)
+		fputs(sb.buf, stderr);
+	strbuf_release(&sb);
+	fixture_release(&fx);
+}
+
+/*
+ * With --native, the innermost frame of a launching stack is native:
+ * the line charged is the innermost Python one below it.
+ */
+static void test_summary_python_lines(void)
+{
+	struct fixture fx;
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t i;
+
+	fixture_init(&fx);
+	/* Every CPU frame but forward (model.py:12) is Python. */
+	for (i = 0; i < fx.cpu.nr_frames; i++)
+		if (strcmp(fx.cpu.frames[i].name, "forward"))
+			gpuprof_python_frame(&fx.gp, i);
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+	gpuprof_summary(&fx.gp, 20, &sb);
+	CHECK(strstr(sb.buf, "   89.29%     5.002ms  step (train.py:20)\n") !=
+	      NULL);
+	CHECK(strstr(sb.buf, "forward (model.py:12)\n") == NULL);
 	if (failed)
 		fputs(sb.buf, stderr);
 	strbuf_release(&sb);
@@ -531,6 +574,76 @@ static const cJSON *chrome_x(const cJSON *events, double pid, double tid,
 	return NULL;
 }
 
+/* An X event of category cat at exactly (pid, tid, ts), or NULL. */
+static const cJSON *slice_at(const cJSON *events, double pid, double tid,
+			     double ts, const char *cat)
+{
+	const cJSON *ev;
+
+	cJSON_ArrayForEach(ev, events)
+	{
+		const cJSON *c = cJSON_GetObjectItem(ev, "cat");
+
+		if (!strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "X") &&
+		    cJSON_GetObjectItem(ev, "pid")->valuedouble == pid &&
+		    cJSON_GetObjectItem(ev, "tid")->valuedouble == tid &&
+		    cJSON_GetObjectItem(ev, "ts")->valuedouble == ts && c &&
+		    !strcmp(c->valuestring, cat))
+			return ev;
+	}
+	return NULL;
+}
+
+/*
+ * Every launch that was recorded has a flow: an "s" on the launching
+ * call's slice, an "f" with the same id (after it) on the activity's,
+ * each at a slice's very start with the same category (how DevTools
+ * binds them), the call before the activity.
+ */
+static void check_flows(const cJSON *events)
+{
+	const cJSON *ev, *s_ev[16] = {0}, *f_ev[16] = {0};
+	int nr_s = 0, nr_f = 0, id;
+
+	cJSON_ArrayForEach(ev, events)
+	{
+		const char *ph = cJSON_GetObjectItem(ev, "ph")->valuestring;
+		const cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+		const cJSON *slice;
+
+		if (strcmp(ph, "s") && strcmp(ph, "f"))
+			continue;
+		id = (int)cJSON_GetObjectItem(ev, "id")->valuedouble;
+		CHECK(id >= 0 && id < 16 && cat);
+		if (id < 0 || id >= 16 || !cat)
+			continue;
+		slice = slice_at(events,
+				 cJSON_GetObjectItem(ev, "pid")->valuedouble,
+				 cJSON_GetObjectItem(ev, "tid")->valuedouble,
+				 cJSON_GetObjectItem(ev, "ts")->valuedouble,
+				 cat->valuestring);
+		CHECK(slice != NULL);
+		if (*ph == 's') {
+			CHECK(!s_ev[id] && !f_ev[id]);
+			s_ev[id] = ev;
+			nr_s++;
+		} else {
+			CHECK(s_ev[id] && !f_ev[id]);
+			CHECK(!strcmp(
+			    cJSON_GetStringValue(cJSON_GetObjectItem(ev, "bp")),
+			    "e"));
+			f_ev[id] = ev;
+			nr_f++;
+		}
+	}
+	/* Five activities have a launch record; the orphan has none. */
+	CHECK(nr_s == 5 && nr_f == 5);
+	for (id = 0; id < 16; id++)
+		if (s_ev[id] && f_ev[id])
+			CHECK(cJSON_GetObjectItem(s_ev[id], "ts")->valuedouble <
+			      cJSON_GetObjectItem(f_ev[id], "ts")->valuedouble);
+}
+
 /*
  * --gpu --format chrome: a row per device and stream under a process
  * "GPU N", each activity an X event on the CPU rows' clock (us since
@@ -555,7 +668,8 @@ static void test_chrome(void)
 	tl.t0_ns = T0;
 	CHECK(!timeline_tick(&tl, T0) && !timeline_add(&tl, fx.e_step));
 	CHECK(!timeline_tick(&tl, T0 + 20000000) &&
-	      !timeline_add(&tl, fx.e_forward) && !timeline_add(&tl, fx.e_load));
+	      !timeline_add(&tl, fx.e_forward) &&
+	      !timeline_add(&tl, fx.e_load));
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
 	if (fd < 0)
@@ -574,8 +688,8 @@ static void test_chrome(void)
 	cJSON_ArrayForEach(ev, events)
 	{
 		const cJSON *args = cJSON_GetObjectItem(ev, "args");
-		const cJSON *name = args ? cJSON_GetObjectItem(args, "name")
-					 : NULL;
+		const cJSON *name =
+		    args ? cJSON_GetObjectItem(args, "name") : NULL;
 
 		if (name && cJSON_IsString(name) &&
 		    !strcmp(name->valuestring, "GPU 0"))
@@ -593,6 +707,17 @@ static void test_chrome(void)
 	CHECK(ev && cJSON_GetObjectItem(ev, "dur")->valuedouble == 2);
 	/* The CPU rows are still there, under the target's pid. */
 	CHECK(chrome_x(events, 1, TID_MAIN, "step") != NULL);
+	/* Each thread's CUDA calls on a row beside it, to the ns. */
+	ev = chrome_x(events, 1, 1e9 + TID_MAIN, "cudaMemcpyAsync");
+	CHECK(ev && cJSON_GetObjectItem(ev, "ts")->valuedouble == 2000 &&
+	      cJSON_GetObjectItem(ev, "dur")->valuedouble == 2);
+	CHECK(chrome_x(events, 1, 1e9 + TID_MAIN, "cudaLaunchKernel") != NULL);
+	CHECK(chrome_x(events, 1, 1e9 + TID_UNSAMPLED,
+		       "[CUDA runtime call 211]") != NULL);
+	check_flows(events);
+	/* For tests/test_gpu.py, which loads it in DevTools' engine. */
+	if (getenv("SPYC_TEST_GPU_TRACE"))
+		CHECK(!rename(path, getenv("SPYC_TEST_GPU_TRACE")));
 out:
 	cJSON_Delete(root);
 	free(text);
@@ -605,6 +730,7 @@ int main(void)
 {
 	test_attribution();
 	test_summary();
+	test_summary_python_lines();
 	test_speedscope();
 	test_folded();
 	test_chrome();
