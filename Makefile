@@ -75,6 +75,10 @@ endif
 TEST_LIB_SRCS = $(wildcard tests/lib/*.c)
 TEST_LIBS = $(TEST_LIB_SRCS:tests/lib/%.c=tests/build/lib/%.so)
 TEST_TOOLS = tests/build/spyc-inject
+# Stand-ins for CUPTI and the CUDA driver (tests/fakecuda/): --gpu tested
+# end to end where there is no GPU.  Built with CUPTI's headers.
+FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
+	tests/build/fakecuda/libcuda.so.1)
 
 .PHONY: all deps test unit-test live-test test-tools bench stress soak demo \
 	offsets clean \
@@ -136,7 +140,15 @@ tests/build/spyc-inject: tests/tools/spyc-inject.c $(LIB_OBJS)
 	@mkdir -p tests/build
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
 
-test-tools: spyc $(AGENT) $(TEST_LIBS) $(TEST_TOOLS)
+tests/build/fakecuda/libcupti.so: tests/fakecuda/cupti.c
+	@mkdir -p tests/build/fakecuda
+	$(CC) $(AGENT_CFLAGS) -shared -o $@ $< -pthread
+
+tests/build/fakecuda/libcuda.so.1: tests/fakecuda/cuda.c
+	@mkdir -p tests/build/fakecuda
+	$(CC) $(AGENT_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+
+test-tools: spyc $(AGENT) $(TEST_LIBS) $(TEST_TOOLS) $(FAKE_CUDA)
 
 unit-test: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done

@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,8 @@
  * few of its ticks rather than at the end of the run.
  */
 #define FLUSH_PERIOD_MS 100
+/* How often the agent's watcher thread looks at spyc's control word. */
+#define CONTROL_POLL_MS 20
 
 /* The CUPTI functions the agent uses, resolved with dlsym. */
 static struct {
@@ -56,6 +60,10 @@ EXPORT int spyc_agent_attach(const char *channel);
 static struct ring_writer writer;
 /* 0: not started; 1: started (or starting) for writer's channel. */
 static int started;
+/* 1 once collection has stopped for good (stop_collecting). */
+static int stopped;
+/* 1 while the watcher thread runs. */
+static int watching;
 
 /* The activity kinds collected, in the order they are enabled. */
 static const CUpti_ActivityKind kinds[] = {
@@ -365,6 +373,8 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 	}
 }
 
+static void stop_collecting(int flush);
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 				      size_t *max_records)
 {
@@ -394,13 +404,72 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 	free(buffer);
 	/* A pair per buffer: spyc sees how the two clocks drift apart. */
 	clock_record();
-	if (ring_control(&writer) == GPU_CONTROL_STOP) {
-		size_t i;
+	/* Without a watcher, stop here (CUPTI's thread; no flush from it). */
+	if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE) &&
+	    ring_control(&writer) == GPU_CONTROL_STOP)
+		stop_collecting(0);
+}
 
-		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			cupti.disable(kinds[i]);
-		set_status(GPU_AGENT_STOPPED, 0, "activities disabled");
-	}
+/*
+ * spyc has stopped (or asked the agent to): disable every activity
+ * kind, and with flush, hand spyc what CUPTI still buffers (so that an
+ * attached spyc sees the kernels of its last moments), then say so.
+ * Once only.
+ */
+static void stop_collecting(int flush)
+{
+	size_t i;
+
+	if (__atomic_exchange_n(&stopped, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		cupti.disable(kinds[i]);
+	if (flush && cupti.flush_all)
+		cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	set_status(GPU_AGENT_STOPPED, 0,
+		   flush ? "activities disabled, buffers flushed"
+			 : "activities disabled");
+}
+
+/*
+ * The watcher: a thread of the agent's that waits for spyc to say stop
+ * (polling the channel's control word), stops collecting with a flush,
+ * and ends.  It sleeps between looks and takes no lock the process
+ * uses.
+ */
+static void *watch_control(void *arg)
+{
+	struct timespec ts = {0, CONTROL_POLL_MS * 1000000L};
+
+	(void)arg;
+	while (ring_control(&writer) != GPU_CONTROL_STOP)
+		nanosleep(&ts, NULL);
+	stop_collecting(1);
+	__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Start the watcher with every signal blocked, so that the process's
+ * signals keep going to its own threads.  If it cannot be started, the
+ * agent stops at CUPTI's next buffer instead.
+ */
+static void start_watcher(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (pthread_attr_init(&attr))
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&watching, 1, __ATOMIC_RELEASE);
+	if (pthread_create(&t, &attr, watch_control, NULL))
+		__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 }
 
 /*
@@ -460,6 +529,7 @@ static void start_cupti(void)
 	atexit(flush_at_exit);
 	clock_record();
 	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u)", version);
+	start_watcher();
 }
 
 /*

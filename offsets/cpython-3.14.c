@@ -37,6 +37,13 @@ static const struct py_debug_field debug_fields_3_14[] = {
 	{ offsetof(struct py_offsets, unicode_state), 624 },
 	{ offsetof(struct py_offsets, unicode_length), 632 },
 	{ offsetof(struct py_offsets, ascii_size), 640 },
+	{ offsetof(struct py_offsets, interp_threads_main), 80 },
+	{ offsetof(struct py_offsets, interp_remote_debug), 728 },
+	{ offsetof(struct py_offsets, tstate_eval_breaker), 712 },
+	{ offsetof(struct py_offsets, tstate_remote_debugger_support), 720 },
+	{ offsetof(struct py_offsets, debugger_pending_call), 736 },
+	{ offsetof(struct py_offsets, debugger_script_path), 744 },
+	{ offsetof(struct py_offsets, debugger_script_path_size), 752 },
 };
 
 const struct py_offsets py_offsets_3_14 = {
@@ -157,6 +164,14 @@ const struct py_offsets py_offsets_3_14 = {
 	.state_kind_shift = 2,
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
+	.interp_threads_main = 7360,
+	.interp_remote_debug = 8076,
+	.tstate_eval_breaker = 24,
+	.eval_please_stop_bit = 32,
+	.tstate_remote_debugger_support = 304,
+	.debugger_pending_call = 0,
+	.debugger_script_path = 4,
+	.debugger_script_path_size = 512,
 	.debug_size = 760,
 	.debug_version_at = 8,
 	.debug_free_threaded_at = 16,

@@ -38,6 +38,13 @@ static const struct py_debug_field debug_fields_3_15[] = {
 	{ offsetof(struct py_offsets, unicode_state), 720 },
 	{ offsetof(struct py_offsets, unicode_length), 728 },
 	{ offsetof(struct py_offsets, ascii_size), 736 },
+	{ offsetof(struct py_offsets, interp_threads_main), 80 },
+	{ offsetof(struct py_offsets, interp_remote_debug), 856 },
+	{ offsetof(struct py_offsets, tstate_eval_breaker), 840 },
+	{ offsetof(struct py_offsets, tstate_remote_debugger_support), 848 },
+	{ offsetof(struct py_offsets, debugger_pending_call), 864 },
+	{ offsetof(struct py_offsets, debugger_script_path), 872 },
+	{ offsetof(struct py_offsets, debugger_script_path_size), 880 },
 };
 
 const struct py_offsets py_offsets_3_15 = {
@@ -158,6 +165,14 @@ const struct py_offsets py_offsets_3_15 = {
 	.state_kind_shift = 2,
 	.state_compact_shift = 5,
 	.state_ascii_shift = 6,
+	.interp_threads_main = 7352,
+	.interp_remote_debug = 8028,
+	.tstate_eval_breaker = 24,
+	.eval_please_stop_bit = 32,
+	.tstate_remote_debugger_support = 344,
+	.debugger_pending_call = 0,
+	.debugger_script_path = 4,
+	.debugger_script_path_size = 512,
 	.debug_size = 888,
 	.debug_version_at = 8,
 	.debug_free_threaded_at = 16,

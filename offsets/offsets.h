@@ -235,6 +235,27 @@ struct py_offsets {
 	long state_compact_shift;
 	long state_ascii_shift;
 
+	/*
+	 * PEP 768 remote execution (3.14+, else OFF_NONE), as
+	 * sys.remote_exec() does it (CPython's Python/remote_debugging.c):
+	 * the main thread's state (PyInterpreterState.threads.main); the
+	 * interpreter's int config.remote_debug, 1 unless it was disabled;
+	 * a thread state's uintptr_t eval_breaker and the bit that makes
+	 * the thread look at it (_PY_EVAL_PLEASE_STOP_BIT, a value, not an
+	 * offset); where the thread state embeds its
+	 * _PyRemoteDebuggerSupport, and in it the int32_t
+	 * debugger_pending_call and the char debugger_script_path[] of
+	 * debugger_script_path_size bytes.
+	 */
+	long interp_threads_main;
+	long interp_remote_debug;
+	long tstate_eval_breaker;
+	long eval_please_stop_bit;
+	long tstate_remote_debugger_support;
+	long debugger_pending_call;
+	long debugger_script_path;
+	long debugger_script_path_size;
+
 	/* The layout of _Py_DebugOffsets in this version (3.13+) */
 	long debug_size;	     /* sizeof(_Py_DebugOffsets), or OFF_NONE */
 	long debug_version_at;	     /* offset of its version field */

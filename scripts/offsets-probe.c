@@ -31,6 +31,8 @@
 #if PY_VERSION_HEX >= 0x030E0000
 /* 3.14 moved _PyInterpreterFrame and FRAME_SPECIALS_SIZE here. */
 #include <internal/pycore_interpframe.h>
+/* _PY_EVAL_PLEASE_STOP_BIT, for PEP 768 remote execution. */
+#include <internal/pycore_ceval.h>
 #endif
 
 #define NONE (-1L)
@@ -267,6 +269,20 @@ int main(int argc, char **argv)
 	DEBUG_FIELD(unicode_state, unicode_object.state);
 	DEBUG_FIELD(unicode_length, unicode_object.length);
 	DEBUG_FIELD(ascii_size, unicode_object.asciiobject_size);
+#if PY_VERSION_HEX >= 0x030E0000
+	DEBUG_FIELD(interp_threads_main, interpreter_state.threads_main);
+	DEBUG_FIELD(interp_remote_debug,
+		    debugger_support.remote_debugging_enabled);
+	DEBUG_FIELD(tstate_eval_breaker, debugger_support.eval_breaker);
+	DEBUG_FIELD(tstate_remote_debugger_support,
+		    debugger_support.remote_debugger_support);
+	DEBUG_FIELD(debugger_pending_call,
+		    debugger_support.debugger_pending_call);
+	DEBUG_FIELD(debugger_script_path,
+		    debugger_support.debugger_script_path);
+	DEBUG_FIELD(debugger_script_path_size,
+		    debugger_support.debugger_script_path_size);
+#endif
 	printf("};\n\n");
 #endif
 	printf("const struct py_offsets py_offsets_%s = {\n", ident);
@@ -569,6 +585,35 @@ int main(int argc, char **argv)
 	field("state_kind_shift", STATE_SHIFT(kind));
 	field("state_compact_shift", STATE_SHIFT(compact));
 	field("state_ascii_shift", STATE_SHIFT(ascii));
+	/*
+	 * PEP 768 remote execution (3.14+): what sys.remote_exec() writes
+	 * (Python/remote_debugging.c) and _PyRunRemoteDebugger() reads.
+	 */
+#if PY_VERSION_HEX >= 0x030E0000
+	field("interp_threads_main", OFF(PyInterpreterState, threads.main));
+	field("interp_remote_debug",
+	      OFF(PyInterpreterState, config.remote_debug));
+	field("tstate_eval_breaker", OFF(PyThreadState, eval_breaker));
+	field("eval_please_stop_bit", (long)_PY_EVAL_PLEASE_STOP_BIT);
+	field("tstate_remote_debugger_support",
+	      OFF(PyThreadState, remote_debugger_support));
+	field("debugger_pending_call",
+	      OFF(_PyRemoteDebuggerSupport, debugger_pending_call));
+	field("debugger_script_path",
+	      OFF(_PyRemoteDebuggerSupport, debugger_script_path));
+	field("debugger_script_path_size",
+	      (long)sizeof(
+		  ((_PyRemoteDebuggerSupport *)0)->debugger_script_path));
+#else
+	field("interp_threads_main", NONE);
+	field("interp_remote_debug", NONE);
+	field("tstate_eval_breaker", NONE);
+	field("eval_please_stop_bit", NONE);
+	field("tstate_remote_debugger_support", NONE);
+	field("debugger_pending_call", NONE);
+	field("debugger_script_path", NONE);
+	field("debugger_script_path_size", NONE);
+#endif
 #if PY_VERSION_HEX >= 0x030D0000
 	field("debug_size", (long)sizeof(_Py_DebugOffsets));
 	field("debug_version_at", OFF(_Py_DebugOffsets, version));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "children.h"
@@ -31,15 +32,11 @@
 #define DROP_TOLERANCE 0.01
 /* --kill-after-duration: how long SIGTERM has before SIGKILL. */
 #define KILL_GRACE_NS (5ULL * 1000000000ULL)
-/*
- * --gpu in launch mode: the ring's records (16 MiB of /dev/shm).  CUPTI
- * hands over a buffer of a few thousand records at once, and the last
- * ones arrive as the program exits, while spyc may be between ticks.
- */
-#define GPU_LAUNCH_SLOTS (1u << 16)
 /* Records read from the channel per batch, and at most per tick. */
 #define GPU_BATCH 256
 #define GPU_DRAIN_PER_TICK (64 * GPU_BATCH)
+/* How long spyc waits for the agent to stop and flush at the end. */
+#define GPU_STOP_WAIT_NS (2 * 1000000000ULL)
 /* Kernels the summary lists. */
 #define GPU_SUMMARY_ROWS 20
 
@@ -164,6 +161,9 @@ struct recorder {
 	struct gpuprof gp;
 	struct gpu_record *gpubuf; /* GPU_BATCH records */
 	int gpu_on;		   /* the channel is there to drain */
+	/* --gpu --pid: the agent runs in the target, and how it got there */
+	int gpu_attached;
+	struct gpu_attach_result gpu_how;
 	/* --subprocesses: every process of the tree, the target first */
 	struct children kids;
 	size_t tree_added;     /* threads with a stack in this tick */
@@ -733,7 +733,8 @@ static char *gpu_agent_or_die(void)
  */
 static void gpu_launch_setup(struct recorder *r, const char *agent)
 {
-	if (gpuchan_create(&r->chan, GPU_LAUNCH_SLOTS, (uid_t)-1, (gid_t)-1))
+	if (gpuchan_create(&r->chan, GPUCHAN_DEFAULT_SLOTS, (uid_t)-1,
+			   (gid_t)-1))
 		exit(EXIT_FAILED);
 	channel_to_unlink = &r->chan;
 	atexit(unlink_channel);
@@ -753,18 +754,64 @@ static void gpu_attach_setup(struct recorder *r, pid_t pid, const char *agent)
 	struct gpuchan_state st;
 	char msg[512];
 
-	if (gpu_attach(pid, agent, &r->chan, &st, msg, sizeof(msg))) {
+	if (gpu_attach(pid, agent, &r->chan, &st, &r->gpu_how, msg,
+		       sizeof(msg))) {
 		fprintf(stderr, "spyc: --gpu: %s; CPU profile only\n", msg);
 		return;
 	}
 	if (st.status != GPU_AGENT_RUNNING) {
 		fprintf(stderr,
-			"spyc: --gpu: pid %d: %s (%s); CPU profile only\n",
-			(int)pid, st.message, gpu_agent_status_name(st.status));
+			"spyc: --gpu: pid %d: %s (%s; agent loaded through "
+			"%s); CPU profile only\n",
+			(int)pid, st.message, gpu_agent_status_name(st.status),
+			gpu_load_way_name(r->gpu_how.way));
 		gpuchan_release(&r->chan);
 		return;
 	}
 	r->gpu_on = 1;
+	r->gpu_attached = 1;
+}
+
+/* --gpu --pid, with a GPU profile: how the agent came into the target. */
+static void gpu_attach_notice(const struct recorder *r, pid_t pid)
+{
+	const struct gpu_attach_result *how = &r->gpu_how;
+
+	if (!r->gpu_attached)
+		return;
+	if (how->way == GPU_LOADED_PTRACE && how->why_not_pep768[0])
+		fprintf(stderr,
+			"spyc: --gpu: agent loaded into pid %d through ptrace "
+			"(not PEP 768: %s)\n",
+			(int)pid, how->why_not_pep768);
+	else
+		fprintf(stderr,
+			"spyc: --gpu: agent loaded into pid %d through %s\n",
+			(int)pid, gpu_load_way_name(how->way));
+}
+
+/*
+ * Ask the agent to stop (disable CUPTI's activities, flush what CUPTI
+ * still buffers) and wait until it says it has, at most GPU_STOP_WAIT_NS,
+ * draining meanwhile: its flush holds the kernels of the last moments
+ * before spyc stopped, which CUPTI hands over only every 100 ms.  No
+ * wait for a target that is gone, or an agent that is not collecting.
+ */
+static void gpu_stop_agent(struct recorder *r)
+{
+	const struct timespec tick = {0, 5 * 1000000L};
+	uint64_t deadline = now_ns() + GPU_STOP_WAIT_NS;
+	struct gpuchan_state st;
+
+	gpu_drain(r, SIZE_MAX);
+	gpuchan_control(&r->chan, GPU_CONTROL_STOP);
+	while (r->gpu_on && !gpuchan_state(&r->chan, &st) &&
+	       st.status == GPU_AGENT_RUNNING && proc_alive(r->sl.rt.pid) &&
+	       now_ns() < deadline) {
+		nanosleep(&tick, NULL);
+		gpu_drain(r, SIZE_MAX);
+	}
+	gpu_drain(r, SIZE_MAX);
 }
 
 /*
@@ -778,9 +825,7 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 
 	if (!r->chan.mem)
 		return NULL;
-	gpu_drain(r, SIZE_MAX);
-	if (!r->opts->argv)
-		gpuchan_control(&r->chan, GPU_CONTROL_STOP);
+	gpu_stop_agent(r);
 	if (gpuchan_state(&r->chan, &st)) {
 		fprintf(stderr, "spyc: --gpu: the GPU channel was overwritten; "
 				"no GPU profile\n");
@@ -974,6 +1019,7 @@ int cmd_record(int argc, char **argv)
 		gpuprof_summary(meta.gpu, GPU_SUMMARY_ROWS, &sb);
 		fputs(sb.buf, stderr);
 		strbuf_release(&sb);
+		gpu_attach_notice(&r, opts.pid);
 	}
 	if (opts.subprocesses)
 		tree_notice(&r);

@@ -3,19 +3,83 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
+#include "proc.h"
+#include "remoteexec.h"
 #include "util.h"
 
 /* The agent's attach entry point (agent/agent.c). */
 #define AGENT_ATTACH "spyc_agent_attach"
 #define AGENT_FILE "spyc-agent.so"
+
+/*
+ * PEP 768: how long the target's main thread has to take the script (it
+ * does at its next eval-breaker check: a thread blocked in C code or a
+ * system call never does); then how long the script has to claim the
+ * token; then how long the agent's entry point may take, as long as
+ * inject.c lets a call take.
+ */
+#define REMOTE_TAKE_MS 2000
+#define REMOTE_CLAIM_NS (2ULL * 1000000000ULL)
+#define REMOTE_CALL_NS (60ULL * 1000000000ULL)
+#define REMOTE_POLL_NS (5ULL * 1000000ULL)
+
+/*
+ * The files of a PEP 768 load, in a directory of their own that the
+ * target's user owns: the script; the token, which whoever renames it
+ * first (the script, to token.target; spyc, to token.spyc) loads the
+ * agent; and what the agent's entry point returned, written by the
+ * script (result.tmp, renamed to result).
+ */
+#define REMOTE_SCRIPT "load-agent.py"
+#define REMOTE_TOKEN "token"
+#define REMOTE_TOKEN_SPYC "token.spyc"
+#define REMOTE_TOKEN_TARGET "token.target"
+#define REMOTE_RESULT "result"
+#define REMOTE_RESULT_TMP "result.tmp"
+#define REMOTE_RESULT_MAX 256
+
+/*
+ * The script.  It runs in the target's main thread with the GIL held,
+ * in a namespace of its own: it must never raise (the target would
+ * print the exception) nor print.  Imports come before the claim, so
+ * that a Python without ctypes leaves the token to spyc.  Filled in with
+ * the directory, the agent and the channel as bytes literals.
+ */
+static const char remote_script_fmt[] =
+    "# spyc record --gpu --pid: load spyc's GPU agent, once.\n"
+    "try:\n"
+    "    import os\n"
+    "    import ctypes\n"
+    "    d = os.fsdecode(%s)\n"
+    "    os.rename(d + '/" REMOTE_TOKEN "', d + '/" REMOTE_TOKEN_TARGET "')\n"
+    "except BaseException:\n"
+    "    pass\n"
+    "else:\n"
+    "    try:\n"
+    "        r = 'ok %%d' %% ctypes.CDLL(os.fsdecode(%s))."
+    "spyc_agent_attach(%s)\n"
+    "    except BaseException as e:\n"
+    "        try:\n"
+    "            r = 'error %%s: %%s' %% (type(e).__name__, e)\n"
+    "        except BaseException:\n"
+    "            r = 'error'\n"
+    "    try:\n"
+    "        with open(d + '/" REMOTE_RESULT_TMP "', 'w') as f:\n"
+    "            f.write(r)\n"
+    "        os.rename(d + '/" REMOTE_RESULT_TMP "', d + '/" REMOTE_RESULT
+    "')\n"
+    "    except BaseException:\n"
+    "        pass\n";
 
 char *gpu_agent_path(char *why, size_t size)
 {
@@ -65,16 +129,296 @@ char *gpu_agent_path(char *why, size_t size)
 	return NULL;
 }
 
+const char *gpu_load_way_name(enum gpu_load_way way)
+{
+	return way == GPU_LOADED_PEP768 ? "PEP 768" : "ptrace";
+}
+
+/* s as a Python bytes literal: anything but a few safe characters as \xNN. */
+static void add_bytes_literal(struct strbuf *sb, const char *s)
+{
+	strbuf_addstr(sb, "b'");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("/._-+,=@", c))
+			strbuf_addch(sb, c);
+		else
+			strbuf_addf(sb, "\\x%02x", c);
+	}
+	strbuf_addch(sb, '\'');
+}
+
+/* A new file name in dir holding data, of mode.  Returns 0 or -errno. */
+static int create_file(const char *dir, const char *name, const char *data,
+		       mode_t mode)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(data);
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  mode);
+	if (fd < 0)
+		return -errno;
+	/* Not the umask's: the target's user must read it. */
+	if (fchmod(fd, mode))
+		err = -errno;
+	else if (len && write(fd, data, len) != (ssize_t)len)
+		err = -EIO;
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+/* Rename dir/from to dir/to.  Returns 0 or -errno. */
+static int rename_in(const char *dir, const char *from, const char *to)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	snprintf(a, sizeof(a), "%s/%s", dir, from);
+	snprintf(b, sizeof(b), "%s/%s", dir, to);
+	return rename(a, b) ? -errno : 0;
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !lstat(path, &st);
+}
+
+/*
+ * What the script wrote in dir/result ("ok N" or "error ..."), which
+ * the target's user could have made anything: read as data, a regular
+ * file only, its first line at most.  Returns 0 or -errno.
+ */
+static int read_result(const char *dir, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, REMOTE_RESULT);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static void remove_remote_dir(const char *dir)
+{
+	static const char *const names[] = {
+	    REMOTE_SCRIPT,	 REMOTE_TOKEN,	REMOTE_TOKEN_SPYC,
+	    REMOTE_TOKEN_TARGET, REMOTE_RESULT, REMOTE_RESULT_TMP};
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* Where the script goes: shared memory if there is any, as the channel. */
+static const char *remote_parent_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!access("/dev/shm", W_OK | X_OK))
+		return "/dev/shm";
+	return tmp && *tmp ? tmp : "/tmp";
+}
+
+/*
+ * Make the directory, the token and the script for loading agent into
+ * pid through PEP 768.  Returns 0 with dir set (the caller removes it),
+ * or -errno.
+ */
+static int prepare_remote_dir(struct strbuf *dir, struct strbuf *script,
+			      pid_t pid, const char *agent, const char *channel,
+			      uid_t uid, gid_t gid)
+{
+	struct strbuf text = STRBUF_INIT, lit_dir = STRBUF_INIT;
+	struct strbuf lit_agent = STRBUF_INIT, lit_chan = STRBUF_INIT;
+	int err = 0;
+
+	strbuf_addf(dir, "%s/spyc-load-%d-XXXXXX", remote_parent_dir(),
+		    (int)pid);
+	if (!mkdtemp(dir->buf)) {
+		err = -errno;
+		strbuf_reset(dir);
+		goto out;
+	}
+	add_bytes_literal(&lit_dir, dir->buf);
+	add_bytes_literal(&lit_agent, agent);
+	add_bytes_literal(&lit_chan, channel);
+	strbuf_addf(&text, remote_script_fmt, lit_dir.buf, lit_agent.buf,
+		    lit_chan.buf);
+	strbuf_addf(script, "%s/%s", dir->buf, REMOTE_SCRIPT);
+	err = create_file(dir->buf, REMOTE_TOKEN, "", 0644);
+	if (!err)
+		err = create_file(dir->buf, REMOTE_SCRIPT, text.buf, 0644);
+	/* Last: the target's user must be able to rename in it. */
+	if (!err && uid != (uid_t)-1 && chown(dir->buf, uid, gid))
+		err = -errno;
+	if (err) {
+		remove_remote_dir(dir->buf);
+		strbuf_reset(dir);
+	}
+out:
+	strbuf_release(&text);
+	strbuf_release(&lit_dir);
+	strbuf_release(&lit_agent);
+	strbuf_release(&lit_chan);
+	return err;
+}
+
+static void sleep_poll(void)
+{
+	struct timespec ts = {0, (long)REMOTE_POLL_NS};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Once the target has taken the script: wait for the script's result,
+ * or for the channel to show the agent's final status.  Returns 0 with
+ * *entry_ret set, or -errno with msg set.
+ */
+static int wait_remote_result(pid_t pid, const char *dir,
+			      const struct gpuchan *chan, long *entry_ret,
+			      char *msg, size_t size)
+{
+	uint64_t deadline = now_ns() + REMOTE_CALL_NS;
+	char result[REMOTE_RESULT_MAX];
+	struct gpuchan_state st;
+
+	for (;;) {
+		if (!read_result(dir, result, sizeof(result))) {
+			if (sscanf(result, "ok %ld", entry_ret) == 1)
+				return 0;
+			snprintf(msg, size,
+				 "the GPU agent could not be loaded into pid "
+				 "%d through PEP 768: %s",
+				 (int)pid,
+				 strncmp(result, "error ", 6) ? result
+							      : result + 6);
+			return -ELIBBAD;
+		}
+		/* The entry returns the status it reached. */
+		if (!gpuchan_state(chan, &st) &&
+		    st.status != GPU_AGENT_WAITING &&
+		    st.status != GPU_AGENT_STARTING) {
+			*entry_ret = st.status;
+			return 0;
+		}
+		if (!proc_exists(pid)) {
+			snprintf(msg, size, "pid %d exited during injection",
+				 (int)pid);
+			return -ESRCH;
+		}
+		if (now_ns() > deadline) {
+			snprintf(
+			    msg, size,
+			    "the GPU agent's entry point in pid %d did not "
+			    "return in %llu s",
+			    (int)pid, REMOTE_CALL_NS / 1000000000ULL);
+			return -ETIMEDOUT;
+		}
+		sleep_poll();
+	}
+}
+
+/*
+ * Load agent into pid through PEP 768.  Returns 0 with *entry_ret set
+ * (it was loaded); 1 with why set when it was not and will not be (the
+ * token is spyc's: load it another way); or -errno with msg set when
+ * the script has the token but the load failed.
+ */
+static int load_by_remote_exec(pid_t pid, const char *agent,
+			       const struct gpuchan *chan, uid_t uid, gid_t gid,
+			       long *entry_ret, char *why, size_t why_size,
+			       char *msg, size_t size)
+{
+	struct strbuf dir = STRBUF_INIT, script = STRBUF_INIT;
+	char real[PATH_MAX];
+	uint64_t deadline;
+	int err, ret = 1;
+
+	if (!realpath(agent, real))
+		return 1; /* inject_library() says why */
+	err =
+	    prepare_remote_dir(&dir, &script, pid, real, chan->path, uid, gid);
+	if (err) {
+		snprintf(why, why_size,
+			 "cannot write a script for pid %d to run: %s",
+			 (int)pid, strerror(-err));
+		goto out;
+	}
+	err =
+	    remote_exec_script(pid, script.buf, REMOTE_TAKE_MS, why, why_size);
+	if (err && err != -EINPROGRESS) {
+		/* It will not run: the token is spyc's. */
+		if (!rename_in(dir.buf, REMOTE_TOKEN, REMOTE_TOKEN_SPYC))
+			goto out;
+		/* (It cannot be gone: nothing else renames it.) */
+		ret = err;
+		snprintf(msg, size, "%s", why);
+		goto out;
+	}
+	why[0] = '\0';
+	/* Taken: the script claims the token first thing. */
+	deadline = now_ns() + REMOTE_CLAIM_NS;
+	while (exists_in(dir.buf, REMOTE_TOKEN) && now_ns() < deadline)
+		sleep_poll();
+	if (!rename_in(dir.buf, REMOTE_TOKEN, REMOTE_TOKEN_SPYC)) {
+		/* The thread took an emptied path, or the script is late. */
+		snprintf(why, why_size,
+			 "pid %d took the script but did not start it in "
+			 "%llu s",
+			 (int)pid, REMOTE_CLAIM_NS / 1000000000ULL);
+		goto out;
+	}
+	ret = wait_remote_result(pid, dir.buf, chan, entry_ret, msg, size);
+out:
+	if (dir.len)
+		remove_remote_dir(dir.buf);
+	strbuf_release(&dir);
+	strbuf_release(&script);
+	return ret;
+}
+
 int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
-	       struct gpuchan_state *st, char *msg, size_t size)
+	       struct gpuchan_state *st, struct gpu_attach_result *how,
+	       char *msg, size_t size)
 {
 	struct inject_result res;
 	char proc[64];
 	struct stat pst;
 	uid_t uid = (uid_t)-1;
 	gid_t gid = (gid_t)-1;
+	long entry_ret = 0;
 	int err, saved_quiet = quiet;
 
+	memset(how, 0, sizeof(*how));
+	how->way = GPU_LOADED_PTRACE;
 	/* As root, give the channel to the target's user: it opens it. */
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
 	if (!geteuid() && !stat(proc, &pst) && pst.st_uid) {
@@ -85,18 +429,31 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 	err = gpuchan_create(chan, GPUCHAN_DEFAULT_SLOTS, uid, gid);
 	quiet = saved_quiet;
 	if (err) {
-		snprintf(msg, size, "cannot create a channel for the GPU agent");
+		snprintf(msg, size,
+			 "cannot create a channel for the GPU agent");
 		return -EIO;
 	}
-	err = inject_library(pid, agent, AGENT_ATTACH, chan->path, &res);
-	if (err) {
-		snprintf(msg, size, "%s", res.message);
+	err = load_by_remote_exec(pid, agent, chan, uid, gid, &entry_ret,
+				  how->why_not_pep768,
+				  sizeof(how->why_not_pep768), msg, size);
+	if (err < 0)
 		goto fail;
+	if (!err) {
+		how->way = GPU_LOADED_PEP768;
+	} else {
+		err =
+		    inject_library(pid, agent, AGENT_ATTACH, chan->path, &res);
+		if (err) {
+			snprintf(msg, size, "%s", res.message);
+			goto fail;
+		}
+		entry_ret = res.entry_ret;
 	}
-	if (res.entry_ret < 0) {
-		err = (int)res.entry_ret;
-		snprintf(msg, size, "the GPU agent in pid %d cannot open %s: %s",
-			 (int)pid, chan->path, strerror((int)-res.entry_ret));
+	if (entry_ret < 0) {
+		err = (int)entry_ret;
+		snprintf(msg, size,
+			 "the GPU agent in pid %d cannot open %s: %s", (int)pid,
+			 chan->path, strerror((int)-entry_ret));
 		goto fail;
 	}
 	/* Both sides have it mapped now: the name is no longer needed. */

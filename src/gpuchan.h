@@ -10,13 +10,13 @@
 #include "gpuchan-layout.h"
 
 struct gpuchan {
-	char *path;	 /* the file, until gpuchan_unlink(); else NULL */
-	void *mem;	 /* the mapping (or the caller's memory) */
-	size_t size;	 /* its length */
-	int owns_map;	 /* mem was mapped here */
+	char *path;   /* the file, until gpuchan_unlink(); else NULL */
+	void *mem;    /* the mapping (or the caller's memory) */
+	size_t size;  /* its length */
+	int owns_map; /* mem was mapped here */
 	uint32_t nr_slots;
-	uint64_t next;	 /* next position to read: spyc's own count */
-	uint64_t bad;	 /* published records refused as garbage */
+	uint64_t next; /* next position to read: spyc's own count */
+	uint64_t bad;  /* published records refused as garbage */
 };
 
 /* The agent's state as the header tells it. */
@@ -29,8 +29,13 @@ struct gpuchan_state {
 	char message[GPUCHAN_MESSAGE_SIZE];
 };
 
-/* Default ring size: 4096 records of 256 bytes, 1 MiB. */
-#define GPUCHAN_DEFAULT_SLOTS 4096u
+/*
+ * Ring size: 65536 records of 256 bytes, 16 MiB.  CUPTI hands over a
+ * buffer of some 5000 records at once, and an agent that stops flushes
+ * everything it holds: the ring takes several such bursts between two
+ * of spyc's drains.
+ */
+#define GPUCHAN_DEFAULT_SLOTS (1u << 16)
 
 /*
  * Create a channel file of nr_slots (a power of two) under /dev/shm

@@ -59,8 +59,9 @@ int proc_read_stable(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /*
  * Write len bytes from buf at addr of pid: only ever the stack of a
- * thread spyc holds stopped (src/inject.c).  Returns 0 or a negative
- * errno, as proc_read.
+ * thread spyc holds stopped (src/inject.c), or a thread state's PEP 768
+ * request fields (src/remoteexec.c).  Returns 0 or a negative errno, as
+ * proc_read.
  */
 int proc_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 

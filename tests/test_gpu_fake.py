@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: MIT
+"""`spyc record --gpu` end to end where there is no GPU: the program loads
+stand-ins for the CUDA driver and CUPTI (tests/fakecuda/, built by `make
+test-tools` with CUPTI's headers) and "launches" kernels and copies through
+them.  The fake CUPTI makes the records a real one would (API calls,
+kernels, copies, one correlation id each, on a clock of its own) and hands
+them to spyc's real agent in CUPTI's way: so everything from the agent to
+the outputs is tested for real; only the device is made up.  What needs a
+real GPU (PyTorch, real kernels, their timing) is in tests/gpu/.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, SpycResult, assert_running, decode, target_env
+
+AGENT = os.path.join(REPO, "spyc-agent.so")
+FAKE = os.path.join(REPO, "tests", "build", "fakecuda")
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(AGENT),
+    reason="spyc was built without the GPU agent (no CUPTI headers)")
+
+# The program: loads the fake driver and CUPTI as a CUDA program loads the
+# real ones, lets the "driver" start spyc's agent (launch mode: the CUDA
+# driver calls InitializeInjection) or waits to be attached to, then runs
+# steps of an upload and GEMMs from known lines, and says what it launched.
+PROGRAM = r"""
+import ctypes, json, os, sys, time
+fake = sys.argv[1]
+ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
+cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
+cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
+                              ctypes.c_uint]
+cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
+                            ctypes.c_uint]
+mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+if mode == "launch":
+    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+else:
+    with open(report + ".ready", "w") as f:
+        f.write(str(os.getpid()))
+launched = {"gemm_kernel": 0, "copies": 0}
+
+def forward():
+    cupti.fake_launch(b"gemm_kernel", 200000, 7)  # GEMM LINE
+    launched["gemm_kernel"] += 1
+
+def upload():
+    cupti.fake_copy(1 << 20, 100000, 3)  # COPY LINE
+    launched["copies"] += 1
+
+def spin(s):
+    t = time.time()
+    while time.time() - t < s:
+        pass
+
+t0 = time.time()
+while time.time() - t0 < seconds:
+    upload()
+    for _ in range(4):
+        forward()
+    spin(0.002)
+if len(sys.argv) > 5:
+    launched["flood"] = cupti.fake_flood(int(sys.argv[5]))
+launched["enabled_kinds"] = cupti.fake_enabled_kinds()
+with open(report, "w") as f:
+    json.dump(launched, f)
+"""
+
+
+def line_of(text, marker):
+    for i, line in enumerate(text.splitlines(), 1):
+        if marker in line:
+            return i
+    raise AssertionError(marker)
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(spyc):
+    res = subprocess.run(["make", "test-tools"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=900)
+    assert res.returncode == 0, decode(res.stdout)[-3000:]
+    assert os.path.exists(os.path.join(FAKE, "libcupti.so"))
+    return FAKE
+
+
+def write_program(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+def run(spyc, args, timeout=120):
+    proc = spyc.popen(args, env=target_env(), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail("spyc did not finish: %s" % decode(err))
+    return SpycResult(["spyc"] + [str(a) for a in args], proc.returncode,
+                      decode(out), decode(err))
+
+
+def gpu_summary(res):
+    """{kernel name: (calls, total ms)} from the GPU activities table."""
+    rows = {}
+    for line in res.stderr_lines:
+        m = re.match(r"\s+[\d.]+%\s+([\d.]+)(ns|us|ms|s)\s+(\d+)\s+\S+\s+\S+"
+                     r"\s+\S+\s+(\S.*)$", line)
+        if m:
+            scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+            rows[m.group(4)] = (int(m.group(3)), float(m.group(1)) * scale)
+    return rows
+
+
+def check_profile(res, out, program, launched):
+    """Every launch the program made is in the profile, with its time."""
+    assert res.returncode == 0, res.describe()
+    assert any(l.startswith("spyc: GPU activities (CUPTI): ")
+               for l in res.stderr_lines), res.describe()
+    assert " 0 records lost" in res.stderr, res.describe()
+    rows = gpu_summary(res)
+    calls, total_ms = rows["gemm_kernel"]
+    assert calls == launched["gemm_kernel"], res.describe()
+    # 200 us each: the fake's times are exact.
+    assert abs(total_ms - 0.2 * calls) < 0.01 * calls, res.describe()
+    assert "memcpy: HtoD %.1f MiB in %d copies" % (
+        launched["copies"], launched["copies"]) in res.stderr, res.describe()
+    with open(out) as f:
+        doc = json.load(f)
+    names = [p["name"] for p in doc["profiles"]]
+    assert "GPU 0 stream 7" in names and "GPU 0 stream 3" in names, names
+    stream7 = doc["profiles"][names.index("GPU 0 stream 7")]
+    frames = doc["shared"]["frames"]
+    opened = [frames[e["frame"]]["name"] for e in stream7["events"]
+              if e["type"] == "O"]
+    assert opened.count("gemm_kernel") == launched["gemm_kernel"]
+    return doc
+
+
+def test_fake_gpu_launch_mode(spyc, fake_cuda, any_python, tmp_path):
+    """Launch mode: the driver loads the agent; every kernel and copy the
+    program launched is in the profile and the summary, none lost."""
+    program = write_program(tmp_path)
+    out = tmp_path / "out.json"
+    report = str(tmp_path / "launched.json")
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", out, "--",
+                     any_python.path, program, fake_cuda, "launch", "1.5",
+                     report])
+    with open(report) as f:
+        launched = json.load(f)
+    assert launched["gemm_kernel"] > 50, launched
+    check_profile(res, out, program, launched)
+
+
+def start_program(tmp_path, python, seconds, env_extra=None):
+    program = write_program(tmp_path)
+    report = str(tmp_path / "launched.json")
+    env = target_env(env_extra)
+    proc = subprocess.Popen([python.path, program, FAKE, "attach",
+                             str(seconds), report], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 30
+    while not os.path.exists(report + ".ready"):
+        assert proc.poll() is None, decode(proc.communicate()[1])
+        assert time.time() < deadline, "the program never got ready"
+        time.sleep(0.02)
+    return proc, report
+
+
+def finish_program(proc, report):
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, decode(err)
+    assert decode(err) == "", decode(err)
+    with open(report) as f:
+        return json.load(f)
+
+
+def test_fake_gpu_attach_flushes_on_detach(spyc, fake_cuda, any_python,
+                                           tmp_path):
+    """Attach mode, with a CUPTI that hands over only full buffers: the
+    kernels spyc reports come from the agent's flush when spyc stops.
+    Afterwards the agent is quiet (every activity kind disabled) and the
+    program ends as it would have."""
+    proc, report = start_program(tmp_path, any_python, 4,
+                                 {"FAKE_CUPTI_NO_FLUSH_PERIOD": "1"})
+    out = tmp_path / "out.json"
+    try:
+        res = run(spyc, ["record", "--gpu", "--rate", "200", "--duration",
+                         "1", "-o", out, "--pid", proc.pid])
+        assert_running(proc.pid)
+    finally:
+        launched = finish_program(proc, report)
+    assert res.returncode == 0, res.describe()
+    rows = gpu_summary(res)
+    assert "gemm_kernel" in rows, res.describe()
+    calls = rows["gemm_kernel"][0]
+    # About a second of a 4 s run's launches.
+    assert 50 <= calls < launched["gemm_kernel"], (calls, launched)
+    assert " 0 records lost" in res.stderr, res.describe()
+    assert launched["enabled_kinds"] == 0, launched
+
+
+def test_fake_gpu_chrome_and_folded(spyc, fake_cuda, any_python, tmp_path):
+    """The same run as Chrome trace and folded stacks: each launch's CUDA
+    call on its thread's API row with an arrow to its kernel or copy, and
+    folded GPU stacks ending in the kernel, weighted by its microseconds."""
+    program = write_program(tmp_path)
+    report = str(tmp_path / "launched.json")
+    trace = tmp_path / "out.trace.json"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", trace, "--",
+                     any_python.path, program, FAKE, "launch", "1", report])
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        launched = json.load(f)
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    api = [e for e in events if e["ph"] == "X" and e.get("cat") == "gpu" and
+           e["tid"] >= 1e9]
+    names = sorted(set(e["name"] for e in api))
+    assert names == ["cudaLaunchKernel", "cudaMemcpyAsync"], names
+    assert sum(e["name"] == "cudaLaunchKernel" for e in api) == \
+        launched["gemm_kernel"]
+    starts = set((e["pid"], e["tid"], e["ts"]) for e in events
+                 if e["ph"] == "X")
+    flows = {}
+    for e in events:
+        if e["ph"] in ("s", "f"):
+            assert (e["pid"], e["tid"], e["ts"]) in starts, e
+            flows.setdefault(e["id"], []).append(e["ph"])
+    assert len(flows) == launched["gemm_kernel"] + launched["copies"]
+    assert all(v == ["s", "f"] for v in flows.values())
+
+    folded = tmp_path / "out.txt"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", folded, "--",
+                     any_python.path, program, FAKE, "launch", "1", report])
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        launched = json.load(f)
+    gemm_us = 0
+    for line in folded.read_text().splitlines():
+        stack, weight = line.rsplit(" ", 1)
+        if stack.endswith(";gemm_kernel"):
+            assert stack.startswith("[GPU time"), line
+            gemm_us += int(weight)
+    assert gemm_us == 200 * launched["gemm_kernel"]
+
+
+def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):
+    """A burst of 300000 launches at the end, far more than the ring holds
+    at once: what does not fit is counted as lost, the rest is reported,
+    and spyc and the program finish as they should."""
+    program = write_program(tmp_path)
+    report = str(tmp_path / "launched.json")
+    out = tmp_path / "out.json"
+    res = run(spyc, ["record", "--gpu", "--rate", "100", "-o", out, "--",
+                     any_python.path, program, FAKE, "launch", "0.2", report,
+                     "300000"], timeout=300)
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        launched = json.load(f)
+    m = re.search(r"GPU activities \(CUPTI\): (\d+) kernels, (\d+) copies, "
+                  r"0 memsets, (\d+) records lost", res.stderr)
+    assert m, res.describe()
+    kernels, lost = int(m.group(1)), int(m.group(3))
+    # Each launch is two records: its API call and its kernel.
+    assert kernels + lost >= launched["gemm_kernel"] + launched["flood"], (
+        kernels, lost, launched)
+    assert kernels <= launched["gemm_kernel"] + launched["flood"]
+    assert json.load(open(out))["profiles"]
+
+
+EXIT_MIDWAY = r"""
+import ctypes, os, sys, threading
+fake = sys.argv[1]
+ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
+cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+cupti.fake_flood(100000)
+# CUPTI hands the agent its records on another thread while this one
+# leaves at once, without the exit handlers that would flush.
+threading.Thread(target=cupti.cuptiActivityFlushAll, args=(0,)).start()
+os._exit(7)
+"""
+
+
+def test_fake_gpu_target_exits_mid_transfer(spyc, fake_cuda, any_python,
+                                            tmp_path):
+    """The program exits while the agent is writing records: spyc keeps
+    what arrived, writes the profile and exits with the program's status."""
+    program = tmp_path / "exit.py"
+    program.write_text(EXIT_MIDWAY)
+    out = tmp_path / "out.json"
+    res = run(spyc, ["record", "--gpu", "--rate", "100", "-o", out, "--",
+                     any_python.path, program, FAKE])
+    assert res.returncode == 7, res.describe()
+    assert json.load(open(out))["profiles"]
+    assert len([l for l in res.stderr_lines
+                if l.startswith("spyc: ") and "--gpu" in l or
+                "GPU activities" in l]) == 1, res.describe()
