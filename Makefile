@@ -62,7 +62,7 @@ ifneq ($(CUPTI_INC),)
 HAVE_CUPTI := $(shell $(CC) -I$(CUPTI_INC) -I$(CUDA_HOME)/include -c \
 	scripts/feature/test-cupti.c -o /dev/null >/dev/null 2>&1 && echo yes)
 endif
-AGENT_SRCS = agent/agent.c agent/ring.c
+AGENT_SRCS = agent/agent.c agent/ring.c agent/pystack.c
 AGENT_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS)) -fPIC -fvisibility=hidden \
 	-I$(CUPTI_INC) -I$(CUDA_HOME)/include \
 	$(if $(CUPTI_LIB),-DSPYC_CUPTI_FALLBACK='"$(CUPTI_LIB)"')
@@ -121,7 +121,7 @@ ifneq ($(HAVE_CUPTI),yes)
 		"built without the GPU agent (--gpu)"
 endif
 
-spyc-agent.so: $(AGENT_SRCS) agent/ring.h src/gpuchan-layout.h
+spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h src/gpuchan-layout.h
 	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) -ldl -pthread \
 		-Wl,-z,defs
 
@@ -158,7 +158,7 @@ live-test: test-tools
 
 test: unit-test live-test
 
-bench: spyc
+bench: spyc $(AGENT) $(FAKE_CUDA)
 	$(PYTHON3) tests/bench.py
 
 stress: spyc

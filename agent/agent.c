@@ -20,6 +20,7 @@
 
 #include <cupti.h>
 
+#include "pystack.h"
 #include "ring.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -51,6 +52,9 @@ static struct {
 	__typeof__(cuptiActivityFlushPeriod) *flush_period;
 	__typeof__(cuptiSetThreadIdType) *set_thread_id_type;
 	__typeof__(cuptiGetCallbackName) *get_callback_name;
+	__typeof__(cuptiSubscribe) *subscribe;
+	__typeof__(cuptiUnsubscribe) *unsubscribe;
+	__typeof__(cuptiEnableCallback) *enable_callback;
 } cupti;
 
 /* What the agent exports: declared here, its only users being outside. */
@@ -64,6 +68,48 @@ static int started;
 static int stopped;
 /* 1 while the watcher thread runs. */
 static int watching;
+/* The launch callbacks' subscription, NULL when there is none. */
+static CUpti_SubscriberHandle subscriber;
+/* spyc's layout of the target's frames, once checked (launch_layout). */
+static struct gpu_py_layout layout;
+static int layout_ok;
+/* Inside a runtime call that copied its stack: its correlation id. */
+static __thread uint32_t runtime_correlation;
+
+/* The calls that queue work on a device: a stack is copied at each. */
+static const CUpti_CallbackId runtime_launches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+static const CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+};
 
 /* The activity kinds collected, in the order they are enabled. */
 static const CUpti_ActivityKind kinds[] = {
@@ -232,6 +278,12 @@ static int resolve_cupti(void)
 	memcpy(&cupti.set_thread_id_type, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiGetCallbackName");
 	memcpy(&cupti.get_callback_name, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiSubscribe");
+	memcpy(&cupti.subscribe, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiUnsubscribe");
+	memcpy(&cupti.unsubscribe, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiEnableCallback");
+	memcpy(&cupti.enable_callback, &optional, sizeof(optional));
 	return 0;
 }
 
@@ -375,6 +427,136 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 
 static void stop_collecting(int flush);
 
+/*
+ * spyc's layout of the target's frames, once spyc has written it and it
+ * checks (ready, its sum, offsets that make sense); NULL before.  The
+ * checked copy is kept: spyc writes it once.
+ */
+static const struct gpu_py_layout *launch_layout(void)
+{
+	const struct gpu_py_layout *l = &writer.header->py;
+	struct gpu_py_layout copy;
+
+	if (__atomic_load_n(&layout_ok, __ATOMIC_ACQUIRE))
+		return &layout;
+	if (!__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE))
+		return NULL;
+	memcpy(&copy, l, sizeof(copy));
+	if (copy.sum != gpu_py_layout_sum(&copy) || !copy.kind ||
+	    copy.kind > GPU_PY_KIND_MAX || copy.max_frames > GPU_STACK_MAX ||
+	    copy.tstate_frame < 0 || copy.frame_back < 0 ||
+	    copy.frame_code < 0 || copy.frame_pos < 0 ||
+	    (copy.kind == GPU_PY_CFRAME && copy.cframe_current < 0))
+		return NULL;
+	layout = copy;
+	__atomic_store_n(&layout_ok, 1, __ATOMIC_RELEASE);
+	return &layout;
+}
+
+/*
+ * Copy the calling thread's Python stack into the channel, as the stack
+ * of the launch with this correlation id; with alias, only say that it
+ * is the stack of the launch `alias` (a driver call inside a runtime
+ * call).  Never waits: a full ring drops it, and spyc falls back to the
+ * nearest CPU sample.
+ */
+static void write_launch_stack(uint32_t correlation, uint32_t alias)
+{
+	const struct gpu_py_layout *l = launch_layout();
+	struct gpu_stack_frame frames[GPU_STACK_MAX];
+	struct gpu_record r;
+	size_t n = 0, first;
+	int cut = 0;
+
+	if (!l)
+		return;
+	if (!alias)
+		n = pystack_copy(l, frames, GPU_STACK_MAX, &cut);
+	if (!n && !alias)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_STACK;
+	r.size = sizeof(r.u.stack);
+	r.u.stack.correlation = correlation;
+	r.u.stack.tid = (uint32_t)gettid();
+	r.u.stack.alias = alias;
+	r.u.stack.depth = (uint8_t)n;
+	r.u.stack.flags = cut ? GPU_STACK_CUT : 0;
+	first = 0;
+	do {
+		size_t count =
+		    n - first < GPU_STACK_FRAMES ? n - first : GPU_STACK_FRAMES;
+
+		r.u.stack.first = (uint8_t)first;
+		r.u.stack.count = (uint8_t)count;
+		memcpy(r.u.stack.frames, frames + first,
+		       count * sizeof(*frames));
+		memset(r.u.stack.frames + count, 0,
+		       (GPU_STACK_FRAMES - count) * sizeof(*frames));
+		if (ring_write(&writer, &r))
+			return;
+		first += count;
+	} while (first < n);
+}
+
+/*
+ * CUPTI's callback at each launch, on the launching thread, before the
+ * call does anything: copy that thread's Python stack.  A driver call
+ * made inside a runtime call that copied it refers to that copy.
+ */
+static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
+			       CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *d = data;
+
+	(void)userdata;
+	(void)cbid;
+	if (!d || __atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
+		return;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		if (d->callbackSite == CUPTI_API_EXIT) {
+			runtime_correlation = 0;
+			return;
+		}
+		runtime_correlation = d->correlationId;
+		write_launch_stack(d->correlationId, 0);
+	} else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+		   d->callbackSite == CUPTI_API_ENTER) {
+		if (!runtime_correlation)
+			write_launch_stack(d->correlationId, 0);
+		else if (runtime_correlation != d->correlationId)
+			write_launch_stack(d->correlationId,
+					   runtime_correlation);
+	}
+}
+
+/*
+ * Ask CUPTI for on_launch at every launch, when the process has Python
+ * and CUPTI has callbacks.  Returns whether it did, or why not.
+ */
+static enum gpu_launch_stacks subscribe_launches(void)
+{
+	size_t i;
+
+	if (pystack_init())
+		return GPU_STACKS_NO_PYTHON;
+	if (!cupti.subscribe || !cupti.unsubscribe || !cupti.enable_callback)
+		return GPU_STACKS_NO_CALLBACKS;
+	if (cupti.subscribe(&subscriber, on_launch, NULL) != CUPTI_SUCCESS) {
+		subscriber = NULL;
+		return GPU_STACKS_SUBSCRIBED;
+	}
+	for (i = 0; i < sizeof(runtime_launches) / sizeof(*runtime_launches);
+	     i++)
+		cupti.enable_callback(1, subscriber,
+				      CUPTI_CB_DOMAIN_RUNTIME_API,
+				      runtime_launches[i]);
+	for (i = 0; i < sizeof(driver_launches) / sizeof(*driver_launches); i++)
+		cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+				      driver_launches[i]);
+	return GPU_STACKS_ON;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 				      size_t *max_records)
 {
@@ -422,6 +604,10 @@ static void stop_collecting(int flush)
 
 	if (__atomic_exchange_n(&stopped, 1, __ATOMIC_ACQ_REL))
 		return;
+	/* Another profiler of the process may want the subscription. */
+	if (subscriber)
+		cupti.unsubscribe(subscriber);
+	subscriber = NULL;
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		cupti.disable(kinds[i]);
 	if (flush && cupti.flush_all)
@@ -528,6 +714,8 @@ static void start_cupti(void)
 		cupti.flush_period(FLUSH_PERIOD_MS);
 	atexit(flush_at_exit);
 	clock_record();
+	__atomic_store_n(&writer.header->launch_stacks,
+			 (uint32_t)subscribe_launches(), __ATOMIC_RELEASE);
 	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u)", version);
 	start_watcher();
 }

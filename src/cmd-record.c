@@ -13,9 +13,11 @@
 #include "children.h"
 #include "commands.h"
 #include "framename.h"
-#include "gpu.h"
 #include "gpuprof.h"
+#include "gpusession.h"
+#include "gpustack.h"
 #include "native.h"
+#include "pyframe.h"
 #include "outname.h"
 #include "output.h"
 #include "proc.h"
@@ -32,11 +34,8 @@
 #define DROP_TOLERANCE 0.01
 /* --kill-after-duration: how long SIGTERM has before SIGKILL. */
 #define KILL_GRACE_NS (5ULL * 1000000000ULL)
-/* Records read from the channel per batch, and at most per tick. */
-#define GPU_BATCH 256
-#define GPU_DRAIN_PER_TICK (64 * GPU_BATCH)
-/* How long spyc waits for the agent to stop and flush at the end. */
-#define GPU_STOP_WAIT_NS (2 * 1000000000ULL)
+/* GPU records read at most per tick. */
+#define GPU_DRAIN_PER_TICK (64 * GPUSESSION_BATCH)
 /* Kernels the summary lists. */
 #define GPU_SUMMARY_ROWS 20
 
@@ -156,14 +155,13 @@ struct recorder {
 	struct native_unwinder nu;
 	struct merged_frame *merged; /* scratch for one merged stack */
 	struct pyasync async;	     /* --async */
-	/* --gpu */
-	struct gpuchan chan;
+	/* --gpu: the channel and the agent; what they reported */
+	struct gpusession gpu;
 	struct gpuprof gp;
-	struct gpu_record *gpubuf; /* GPU_BATCH records */
-	int gpu_on;		   /* the channel is there to drain */
-	/* --gpu --pid: the agent runs in the target, and how it got there */
-	int gpu_attached;
-	struct gpu_attach_result gpu_how;
+	struct gpustack_asm gsa;	/* launch stacks being put together */
+	struct py_sample launch_sample; /* one of them, being named */
+	struct stack_frame *launch_frames;
+	size_t alloc_launch_frames;
 	/* --subprocesses: every process of the tree, the target first */
 	struct children kids;
 	size_t tree_added;     /* threads with a stack in this tick */
@@ -390,7 +388,7 @@ static void timeline_record(struct recorder *r, uint64_t now, uint32_t entry)
 static size_t add_sample(struct recorder *r, const struct py_sample *s,
 			 const char *process, const char *cwd)
 {
-	uint64_t now = r->gpu_on || r->timeline_on ? now_ns() : 0;
+	uint64_t now = r->gpu.on || r->timeline_on ? now_ns() : 0;
 	size_t i, added = 0;
 
 	r->cwd_now = cwd;
@@ -410,7 +408,7 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 			: stacks_thread_in(&r->stacks, process, t->ident,
 					   t->tid, t->name[0] ? t->name : NULL);
 		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
-		if (r->gpu_on && entry != STACKS_NO_ENTRY)
+		if (r->gpu.on && entry != STACKS_NO_ENTRY)
 			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
 		if (entry != STACKS_NO_ENTRY)
 			timeline_record(r, now, entry);
@@ -420,30 +418,81 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 }
 
 /*
- * Move what the agent has written so far into r->gp: at most max
- * records, so that a burst never holds the sampler up for long.  Never
- * waits.  A channel that is no longer valid is dropped with one warning.
+ * --gpu: hand the agent the layout of the target's frames, so that it
+ * copies the Python stack of each launch.  Not with --subprocesses (the
+ * channel is shared by processes that may run other Pythons), nor for
+ * a build whose frames the agent cannot copy (free-threaded).
  */
-static void gpu_drain(struct recorder *r, size_t max)
+static void gpu_hand_layout(struct recorder *r)
 {
-	size_t done = 0;
+	struct gpu_py_layout layout;
 
-	while (r->gpu_on && done < max) {
-		int i, n = gpuchan_read(&r->chan, r->gpubuf, GPU_BATCH);
+	if (!r->gpu.on)
+		return;
+	if (r->opts->subprocesses)
+		snprintf(r->gp.launch_off, sizeof(r->gp.launch_off),
+			 "--subprocesses");
+	else if (gpu_py_layout_fill(r->sl.rt.off, &layout))
+		snprintf(r->gp.launch_off, sizeof(r->gp.launch_off),
+			 "a free-threaded CPython");
+	else
+		gpuchan_set_py_layout(&r->gpu.chan, &layout);
+}
 
-		if (n < 0) {
-			warning("--gpu: the GPU channel was overwritten (%s); "
-				"GPU records from here on are lost",
-				gpuchan_invalid(&r->chan));
-			r->gpu_on = 0;
-			break;
-		}
-		for (i = 0; i < n; i++)
-			gpuprof_add(&r->gp, &r->gpubuf[i]);
-		done += (size_t)n;
-		if (n < GPU_BATCH)
-			break;
+/*
+ * --gpu: a launch's Python stack as the agent copied it, named with the
+ * code cache (reading the code objects it does not hold yet), into
+ * r->gp.  A stack that cannot be named (the target is gone, or the
+ * copy is garbage) is counted; its launch goes by the nearest sample.
+ */
+static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
+{
+	struct py_sample *s = &r->launch_sample;
+	size_t i, n = 0;
+
+	if (d->alias) {
+		gpuprof_launch_stack(&r->gp, d->correlation, d->tid, d->alias,
+				     NULL, 0);
+		return;
 	}
+	s->nr_frames = 0;
+	for (i = 0; i < d->nr; i++)
+		pyframe_push_copied(&r->sl.ps, s, d->frames[i].code,
+				    d->frames[i].pos);
+	if (pyframe_resolve(&r->sl.ps, s, 0) != DROP_NONE) {
+		r->gp.launch_unnamed++;
+		return;
+	}
+	ALLOC_GROW(r->launch_frames, d->nr + 1, r->alloc_launch_frames);
+	if (d->cut) {
+		r->launch_frames[n].name = GPU_ROOT_CUT;
+		r->launch_frames[n].file = "";
+		r->launch_frames[n++].line = 0;
+	}
+	if (!r->cwd_now)
+		r->cwd_now = r->cwd;
+	for (i = d->nr; i-- > 0;) {
+		/* frame_id may move r->stacks.frames: first the id. */
+		uint32_t id = frame_id(r, s->frames[i].code, s->frames[i].line);
+
+		r->launch_frames[n++] = r->stacks.frames[id];
+	}
+	gpuprof_launch_stack(&r->gp, d->correlation, d->tid, 0,
+			     r->launch_frames, n);
+}
+
+/* --gpu: keep what the outputs need of one record from the channel. */
+static void gpu_keep(void *ctx, const struct gpu_record *rec)
+{
+	struct recorder *r = ctx;
+	struct gpustack_done done;
+
+	if (rec->type != GPU_REC_STACK) {
+		gpuprof_add(&r->gp, rec);
+		return;
+	}
+	if (gpustack_feed(&r->gsa, &rec->u.stack, &done))
+		gpu_launch_stack(r, &done);
 }
 
 /* --subprocesses: count the stacks of one process's clean read. */
@@ -509,7 +558,7 @@ static void sample_loop(struct recorder *r)
 			else
 				r->empty++;
 		}
-		gpu_drain(r, GPU_DRAIN_PER_TICK);
+		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 	next:
 		/*
 		 * No sample is due before the deadline: the run still lasts
@@ -699,51 +748,6 @@ static void print_stats(const struct recorder *r)
 		(double)proc_counts.file_calls / n);
 }
 
-/* The channel file to remove however spyc exits (die() included). */
-static struct gpuchan *channel_to_unlink;
-
-static void unlink_channel(void)
-{
-	if (channel_to_unlink)
-		gpuchan_unlink(channel_to_unlink);
-}
-
-/*
- * --gpu: the agent's absolute path (the CUDA driver and the injected
- * dlopen() need one), or die in one line (exit 2) before anything is
- * attached or launched.  The caller frees it.
- */
-static char *gpu_agent_or_die(void)
-{
-	char why[512], real[PATH_MAX];
-	char *agent = gpu_agent_path(why, sizeof(why));
-
-	if (!agent)
-		die("--gpu: %s", why);
-	if (!realpath(agent, real))
-		die("--gpu: cannot resolve '%s': %s", agent, strerror(errno));
-	free(agent);
-	return xstrdup(real);
-}
-
-/*
- * --gpu, launch mode: create the channel and name it and the agent in
- * the environment the program inherits, so that the CUDA driver loads
- * the agent (CUDA_INJECTION64_PATH) as the program first uses CUDA.
- */
-static void gpu_launch_setup(struct recorder *r, const char *agent)
-{
-	if (gpuchan_create(&r->chan, GPUCHAN_DEFAULT_SLOTS, (uid_t)-1,
-			   (gid_t)-1))
-		exit(EXIT_FAILED);
-	channel_to_unlink = &r->chan;
-	atexit(unlink_channel);
-	if (setenv("CUDA_INJECTION64_PATH", agent, 1) ||
-	    setenv(GPUCHAN_ENV, r->chan.path, 1))
-		die("--gpu: cannot set the environment: %s", strerror(errno));
-	r->gpu_on = 1;
-}
-
 /*
  * --gpu --pid: load the agent into the running target.  What keeps the
  * GPU profile from being made (no CUDA in the target, no CUPTI, a
@@ -751,67 +755,23 @@ static void gpu_launch_setup(struct recorder *r, const char *agent)
  */
 static void gpu_attach_setup(struct recorder *r, pid_t pid, const char *agent)
 {
-	struct gpuchan_state st;
 	char msg[512];
+	int status;
 
-	if (gpu_attach(pid, agent, &r->chan, &st, &r->gpu_how, msg,
-		       sizeof(msg))) {
+	if (gpusession_attach(&r->gpu, pid, agent, &status, msg, sizeof(msg)))
 		fprintf(stderr, "spyc: --gpu: %s; CPU profile only\n", msg);
-		return;
-	}
-	if (st.status != GPU_AGENT_RUNNING) {
-		fprintf(stderr,
-			"spyc: --gpu: pid %d: %s (%s; agent loaded through "
-			"%s); CPU profile only\n",
-			(int)pid, st.message, gpu_agent_status_name(st.status),
-			gpu_load_way_name(r->gpu_how.way));
-		gpuchan_release(&r->chan);
-		return;
-	}
-	r->gpu_on = 1;
-	r->gpu_attached = 1;
 }
 
 /* --gpu --pid, with a GPU profile: how the agent came into the target. */
 static void gpu_attach_notice(const struct recorder *r, pid_t pid)
 {
-	const struct gpu_attach_result *how = &r->gpu_how;
+	struct strbuf sb = STRBUF_INIT;
 
-	if (!r->gpu_attached)
+	if (!r->gpu.attached)
 		return;
-	if (how->way == GPU_LOADED_PTRACE && how->why_not_pep768[0])
-		fprintf(stderr,
-			"spyc: --gpu: agent loaded into pid %d through ptrace "
-			"(not PEP 768: %s)\n",
-			(int)pid, how->why_not_pep768);
-	else
-		fprintf(stderr,
-			"spyc: --gpu: agent loaded into pid %d through %s\n",
-			(int)pid, gpu_load_way_name(how->way));
-}
-
-/*
- * Ask the agent to stop (disable CUPTI's activities, flush what CUPTI
- * still buffers) and wait until it says it has, at most GPU_STOP_WAIT_NS,
- * draining meanwhile: its flush holds the kernels of the last moments
- * before spyc stopped, which CUPTI hands over only every 100 ms.  No
- * wait for a target that is gone, or an agent that is not collecting.
- */
-static void gpu_stop_agent(struct recorder *r)
-{
-	const struct timespec tick = {0, 5 * 1000000L};
-	uint64_t deadline = now_ns() + GPU_STOP_WAIT_NS;
-	struct gpuchan_state st;
-
-	gpu_drain(r, SIZE_MAX);
-	gpuchan_control(&r->chan, GPU_CONTROL_STOP);
-	while (r->gpu_on && !gpuchan_state(&r->chan, &st) &&
-	       st.status == GPU_AGENT_RUNNING && proc_alive(r->sl.rt.pid) &&
-	       now_ns() < deadline) {
-		nanosleep(&tick, NULL);
-		gpu_drain(r, SIZE_MAX);
-	}
-	gpu_drain(r, SIZE_MAX);
+	gpusession_describe_load(&r->gpu, pid, &sb);
+	fprintf(stderr, "spyc: --gpu: %s\n", sb.buf);
+	strbuf_release(&sb);
 }
 
 /*
@@ -823,10 +783,10 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 {
 	struct gpuchan_state st;
 
-	if (!r->chan.mem)
+	if (!r->gpu.chan.mem)
 		return NULL;
-	gpu_stop_agent(r);
-	if (gpuchan_state(&r->chan, &st)) {
+	gpusession_stop(&r->gpu, r->sl.rt.pid);
+	if (gpuchan_state(&r->gpu.chan, &st)) {
 		fprintf(stderr, "spyc: --gpu: the GPU channel was overwritten; "
 				"no GPU profile\n");
 		return NULL;
@@ -849,6 +809,10 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 				who, st.lost);
 			return NULL;
 		}
+		if (!r->gp.launch_off[0] &&
+		    gpu_launch_stacks_why(st.launch_stacks))
+			snprintf(r->gp.launch_off, sizeof(r->gp.launch_off),
+				 "%s", gpu_launch_stacks_why(st.launch_stacks));
 		gpuprof_attribute(&r->gp, &r->stacks);
 		return &r->gp;
 	default:
@@ -936,15 +900,16 @@ int cmd_record(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.opts = &opts;
 	gpuprof_init(&r.gp);
+	gpustack_init(&r.gsa);
+	gpusession_init(&r.gpu, gpu_keep, &r);
+	r.gpu.warn = 1;
 	timeline_init(&r.timeline);
 	r.timeline_on = opts.format == FORMAT_CHROME;
-	if (opts.gpu) {
-		agent = gpu_agent_or_die();
-		r.gpubuf = xmalloc(GPU_BATCH * sizeof(*r.gpubuf));
-	}
+	if (opts.gpu)
+		agent = gpusession_agent_or_die();
 	sampleloop_signals();
 	if (opts.gpu && opts.argv)
-		gpu_launch_setup(&r, agent);
+		gpusession_launch_setup(&r.gpu, agent);
 	if (opts.subprocesses)
 		follow_tree_or_die(&r);
 	else if (opts.argv)
@@ -983,6 +948,7 @@ int cmd_record(int argc, char **argv)
 	if (opts.stop && !opts.native)
 		native_init_stopper(&r.nu, &r.sl.rt);
 
+	gpu_hand_layout(&r);
 	sample_loop(&r);
 	if (opts.argv)
 		snprintf(who, sizeof(who), "%s", program_name(opts.argv));
@@ -1056,11 +1022,11 @@ out:
 	sampleloop_release(&r.sl);
 	pyasync_release(&r.async);
 	children_release(&r.kids);
-	channel_to_unlink = NULL;
-	gpuchan_release(&r.chan);
+	gpusession_release(&r.gpu);
 	gpuprof_release(&r.gp);
+	py_sample_release(&r.launch_sample);
+	free(r.launch_frames);
 	timeline_release(&r.timeline);
-	free(r.gpubuf);
 	free(agent);
 	strbuf_release(&output);
 	return ret;

@@ -29,7 +29,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 2
+#define GPUCHAN_VERSION 3
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -55,10 +55,52 @@ enum gpu_agent_status {
 	GPU_AGENT_STATUS_MAX = 7
 };
 
+/* Whether the agent copies launches' Python stacks (header.launch_stacks). */
+enum gpu_launch_stacks {
+	GPU_STACKS_UNKNOWN = 0,	  /* not decided yet */
+	GPU_STACKS_ON = 1,	  /* subscribed to CUPTI's launch callbacks */
+	GPU_STACKS_NO_PYTHON = 2, /* no Python interpreter in the process */
+	GPU_STACKS_NO_CALLBACKS = 3, /* this CUPTI has no callback API */
+	GPU_STACKS_SUBSCRIBED = 4,   /* another subscriber (a profiler) */
+	GPU_STACKS_MAX = 4
+};
+
 /* What spyc asks of the agent, in header.control. */
 enum gpu_agent_control {
 	GPU_CONTROL_RUN = 0,
 	GPU_CONTROL_STOP = 1, /* disable activities, flush, go quiet */
+};
+
+/* How a CPython keeps a thread's current frame (gpu_py_layout.kind). */
+enum gpu_py_kind {
+	GPU_PY_NONE = 0,	  /* no layout: the agent copies no stacks */
+	GPU_PY_FRAME_OBJECTS = 1, /* up to 3.10: tstate->frame, f_back */
+	GPU_PY_CFRAME = 2, /* 3.11, 3.12: tstate->cframe->current_frame */
+	GPU_PY_CURRENT_FRAME = 3, /* 3.13+: tstate->current_frame */
+	GPU_PY_KIND_MAX = 3
+};
+
+/*
+ * Where a launching thread's Python frames are, for the agent to copy
+ * them in its own process at each launch (GPU_REC_STACK): offsets from
+ * spyc's table for the target's CPython.  spyc writes it once it knows
+ * the interpreter, ready last; the agent uses it only once ready is 1
+ * and sum checks.  Offsets that do not apply are -1.
+ */
+struct gpu_py_layout {
+	uint32_t ready;	      /* 1 once the rest is written */
+	uint32_t kind;	      /* enum gpu_py_kind */
+	int32_t tstate_frame; /* PyThreadState: frame, cframe, current_frame */
+	int32_t cframe_current; /* _PyCFrame.current_frame (GPU_PY_CFRAME) */
+	int32_t tstate_base;	/* 3.15: the thread's base frame, the end */
+	int32_t frame_back;	/* f_back, or previous */
+	int32_t frame_code;	/* f_code, or f_executable */
+	int32_t frame_pos;   /* f_lasti (an int), or the instruction pointer */
+	int32_t frame_owner; /* owner (a byte), 3.11+ */
+	int32_t owner_skip;  /* frames of this owner are not Python's */
+	uint32_t max_frames; /* copy at most this many (<= GPU_STACK_MAX) */
+	uint32_t reserved;
+	uint64_t sum; /* gpu_py_layout_sum() */
 };
 
 /*
@@ -85,7 +127,8 @@ struct gpuchan_header {
 	uint32_t agent_pid;		    /* the process the agent runs in */
 	uint32_t cupti_version;		    /* cuptiGetVersion(), once loaded */
 	char message[GPUCHAN_MESSAGE_SIZE]; /* one line; NUL-terminated */
-	char pad1[256 - 64 - 16 - GPUCHAN_MESSAGE_SIZE];
+	uint32_t launch_stacks;		    /* enum gpu_launch_stacks */
+	char pad1[256 - 64 - 20 - GPUCHAN_MESSAGE_SIZE];
 
 	uint64_t head; /* next position a producer claims */
 	char pad2[56];
@@ -95,6 +138,9 @@ struct gpuchan_header {
 	char pad4[56];
 	uint32_t control; /* spyc: enum gpu_agent_control */
 	char pad5[60];
+
+	/* spyc, once it knows the target's interpreter */
+	struct gpu_py_layout py;
 };
 
 /* What a record is. */
@@ -106,7 +152,8 @@ enum gpu_record_type {
 	GPU_REC_SYNC = 4,
 	GPU_REC_API = 5,   /* a CUDA runtime or driver API call */
 	GPU_REC_CLOCK = 6, /* a CUPTI timestamp and CLOCK_MONOTONIC together */
-	GPU_REC_TYPE_MAX = 6
+	GPU_REC_STACK = 7, /* part of the Python stack of a launch */
+	GPU_REC_TYPE_MAX = 7
 };
 
 /* Times are CUPTI's nanoseconds; GPU_REC_CLOCK relates them to spyc's. */
@@ -162,6 +209,35 @@ struct gpu_clock {
 	uint64_t monotonic_ns; /* CLOCK_MONOTONIC, read right after */
 };
 
+/*
+ * The Python stack of the thread that made a launch (a CUDA call that
+ * queues work), copied by the agent as the call began: frames innermost
+ * first, each its code object's address and position (f_lasti, or its
+ * instruction pointer) as gpu_py_layout says.  A stack of more than
+ * GPU_STACK_FRAMES frames takes several records, all with its
+ * correlation id, in order.  alias: the stack is the one of the launch
+ * with that correlation id (a driver call made inside a runtime call),
+ * and the record has no frames.
+ */
+#define GPU_STACK_FRAMES 14
+#define GPU_STACK_MAX 126 /* frames copied at most: 9 records */
+#define GPU_STACK_CUT 1	  /* flags: deeper than GPU_STACK_MAX */
+
+struct gpu_stack_frame {
+	uint64_t code, pos;
+};
+
+struct gpu_stack {
+	uint32_t correlation;
+	uint32_t tid;
+	uint32_t alias;
+	uint8_t first; /* frames[0]'s index in the stack (innermost: 0) */
+	uint8_t count; /* frames in this record */
+	uint8_t depth; /* frames in the whole stack */
+	uint8_t flags;
+	struct gpu_stack_frame frames[GPU_STACK_FRAMES];
+};
+
 /* What is left of a slot after its sequence number and a record's type. */
 #define GPU_RECORD_PAYLOAD (GPUCHAN_RECORD_SIZE - 16)
 
@@ -177,6 +253,7 @@ struct gpu_record {
 		struct gpu_sync sync;
 		struct gpu_api api;
 		struct gpu_clock clock;
+		struct gpu_stack stack;
 		unsigned char raw[GPU_RECORD_PAYLOAD];
 	} u;
 };
@@ -195,6 +272,23 @@ _Static_assert(sizeof(struct gpu_kernel) <= GPU_RECORD_PAYLOAD,
 	       "a kernel fits a record");
 _Static_assert(sizeof(struct gpu_api) <= GPU_RECORD_PAYLOAD,
 	       "an API call fits a record");
+_Static_assert(sizeof(struct gpu_stack) <= GPU_RECORD_PAYLOAD,
+	       "a stack record fits a record");
+_Static_assert(GPU_STACK_MAX < 256, "stack indexes fit a byte");
+
+/* FNV-1a 64 over a layout's fields from kind to reserved. */
+static inline uint64_t gpu_py_layout_sum(const struct gpu_py_layout *l)
+{
+	const unsigned char *p = (const unsigned char *)&l->kind;
+	uint64_t sum = 0xcbf29ce484222325ULL;
+	unsigned long i;
+
+	for (i = 0; i < __builtin_offsetof(struct gpu_py_layout, sum) -
+			    __builtin_offsetof(struct gpu_py_layout, kind);
+	     i++)
+		sum = (sum ^ p[i]) * 0x100000001b3ULL;
+	return sum;
+}
 
 /* FNV-1a 64 over the header's fixed fields: what geometry_sum holds. */
 static inline uint64_t gpuchan_geometry_sum(const struct gpuchan_header *h)

@@ -204,7 +204,28 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->lost = __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
 	memcpy(st->message, h->message, sizeof(st->message));
 	st->message[sizeof(st->message) - 1] = '\0';
+	st->launch_stacks =
+	    __atomic_load_n(&h->launch_stacks, __ATOMIC_ACQUIRE);
+	if (st->launch_stacks > GPU_STACKS_MAX)
+		st->launch_stacks = GPU_STACKS_UNKNOWN;
 	return 0;
+}
+
+const char *gpu_launch_stacks_why(uint32_t launch_stacks)
+{
+	switch (launch_stacks) {
+	case GPU_STACKS_ON:
+		return NULL;
+	case GPU_STACKS_NO_PYTHON:
+		return "the agent found no Python interpreter in the process";
+	case GPU_STACKS_NO_CALLBACKS:
+		return "this CUPTI has no callback API";
+	case GPU_STACKS_SUBSCRIBED:
+		return "another CUPTI subscriber (a profiler) holds CUPTI's "
+		       "callbacks";
+	default:
+		return "the agent did not say";
+	}
 }
 
 void gpuchan_control(struct gpuchan *c, enum gpu_agent_control control)
@@ -216,10 +237,22 @@ void gpuchan_control(struct gpuchan *c, enum gpu_agent_control control)
 				 __ATOMIC_RELEASE);
 }
 
+void gpuchan_set_py_layout(struct gpuchan *c,
+			   const struct gpu_py_layout *layout)
+{
+	struct gpuchan_header *h = c->mem;
+
+	if (!h || __atomic_load_n(&h->py.ready, __ATOMIC_ACQUIRE))
+		return;
+	memcpy(&h->py, layout, sizeof(*layout));
+	h->py.ready = 0;
+	__atomic_store_n(&h->py.ready, 1, __ATOMIC_RELEASE);
+}
+
 const char *gpu_agent_status_name(int status)
 {
 	static const char *const names[] = {
-	    "waiting",	   "starting",	 "running", "no-cuda",
+	    "waiting",	"starting",    "running", "no-cuda",
 	    "no-cupti", "cupti-error", "stopped", "already-attached"};
 
 	if (status < 0 || (size_t)status >= ARRAY_SIZE(names))

@@ -27,6 +27,8 @@ struct gpuchan_state {
 	uint32_t cupti_version;
 	uint64_t lost; /* dropped by the agent: the ring was full */
 	char message[GPUCHAN_MESSAGE_SIZE];
+	/* enum gpu_launch_stacks (GPU_STACKS_UNKNOWN if out of range) */
+	uint32_t launch_stacks;
 };
 
 /*
@@ -78,8 +80,18 @@ int gpuchan_read(struct gpuchan *c, struct gpu_record *out, size_t max);
  */
 int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st);
 
+/* Why the agent copies no launch stacks, for a launch_stacks value. */
+const char *gpu_launch_stacks_why(uint32_t launch_stacks);
+
 /* Ask the agent to run or to go quiet (enum gpu_agent_control). */
 void gpuchan_control(struct gpuchan *c, enum gpu_agent_control control);
+
+/*
+ * Hand the agent the layout of the target's frames, so that it copies
+ * the Python stack of each launch: everything first, ready last.  Once.
+ */
+void gpuchan_set_py_layout(struct gpuchan *c,
+			   const struct gpu_py_layout *layout);
 
 /* A short name for a status: "waiting", "no-cuda", ...  Never NULL. */
 const char *gpu_agent_status_name(int status);

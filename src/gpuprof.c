@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU activity as the agent reported it, and what spyc makes of it: each
- * kernel's stack (the launching thread's nearest CPU sample), per-stream
+ * kernel's stack (the Python stack of its launch, else the launching
+ * thread's nearest CPU sample), per-stream
  * timelines, and an nvprof-like summary.
  */
 #include "gpuprof.h"
@@ -31,6 +32,7 @@ void gpuprof_init(struct gpuprof *gp)
 {
 	memset(gp, 0, sizeof(*gp));
 	stacks_init(&gp->stacks);
+	stacks_init(&gp->launch_stacks);
 }
 
 void gpuprof_release(struct gpuprof *gp)
@@ -42,6 +44,9 @@ void gpuprof_release(struct gpuprof *gp)
 	free(gp->api_names);
 	free(gp->python_frame);
 	free(gp->line_time);
+	free(gp->launches);
+	free(gp->launch_ids);
+	stacks_release(&gp->launch_stacks);
 	free(gp->acts);
 	free(gp->apis);
 	free(gp->samples);
@@ -127,6 +132,32 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
+}
+
+void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
+			  uint32_t tid, uint32_t alias,
+			  const struct stack_frame *frames, size_t depth)
+{
+	struct gpu_launch *l;
+	size_t i;
+
+	ALLOC_GROW(gp->launches, gp->nr_launches + 1, gp->alloc_launches);
+	l = &gp->launches[gp->nr_launches++];
+	l->correlation = correlation;
+	l->tid = tid;
+	l->alias = alias;
+	l->entry = UINT32_MAX;
+	if (alias)
+		return;
+	/* Launch stacks are interned per stack, under one thread. */
+	if (!gp->launch_stacks.nr_threads)
+		stacks_thread(&gp->launch_stacks, 0, 0, NULL);
+	ALLOC_GROW(gp->launch_ids, depth ? depth : 1, gp->alloc_launch_ids);
+	for (i = 0; i < depth; i++)
+		gp->launch_ids[i] =
+		    stacks_frame(&gp->launch_stacks, frames[i].name,
+				 frames[i].file, frames[i].line);
+	l->entry = stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
 }
 
 void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame)
@@ -290,6 +321,32 @@ const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
 				   : NULL;
 }
 
+static int cmp_launch(const void *a, const void *b)
+{
+	const struct gpu_launch *x = a, *y = b;
+
+	if (x->correlation != y->correlation)
+		return x->correlation < y->correlation ? -1 : 1;
+	return 0;
+}
+
+/* The launch stack of the launch with this correlation id, or NULL. */
+static const struct gpu_launch *find_launch(const struct gpuprof *gp,
+					    uint32_t correlation)
+{
+	struct gpu_launch key = {correlation, 0, 0, 0};
+	const struct gpu_launch *l;
+
+	if (!correlation || !gp->nr_launches)
+		return NULL;
+	l = bsearch(&key, gp->launches, gp->nr_launches, sizeof(key),
+		    cmp_launch);
+	/* A driver call inside a runtime call: the runtime call's. */
+	if (l && l->alias)
+		l = l->alias == correlation ? NULL : find_launch(gp, l->alias);
+	return l && l->entry < gp->launch_stacks.nr_entries ? l : NULL;
+}
+
 /* The sample of tid nearest to t_ns, or NULL: samples sorted by cmp_sample. */
 static const struct gpu_cpu_sample *nearest_sample(const struct gpuprof *gp,
 						   long tid, uint64_t t_ns)
@@ -366,23 +423,64 @@ static int is_python_frame(const struct gpuprof *gp, uint32_t f)
 	return f < gp->alloc_python_frame && gp->python_frame[f];
 }
 
-/* Charge ns of GPU time to the innermost Python frame of CPU stack e. */
-static void add_line_time(struct gpuprof *gp, const struct stack_entry *e,
-			  uint64_t ns)
+/*
+ * Charge ns of GPU time to the innermost Python frame of frames (ids in
+ * gp->stacks, root first): every one is, for a launch's own stack.
+ */
+static void add_line_time(struct gpuprof *gp, const uint32_t *frames,
+			  size_t depth, uint64_t ns, int all_python)
 {
-	uint32_t i;
+	size_t i;
 
-	for (i = e->depth; i-- > 0;)
-		if (e->frames[i] < gp->nr_line_time &&
-		    is_python_frame(gp, e->frames[i])) {
-			gp->line_time[e->frames[i]] += ns;
-			return;
+	for (i = depth; i-- > 0;) {
+		uint32_t f = frames[i];
+		size_t old = gp->nr_line_time;
+
+		if (!all_python && !is_python_frame(gp, f))
+			continue;
+		if (f >= gp->nr_line_time) {
+			ALLOC_GROW(gp->line_time, (size_t)f + 1,
+				   gp->nr_line_time);
+			memset(gp->line_time + old, 0,
+			       (gp->nr_line_time - old) *
+				   sizeof(*gp->line_time));
 		}
+		gp->line_time[f] += ns;
+		return;
+	}
+}
+
+/* The GPU stacks' thread for CPU thread tid: named as the CPU one. */
+static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
+			      uint32_t tid)
+{
+	size_t t;
+
+	for (t = 0; t < cpu->nr_threads; t++) {
+		const struct stack_thread *th = &cpu->threads[t];
+
+		if (th->tid == (long)tid)
+			return stacks_thread(&gp->stacks, th->ident, th->tid,
+					     th->name);
+	}
+	return stacks_thread(&gp->stacks, 0, (long)tid, NULL);
+}
+
+const char *gpuprof_stacks_name(const struct gpuprof *gp)
+{
+	if (gp->exact && !gp->attributed)
+		return "GPU time by launching stack (the Python stack of each "
+		       "launch)";
+	if (gp->exact)
+		return "GPU time by launching stack (the Python stack of the "
+		       "launch, else the nearest CPU sample)";
+	return "GPU time by launching stack (nearest CPU sample)";
 }
 
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 {
-	uint32_t root_nearest, root_no_launch, root_no_sample, *frames;
+	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
+	uint32_t *frames, *launch_map;
 	size_t i, max_depth = 0;
 
 	if (gp->attributed_done)
@@ -392,24 +490,36 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	for (i = 0; i < cpu->nr_frames; i++)
 		stacks_frame(&gp->stacks, cpu->frames[i].name,
 			     cpu->frames[i].file, cpu->frames[i].line);
+	root_launch = stacks_frame(&gp->stacks, GPU_ROOT_LAUNCH, "", 0);
 	root_nearest = stacks_frame(&gp->stacks, GPU_ROOT_NEAREST, "", 0);
 	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
 	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
 	assign_leaves(gp);
 	qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
+	qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches), cmp_launch);
+	for (i = 0; i < gp->launch_stacks.nr_entries; i++)
+		if (gp->launch_stacks.entries[i].depth > max_depth)
+			max_depth = gp->launch_stacks.entries[i].depth;
 	qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples), cmp_sample);
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
-	gp->nr_line_time = cpu->nr_frames;
-	gp->line_time = xcalloc(cpu->nr_frames ? cpu->nr_frames : 1,
-				sizeof(*gp->line_time));
+	/* Launch stacks' frames as frames of gp->stacks. */
+	launch_map =
+	    xmalloc((gp->launch_stacks.nr_frames + 1) * sizeof(*launch_map));
+	for (i = 0; i < gp->launch_stacks.nr_frames; i++)
+		launch_map[i] =
+		    stacks_frame(&gp->stacks, gp->launch_stacks.frames[i].name,
+				 gp->launch_stacks.frames[i].file,
+				 gp->launch_stacks.frames[i].line);
 
 	for (i = 0; i < gp->nr_acts; i++) {
 		const struct gpu_record *act = &gp->acts[i];
 		const struct gpu_api_call *api =
 		    find_api(gp, activity_correlation(act));
+		const struct gpu_launch *launch =
+		    find_launch(gp, activity_correlation(act));
 		const struct gpu_cpu_sample *s = NULL;
 		const struct stack_entry *e = NULL;
 		uint64_t start, end;
@@ -417,6 +527,21 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 		size_t depth = 0;
 
 		gpuprof_activity_times(act, &start, &end);
+		if (launch) {
+			size_t j;
+
+			e = &gp->launch_stacks.entries[launch->entry];
+			thread = launch_thread(gp, cpu, launch->tid);
+			frames[depth++] = root_launch;
+			for (j = 0; j < e->depth; j++)
+				frames[depth++] = launch_map[e->frames[j]];
+			gp->exact++;
+			add_line_time(gp, frames + 1, e->depth, end - start, 1);
+			frames[depth++] = gp->leaf[i];
+			stacks_add(&gp->stacks, thread, frames, depth,
+				   end - start);
+			continue;
+		}
 		if (api)
 			s = nearest_sample(
 			    gp, (long)api->tid,
@@ -433,7 +558,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 			       e->depth * sizeof(*frames));
 			depth += e->depth;
 			gp->attributed++;
-			add_line_time(gp, e, end - start);
+			add_line_time(gp, e->frames, e->depth, end - start, 0);
 		} else if (api) {
 			thread =
 			    stacks_thread(&gp->stacks, 0, (long)api->tid, NULL);
@@ -449,6 +574,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 		stacks_add(&gp->stacks, thread, frames, depth, end - start);
 	}
 	free(frames);
+	free(launch_map);
 }
 
 static int cmp_timeline(const void *a, const void *b, void *ctx)
@@ -593,8 +719,8 @@ static void add_line_rows(const struct gpuprof *gp, size_t max_rows,
 			order[n++] = (uint32_t)i;
 	if (n) {
 		qsort_r(order, n, sizeof(*order), cmp_line, gp->line_time);
-		strbuf_addf(sb, "  Python lines by the GPU time they launched "
-				"(nearest CPU sample):\n");
+		strbuf_addf(sb, "  Python lines by the GPU time they "
+				"launched:\n");
 	}
 	for (i = 0; i < n && i < max_rows; i++) {
 		const struct stack_frame *f = &gp->stacks.frames[order[i]];
@@ -721,13 +847,25 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 			? 100.0 - 100.0 * (double)busy / (double)(last - first)
 			: 0.0);
 	add_line_rows(gp, max_rows, all_time, sb);
-	strbuf_addf(
-	    sb,
-	    "  attribution: nearest CPU sample of the launching thread: "
-	    "%" PRIu64 " of %zu activities (%" PRIu64
-	    " with no launch record, %" PRIu64
-	    " with no sample of the launching thread)\n",
-	    gp->attributed, gp->nr_acts, gp->no_launch, gp->no_sample);
+	if (gp->launch_off[0])
+		strbuf_addf(sb,
+			    "  launch stacks: off (%s): by the nearest CPU "
+			    "sample instead\n",
+			    gp->launch_off);
+	if (gp->launch_unnamed)
+		strbuf_addf(sb,
+			    "  launch stacks: %" PRIu64
+			    " could not be named (their code could not be "
+			    "read)\n",
+			    gp->launch_unnamed);
+	strbuf_addf(sb,
+		    "  attribution: %zu activities: %" PRIu64
+		    " by the Python stack of their launch, %" PRIu64
+		    " by the launching thread's nearest CPU sample, %" PRIu64
+		    " with no launch record, %" PRIu64
+		    " with no sample of the launching thread\n",
+		    gp->nr_acts, gp->exact, gp->attributed, gp->no_launch,
+		    gp->no_sample);
 	if (gp->clock.known)
 		strbuf_addf(sb,
 			    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU activity as the agent reported it, and what spyc makes of it: each
- * kernel's stack (the launching thread's nearest CPU sample), per-stream
+ * kernel's stack (the Python stack of its launch, else the launching
+ * thread's nearest CPU sample), per-stream
  * timelines, and an nvprof-like summary.  Pure: no target, no channel.
  */
 #ifndef SPYC_GPUPROF_H
@@ -53,6 +54,23 @@ struct gpuprof {
 	size_t nr_apis, alloc_apis;
 	char **api_names; /* the distinct names of API calls */
 	size_t nr_api_names, alloc_api_names;
+	/*
+	 * The Python stacks the agent copied at launches: per launch, its
+	 * correlation id, thread and stack (an entry of launch_stacks, root
+	 * first), or the launch whose stack it is (alias).
+	 */
+	struct gpu_launch {
+		uint32_t correlation, tid;
+		uint32_t entry; /* in launch_stacks; UINT32_MAX: see alias */
+		uint32_t alias;
+	} * launches;
+	size_t nr_launches, alloc_launches;
+	struct stacks launch_stacks; /* its own frames: names, files, lines */
+	uint32_t *launch_ids;
+	size_t alloc_launch_ids;
+	uint64_t launch_unnamed; /* stacks whose code could not be read */
+	/* Why no launch had its own stack, when none could: for the summary */
+	char launch_off[160];
 	/* per CPU frame id: 1 for a Python frame (not a native one) */
 	unsigned char *python_frame;
 	size_t alloc_python_frame;
@@ -70,6 +88,7 @@ struct gpuprof {
 	 */
 	struct stacks stacks;
 	uint32_t *leaf;	     /* per activity: its name's frame id in stacks */
+	uint64_t exact;	     /* placed on the Python stack of their launch */
 	uint64_t attributed; /* activities placed on a CPU sample's stack */
 	uint64_t no_launch;  /* no API call record with its correlation id */
 	uint64_t no_sample;  /* no CPU sample of the launching thread */
@@ -83,9 +102,12 @@ struct gpuprof {
 };
 
 /* The root frame of every GPU stack: how it was attributed. */
+#define GPU_ROOT_LAUNCH "[GPU time, by the Python stack of the launch]"
 #define GPU_ROOT_NEAREST                                                       \
 	"[GPU time, by the launching thread's nearest CPU sample]"
 #define GPU_ROOT_NO_LAUNCH "[GPU time, no launch record]"
+/* Below the launch's frames when the agent copied only the innermost. */
+#define GPU_ROOT_CUT "[deeper frames not copied at the launch]"
 #define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
 
 void gpuprof_init(struct gpuprof *gp);
@@ -106,13 +128,24 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
  */
 void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
 
+/*
+ * The Python stack the agent copied at the launch with this correlation
+ * id, on thread tid: frames root first (copied).  With alias
+ * (not 0), no frames: the launch's stack is launch alias's.
+ */
+void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
+			  uint32_t tid, uint32_t alias,
+			  const struct stack_frame *frames, size_t depth);
+
 /* A CUPTI time on spyc's clock (unchanged when no clock pair was seen). */
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
 
 /*
- * Build gp->stacks and gp->leaf from the activities, the API calls and
- * the CPU samples, whose entries are cpu's: each activity goes on the
- * stack of the CPU sample of its launching thread (the API call with its
+ * Build gp->stacks and gp->leaf from the activities, the launch stacks,
+ * the API calls and the CPU samples, whose entries are cpu's: each
+ * activity goes on the Python stack the agent copied at its launch (the
+ * one with its correlation id), under GPU_ROOT_LAUNCH; else on the stack
+ * of the CPU sample of its launching thread (the API call with its
  * correlation id) nearest in time to the launch, under GPU_ROOT_NEAREST;
  * one that cannot goes under GPU_ROOT_NO_LAUNCH or GPU_ROOT_NO_SAMPLE.
  * Call once all records and samples are in; later calls do nothing.
@@ -162,6 +195,12 @@ uint32_t *gpuprof_timeline(const struct gpuprof *gp);
  */
 void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		     struct strbuf *sb);
+
+/*
+ * The name of the profile of GPU time by stack: "GPU time by launching
+ * stack" and how the stacks were found.  Once attributed.
+ */
+const char *gpuprof_stacks_name(const struct gpuprof *gp);
 
 /* "HtoD", "DtoH", ... for a CUpti_ActivityMemcpyKind; never NULL. */
 const char *gpu_copy_kind_name(unsigned kind);

@@ -176,9 +176,8 @@ static int add_gpu_stacks(cJSON *profiles, const struct gpuprof *gp,
 		return -1;
 	}
 	if (!cJSON_AddStringToObject(profile, "type", "sampled") ||
-	    !cJSON_AddStringToObject(
-		profile, "name",
-		"GPU time by launching stack (nearest CPU sample)") ||
+	    !cJSON_AddStringToObject(profile, "name",
+				     gpuprof_stacks_name(gp)) ||
 	    !cJSON_AddStringToObject(profile, "unit", "seconds") ||
 	    !cJSON_AddNumberToObject(profile, "startValue", 0))
 		return -1;
@@ -273,9 +272,11 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 				break;
 			gpuprof_activity_times(act, &start, &end);
 			at = ((double)gpuprof_to_monotonic(gp, start) -
-			      (double)gp->t0_ns) / 1e9;
+			      (double)gp->t0_ns) /
+			     1e9;
 			until = ((double)gpuprof_to_monotonic(gp, end) -
-				 (double)gp->t0_ns) / 1e9;
+				 (double)gp->t0_ns) /
+				1e9;
 			if (at < prev_end)
 				at = prev_end;
 			if (until < at)
@@ -283,7 +284,8 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 			if (j == i)
 				first = at;
 			if (push_event(events, "O", gp->leaf[order[j]], at) ||
-			    push_event(events, "C", gp->leaf[order[j]], until)) {
+			    push_event(events, "C", gp->leaf[order[j]],
+				       until)) {
 				cJSON_Delete(events);
 				goto out;
 			}
@@ -330,10 +332,13 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 				     (double)gp->t0_ns) ||
 	    !cJSON_AddStringToObject(
 		g, "attribution",
-		"nearest-sample: each activity is placed on the CPU sample "
-		"of its launching thread (CUDA API call with the same "
-		"correlation id) nearest in time to the launch") ||
+		"launch-stack, else nearest-sample: each activity is placed "
+		"on the Python stack the agent copied at its launch (the "
+		"CUDA call with the same correlation id), else on the CPU "
+		"sample of its launching thread nearest in time to the "
+		"launch") ||
 	    !cJSON_AddNumberToObject(g, "activities", (double)gp->nr_acts) ||
+	    !cJSON_AddNumberToObject(g, "by_launch_stack", (double)gp->exact) ||
 	    !cJSON_AddNumberToObject(g, "attributed", (double)gp->attributed) ||
 	    !cJSON_AddNumberToObject(g, "no_launch_record",
 				     (double)gp->no_launch) ||

@@ -1137,6 +1137,26 @@ void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 	ps->tlbcs[out->nr_frames - 1] = tlbc;
 }
 
+void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
+			 uint64_t code_word, uint64_t pos_word)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t code, start;
+
+	if (off->tstate_frame != OFF_NONE) {
+		int32_t lasti = (int32_t)pos_word;
+		int units = ps->codes.kind == LINETABLE_310 ? 2 : 1;
+
+		push_frame(ps, out, 0, code_word,
+			   lasti < 0 ? -1 : (long)lasti * units, 1);
+		return;
+	}
+	code = code_word & ~PY_STACKREF_TAG_MASK;
+	start = code + (uint64_t)off->code_code_adaptive;
+	push_frame(ps, out, 0, code,
+		   pos_word >= start ? (long)(pos_word - start) : -1, 0);
+}
+
 enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 			      struct py_sample *out)
 {

@@ -59,6 +59,15 @@ void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 		  const unsigned char *f);
 
 /*
+ * Append one frame of a stack the GPU agent copied in the target (see
+ * gpu_py_layout): its code word and position word as the frame held
+ * them (f_lasti up to 3.10, else the instruction pointer).  Resolved by
+ * pyframe_resolve like the walked ones.
+ */
+void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
+			 uint64_t code_word, uint64_t pos_word);
+
+/*
  * Turn the code addresses of the frames walked from frame number from
  * on into out->frames: code objects (read in one batch, through the
  * cache) and lines.  Returns DROP_NONE or why the sample must be

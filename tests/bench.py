@@ -87,6 +87,19 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           samples), goal < 50 MB; the row says it is
                           extrapolated
 
+  --gpu rows              tests/targets/bench_gpu.py, a loop of 8 "launches"
+                          a step through the stand-ins for CUPTI and the
+                          CUDA driver (tests/fakecuda/, so no GPU is
+                          needed) between bits of Python work, run alone
+                          and under `spyc record --gpu --rate 100`, in
+                          turns: its CPU time (time.process_time) with
+                          spyc over without, less 1, goal <= 5%; the GPU
+                          records spyc says were lost, goal 0; the growth
+                          of its VmRSS with the agent, for information.
+                          With the stand-ins this is the cost of spyc's
+                          agent (launch callbacks, stack copies, the ring),
+                          not CUPTI's own, which needs a GPU (tests/gpu/)
+
 The goals add about a minute to a run (--quick: about half a minute).
 
 spyc's CPU time is the RUSAGE_CHILDREN delta around the spyc process, which
@@ -101,6 +114,7 @@ Exit codes: 0 table printed, 1 table printed but some measurement failed,
 """
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -156,6 +170,14 @@ GOAL_SLOWDOWN = {100: 1.0, 1000: 3.0}   # % more target CPU time, by rate
 RSS_RATE = 1000             # the RSS run: 10 times the samples of 100 Hz
 HOUR_SAMPLES = 100 * 3600   # an hour at 100 Hz
 GOAL_RSS_MB = 50.0          # spyc's RSS after that hour
+# --gpu: the fake-CUDA training loop (tests/targets/bench_gpu.py), its steps
+# (8 launches each) per run by --quick, the rate, and the slowdown goal (%).
+GPU_TARGET = os.path.join(TARGETS, "bench_gpu.py")
+FAKE_CUDA = os.path.join(TESTS, "build", "fakecuda")
+AGENT = os.path.join(REPO, "spyc-agent.so")
+GPU_STEPS = {False: 6000, True: 2000}
+GPU_RATE = 100
+GOAL_GPU_SLOWDOWN = 5.0
 CHURN_ROUNDS = 10 ** 9      # churn.py rounds: it runs until stopped
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
@@ -953,6 +975,82 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
     return rows
 
 
+def gpu_run(python, steps, profiled, workdir):
+    """One run of bench_gpu.py, with `spyc record --gpu` or alone: its
+    JSON line, and with spyc the GPU records it says were lost."""
+    argv = [python, GPU_TARGET, FAKE_CUDA, str(steps),
+            "agent" if profiled else "plain"]
+    lost = None
+    if profiled:
+        out = os.path.join(workdir, "gpu.txt")
+        _, _, text = run_spyc(["record", "--gpu", "--rate", str(GPU_RATE),
+                               "--format", "folded", "-o", out, "--"] + argv,
+                              300, workdir, stdout=subprocess.PIPE)
+        m = re.search(r"(\d+) records lost",
+                      read_file(os.path.join(workdir, "spyc.err")))
+        if m is None:
+            raise BenchError("spyc printed no GPU summary: %s" % last_line(
+                read_file(os.path.join(workdir, "spyc.err"))))
+        lost = int(m.group(1))
+    else:
+        proc = start(argv, stdout=subprocess.PIPE)
+        try:
+            out, _ = proc.communicate(timeout=300)
+        finally:
+            stop(proc)
+        text = (out or b"").decode("utf-8", "replace")
+    try:
+        result = json.loads(last_line(text))
+    except ValueError:
+        raise BenchError("bench_gpu.py printed %r" % last_line(text))
+    return result, lost
+
+
+def bench_gpu(slot, cfg, quick, errors):
+    """The --gpu goal rows, on slot: the target's CPU slowdown with
+    `record --gpu` at GPU_RATE, records lost, the agent's memory in the
+    target.  With the stand-ins for CUPTI and the driver (no GPU needed):
+    what it measures is spyc's agent (callbacks, stack copies, the ring)
+    and not CUPTI's own cost, which needs a GPU."""
+    what = "target CPU time slowdown, record --gpu at %d Hz" % GPU_RATE
+    goal_text = "%s %g%%" % (LE, GOAL_GPU_SLOWDOWN)
+    if not (os.path.exists(AGENT) and
+            os.path.exists(os.path.join(FAKE_CUDA, "libcupti.so"))):
+        return [[what, slot.name, "no agent or tests/fakecuda (make "
+                 "test-tools)", goal_text, "-"]]
+    workdir = tempfile.mkdtemp(prefix="spyc-bench-gpu-")
+    steps = GPU_STEPS[quick]
+    plain, profiled, lost, rss = [], [], [], []
+    try:
+        progress("  %s: --gpu, %d steps of 8 fake launches, %d runs each "
+                 "way" % (slot.name, steps, cfg["runs"]))
+        for _ in range(cfg["runs"]):
+            a, _ = gpu_run(slot.interpreter.path, steps, False, workdir)
+            b, n = gpu_run(slot.interpreter.path, steps, True, workdir)
+            plain.append(a["cpu"])
+            profiled.append(b["cpu"])
+            lost.append((n, 2 * b["launches"]))
+            rss.append(b["rss_kib"] - a["rss_kib"])
+    except BenchError as e:
+        errors.append("%s: --gpu: %s" % (slot.name, e))
+        return [[what, slot.name, "error", goal_text, "error"]]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    pct = 100.0 * (statistics.median(profiled) / statistics.median(plain)
+                   - 1)
+    noise = 100.0 * (max(plain) - min(plain)) / statistics.median(plain)
+    return [
+        [what, slot.name, "%+.1f%% (noise %.0f%%; fake CUPTI: the agent's "
+         "cost, not CUPTI's)" % (pct, noise), goal_text,
+         met(pct <= GOAL_GPU_SLOWDOWN)],
+        ["  GPU records lost", slot.name, "%d of %d" % max(lost), "0",
+         met(max(lost)[0] == 0)],
+        ["  agent's memory in the target", slot.name,
+         "%+.1f MB VmRSS (median; its ring, CUPTI's buffers)" % (
+             statistics.median(rss) / 1024.0), "-", "-"],
+    ]
+
+
 def print_goals_table(rows, cfg):
     depth, busy, idle = GOAL_DEEP
     print("goals, on the newest 3.11+ and newest 3.6-3.10 slot "
@@ -1193,6 +1291,8 @@ def bench(args, cfg, slots, all_slots):
             idle_rows = bench_idle(idle_slot, cfg, errors)
             tree_rows = bench_tree(idle_slot, cfg, errors)
         goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns)
+        if idle_slot is not None:
+            goal_rows += bench_gpu(idle_slot, cfg, args.quick, errors)
     except KeyboardInterrupt:
         progress("bench: interrupted")
         return 130

@@ -309,3 +309,130 @@ def test_fake_gpu_target_exits_mid_transfer(spyc, fake_cuda, any_python,
     assert len([l for l in res.stderr_lines
                 if l.startswith("spyc: ") and "--gpu" in l or
                 "GPU activities" in l]) == 1, res.describe()
+
+
+# Launches from a known, deep Python stack (a generator, a method called
+# through __call__, a list comprehension, which is a frame of its own up
+# to 3.11), and from a thread with no Python.  The program keeps its own
+# view of the stack at the launch (traceback), to compare with spyc's.
+STACKS_PROGRAM = r"""
+import ctypes, json, os, sys, threading, time, traceback
+fake, report = sys.argv[1], sys.argv[2]
+ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
+cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
+cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
+                              ctypes.c_uint]
+cupti.fake_launch_native.argtypes = cupti.fake_launch.argtypes
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+seen = {}
+counts = {"gemm_kernel": 0, "native_kernel": 0}
+
+class Model(object):
+    def __call__(self, n):
+        return self.forward(n)
+
+    def forward(self, n):
+        return [self.layer(i) for i in range(n)]
+
+    def layer(self, i):
+        cupti.fake_launch(b"gemm_kernel", 100000, 7); here = traceback.extract_stack()
+        counts["gemm_kernel"] += 1
+        if "truth" not in seen:
+            seen["truth"] = [[f[2], f[1]] for f in here]
+        return i
+
+def batches(model):
+    while True:
+        yield model(2)
+
+def train(seconds):
+    it = batches(Model())
+    t = time.time()
+    while time.time() - t < seconds:
+        next(it)
+        cupti.fake_launch_native(b"native_kernel", 50000, 9)
+        counts["native_kernel"] += 1
+        s = time.time()
+        while time.time() - s < 0.001:
+            pass
+
+train(float(sys.argv[3]))
+with open(report, "w") as f:
+    json.dump({"truth": seen["truth"], "counts": counts}, f)
+"""
+
+FOLDED_FRAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
+
+
+def folded_gpu_stacks(text):
+    """{(root, tuple of (name, line) frames, leaf): weight} of the GPU
+    stacks of a folded --gpu profile."""
+    out = {}
+    for line in text.splitlines():
+        stack, weight = line.rsplit(" ", 1)
+        parts = stack.split(";")
+        if not parts[0].startswith("[GPU time"):
+            continue
+        frames = []
+        for p in parts[1:-1]:
+            m = FOLDED_FRAME.match(p)
+            assert m, p
+            frames.append((m.group(1), int(m.group(3))))
+        key = (parts[0], tuple(frames), parts[-1])
+        out[key] = out.get(key, 0) + int(weight)
+    return out
+
+
+def test_fake_gpu_launch_stacks(spyc, fake_cuda, python, tmp_path):
+    """Each kernel goes on the Python stack that launched it, as the agent
+    copied it in the program at the launch: the same frames and lines as
+    the program's own traceback there (but the innermost line, which is
+    the launch's), on every version; a kernel launched by a thread with
+    no Python falls back, and says so."""
+    program = tmp_path / "stacks.py"
+    program.write_text(STACKS_PROGRAM)
+    launch_line = line_of(STACKS_PROGRAM, "fake_launch(b\"gemm_kernel\"")
+    report = str(tmp_path / "report.json")
+    out = tmp_path / "out.txt"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", out, "--",
+                     python.path, program, FAKE, report, "1.5"])
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        got = json.load(f)
+    truth = [tuple(f) for f in got["truth"]]
+    truth[-1] = (truth[-1][0], launch_line)
+    stacks = folded_gpu_stacks(out.read_text())
+    exact = dict((k, w) for k, w in stacks.items()
+                 if k[0] == "[GPU time, by the Python stack of the launch]")
+    gemm = dict((k, w) for k, w in exact.items() if k[2] == "gemm_kernel")
+    if python.free_threaded:
+        # Its frames may run a thread's own copy of the bytecode, which
+        # the agent does not follow: every launch by the nearest sample.
+        assert not exact, exact
+        assert "launch stacks: off (a free-threaded CPython): by the " \
+            "nearest CPU sample instead" in res.stderr, res.describe()
+        assert sum(w for k, w in stacks.items()
+                   if k[2] == "gemm_kernel") == \
+            100 * got["counts"]["gemm_kernel"]
+        return
+    assert gemm, "no kernel on its launch's stack\n" + res.describe()
+    # (Launches drained once the program is gone cannot be named: said.)
+    assert "launch stacks: off" not in res.stderr, res.describe()
+    for (root, frames, leaf), weight in gemm.items():
+        # spyc names methods by their qualified name where it can.
+        names = [(n.rsplit(".", 1)[-1], l) for n, l in frames]
+        assert names == truth, (frames, truth)
+    # Launches before spyc knew the interpreter go by the nearest sample:
+    # most go by their own stack.
+    exact_us = sum(gemm.values())
+    all_us = sum(w for k, w in stacks.items() if k[2] == "gemm_kernel")
+    assert exact_us >= 0.5 * all_us, (exact_us, all_us)
+    assert all_us == 100 * got["counts"]["gemm_kernel"]
+    # No Python on the launching thread: no stack, no sample either.
+    native = [k for k in stacks if k[2] == "native_kernel"]
+    assert native and all(
+        k[0] == "[GPU time, no CPU sample of the launching thread]"
+        for k in native), native
+    assert re.search(r"attribution: \d+ activities: [1-9]\d* by the Python "
+                     r"stack of their launch", res.stderr), res.describe()
+    assert "Model.layer" in res.stderr or "layer (" in res.stderr

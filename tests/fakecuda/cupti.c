@@ -67,6 +67,8 @@ EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 EXPORT int fake_copy(unsigned long long bytes, unsigned long long gpu_ns,
 		     unsigned stream);
 EXPORT int fake_flood(int n);
+EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
+			      unsigned stream);
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 
@@ -277,6 +279,36 @@ EXPORT int fake_copy(unsigned long long bytes, unsigned long long gpu_ns,
 	}
 	pthread_mutex_unlock(&lock);
 	return (int)corr;
+}
+
+struct native_launch {
+	const char *kernel;
+	unsigned long long gpu_ns;
+	unsigned stream;
+};
+
+static void *launch_thread(void *arg)
+{
+	struct native_launch *l = arg;
+
+	fake_launch(l->kernel, l->gpu_ns, l->stream);
+	return NULL;
+}
+
+/*
+ * A launch from a thread of the process's own that runs no Python (as
+ * PyTorch's backward threads do): made and joined here.
+ */
+EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
+			      unsigned stream)
+{
+	struct native_launch l = {kernel, gpu_ns, stream};
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, launch_thread, &l))
+		return -1;
+	pthread_join(t, NULL);
+	return 0;
 }
 
 /* n launches of 1 us kernels, as fast as they go: to fill a ring. */

@@ -294,9 +294,11 @@ static void test_summary(void)
 	CHECK(orphan && gemm && gemm < orphan);
 	CHECK(strstr(sb.buf, "memcpy: HtoD 4.0 MiB in 1 copies, 1.000ms") !=
 	      NULL);
-	CHECK(strstr(sb.buf, "nearest CPU sample of the launching thread: 4 "
-			     "of 6 activities (1 with no launch record, 1 with "
-			     "no sample of the launching thread)") != NULL);
+	CHECK(strstr(sb.buf,
+		     "attribution: 6 activities: 0 by the Python stack of "
+		     "their launch, 4 by the launching thread's nearest CPU "
+		     "sample, 1 with no launch record, 1 with no sample of "
+		     "the launching thread\n") != NULL);
 	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
 			     "pairs, drift 300 ns)") != NULL);
 	CHECK(strstr(sb.buf, "GPU busy 5.602ms of 39.002ms") != NULL);
@@ -305,8 +307,8 @@ static void test_summary(void)
 	 * demangled kernel (4.002 ms), then step's copy (1 ms); the orphan
 	 * and the unsampled thread's kernel have no line.
 	 */
-	lines = strstr(sb.buf, "  Python lines by the GPU time they launched "
-			       "(nearest CPU sample):\n");
+	lines =
+	    strstr(sb.buf, "  Python lines by the GPU time they launched:\n");
 	CHECK(lines != NULL);
 	CHECK(lines && strstr(lines, "   71.44%     4.002ms  forward "
 				     "(model.py:12)\n   17.85%     1.000ms  "
@@ -315,6 +317,68 @@ static void test_summary(void)
 	gpuprof_summary(&fx.gp, 1, &sb);
 	CHECK(strstr(sb.buf, "(3 more)") != NULL);
 	CHECK(strstr(sb.buf, "(1 more lines)") != NULL);
+	if (failed)
+		fputs(sb.buf, stderr);
+	strbuf_release(&sb);
+	fixture_release(&fx);
+}
+
+/*
+ * Launch stacks the agent copied: an activity with one goes on it, under
+ * GPU_ROOT_LAUNCH, even from a thread never sampled; a driver call's
+ * alias leads to its runtime call's stack; the others are placed as
+ * before.  The summary's lines are the launches' own.
+ */
+static void test_launch_stacks(void)
+{
+	struct fixture fx;
+	struct strbuf sb = STRBUF_INIT;
+	const struct stack_entry *e;
+	/* GEMM 1 from forward's line 13 (its samples say line 12). */
+	struct stack_frame frames[3] = {{"<module>", "train.py", 40},
+					{"step", "train.py", 21},
+					{"forward", "model.py", 13}};
+	struct stack_frame worker = {"worker", "pool.py", 7};
+
+	fixture_init(&fx);
+	gpuprof_launch_stack(&fx.gp, 1, TID_MAIN, 0, frames, 3);
+	/* The demangled kernel's launch (6): a driver call inside 1's. */
+	gpuprof_launch_stack(&fx.gp, 6, TID_MAIN, 1, NULL, 0);
+	/* The kernel of the thread never sampled. */
+	gpuprof_launch_stack(&fx.gp, 5, TID_UNSAMPLED, 0, &worker, 1);
+	/* An alias to a launch with no stack, and one to itself. */
+	gpuprof_launch_stack(&fx.gp, 3, TID_MAIN, 99, NULL, 0);
+	gpuprof_launch_stack(&fx.gp, 2, TID_MAIN, 2, NULL, 0);
+	gpuprof_attribute(&fx.gp, &fx.cpu);
+	CHECK(fx.gp.exact == 3);
+	CHECK(fx.gp.attributed == 2);
+	CHECK(fx.gp.no_launch == 1 && fx.gp.no_sample == 0);
+	e = entry_for(&fx.gp, "unsampled");
+	CHECK(
+	    e && e->depth == 3 &&
+	    !strcmp(fx.gp.stacks.frames[e->frames[0]].name, GPU_ROOT_LAUNCH) &&
+	    !strcmp(fx.gp.stacks.frames[e->frames[1]].name, "worker") &&
+	    fx.gp.stacks.threads[e->thread].tid == TID_UNSAMPLED);
+	e = entry_for(&fx.gp, "kernel(float*, int)");
+	CHECK(
+	    e && e->depth == 5 &&
+	    !strcmp(fx.gp.stacks.frames[e->frames[0]].name, GPU_ROOT_LAUNCH) &&
+	    fx.gp.stacks.frames[e->frames[3]].line == 13);
+	CHECK(!strcmp(gpuprof_stacks_name(&fx.gp),
+		      "GPU time by launching stack (the Python stack of the "
+		      "launch, else the nearest CPU sample)"));
+	gpuprof_summary(&fx.gp, 20, &sb);
+	/* 3 ms + 2 us from line 13; GEMM 2's 1 ms from line 12 (sampled). */
+	CHECK(strstr(sb.buf,
+		     "   53.59%     3.002ms  forward (model.py:13)\n") != NULL);
+	CHECK(strstr(sb.buf,
+		     "   17.85%     1.000ms  forward (model.py:12)\n") != NULL);
+	CHECK(strstr(sb.buf, "    1.79%   100.000us  worker (pool.py:7)\n") !=
+	      NULL);
+	CHECK(strstr(sb.buf,
+		     "6 activities: 3 by the Python stack of their "
+		     "launch, 2 by the launching thread's nearest CPU "
+		     "sample, 1 with no launch record, 0 with") != NULL);
 	if (failed)
 		fputs(sb.buf, stderr);
 	strbuf_release(&sb);
@@ -483,7 +547,9 @@ static void test_speedscope(void)
 	      300);
 	CHECK(!strncmp(
 	    cJSON_GetStringValue(cJSON_GetObjectItem(g, "attribution")),
-	    "nearest-sample", 14));
+	    "launch-stack, else nearest-sample", 33));
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "by_launch_stack")) ==
+	      0);
 	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "attributed")) == 4);
 
 	if (access(SPEEDSCOPE_SCHEMA_FILE, R_OK)) {
@@ -731,6 +797,7 @@ int main(void)
 	test_attribution();
 	test_summary();
 	test_summary_python_lines();
+	test_launch_stacks();
 	test_speedscope();
 	test_folded();
 	test_chrome();
