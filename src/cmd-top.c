@@ -16,6 +16,8 @@
 #include "commands.h"
 #include "native.h"
 #include "framename.h"
+#include "gpusession.h"
+#include "gputop.h"
 #include "proc.h"
 #include "pyasync.h"
 #include "pysample.h"
@@ -49,6 +51,20 @@
 #define FOOTER_LINES 1
 /* Wide characters kept of a name or file name on screen. */
 #define WIDE_MAX 512
+/*
+ * --gpu: rows of the GPU section on screen and in plain text; rows the
+ * CPU table keeps before the GPU section gives up its own; how often
+ * the channel is read, and at most how many records at a time.
+ */
+#define GPU_SCREEN_ROWS 5
+#define GPU_PLAIN_ROWS 20
+#define MIN_CPU_ROWS 3
+#define GPU_POLL_NS 10000000ULL
+#define GPU_DRAIN_PER_TICK (64 * GPUSESSION_BATCH)
+/* The GPU table's columns, in characters. */
+#define GPU_PCT_WIDTH 8
+#define GPU_TIME_WIDTH 10
+#define GPU_CALLS_WIDTH 8
 
 static const char usage_text[] =
     "usage: spyc top [options] --pid PID\n"
@@ -64,8 +80,8 @@ static const char usage_text[] =
     "      --interval SECS   refresh every SECS seconds (default 1)\n"
     "  -i, --idle            count threads that are sleeping or blocked too\n"
     "                        (default: only threads running on a CPU)\n"
-    "  -g, --gil             count only the thread holding the GIL (refused for\n"
-    "                        a free-threaded build, which has none)\n"
+    "  -g, --gil             count only the thread holding the GIL (refused\n"
+    "                        for a free-threaded build, which has none)\n"
     "      --native          merge native frames in, as record does (stops\n"
     "                        each sampled thread briefly)\n"
     "      --blocking        stop each sampled thread while it is read\n"
@@ -79,6 +95,10 @@ static const char usage_text[] =
     "                        shows a row per process and thread, labelled\n"
     "                        PID/THREAD, then per process (Python frames\n"
     "                        only)\n"
+    "      --gpu             also the CUDA kernels, copies and memsets of\n"
+    "                        each interval by GPU time, and how busy the\n"
+    "                        GPU was (CUPTI, through spyc's agent, as\n"
+    "                        record --gpu)\n"
     "      --program-output FILE\n"
     "                        with -- PROGRAM: where its standard output and\n"
     "                        error go (default spyc-PID.out, PID the\n"
@@ -95,7 +115,6 @@ static const char usage_text[] =
 static const char help_line[] = "1-5 </> sort  l line/function  t threads  "
 				"r recent/whole  p pause  q quit";
 
-
 struct top_opts {
 	pid_t pid;
 	char **argv;		    /* launch mode */
@@ -108,6 +127,7 @@ struct top_opts {
 	int async; /* asyncio task stacks */
 	int stop;  /* stop each sampled thread while reading it */
 	int subprocesses;
+	int gpu; /* --gpu */
 	size_t max_depth;
 };
 
@@ -158,11 +178,23 @@ struct top {
 	uint64_t shown;	    /* refreshes so far */
 	uint64_t snapshots; /* plain-text snapshots printed */
 	int output_errno;
+	/* --gpu: the agent, what it reported, the window being filled */
+	struct gpusession gpu;
+	struct gputop gt;
+	uint64_t gpu_window_start; /* now_ns() */
+	struct gpuchan_state gpu_state;
+	int gpu_state_ok;   /* gpu_state was read */
+	int gpu_stopped;    /* the agent was told to stop */
+	int gpu_rows_seen;  /* the most rows a GPU view had, for the screen */
+	char gpu_note[640]; /* why the agent does not collect, or "" */
+	struct strbuf gpu_how; /* how the agent came into the target */
+	const char *gpu_way;   /* the same in a word or two, for the screen */
+	char who[64];	       /* "pid N", or the launched program's name */
 };
 
 static void parse_options(struct top_opts *o, int argc, char **argv)
 {
-	enum { OPT_INTERVAL = 256, OPT_NATIVE, OPT_PROGRAM_OUTPUT };
+	enum { OPT_INTERVAL = 256, OPT_NATIVE, OPT_PROGRAM_OUTPUT, OPT_GPU };
 	static const struct option options[] = {
 	    {"pid", required_argument, NULL, 'p'},
 	    {"rate", required_argument, NULL, 'r'},
@@ -176,6 +208,7 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	    {"async", no_argument, NULL, OPT_ASYNC},
 	    {"program-output", required_argument, NULL, OPT_PROGRAM_OUTPUT},
 	    {"subprocesses", no_argument, NULL, 's'},
+	    {"gpu", no_argument, NULL, OPT_GPU},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -185,7 +218,8 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 	o->rate = DEFAULT_RATE_HZ;
 	o->interval = DEFAULT_INTERVAL_S;
 	o->max_depth = PY_DEFAULT_MAX_DEPTH;
-	while ((c = getopt_long(argc, argv, "+p:r:igsh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:igsh", options, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'p':
 			o->pid = parse_pid(optarg);
@@ -223,6 +257,9 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 		case OPT_PROGRAM_OUTPUT:
 			o->program_output = optarg;
 			break;
+		case OPT_GPU:
+			o->gpu = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
@@ -239,7 +276,8 @@ static void parse_options(struct top_opts *o, int argc, char **argv)
 		exit(EXIT_USAGE);
 	}
 	if (o->subprocesses)
-		subprocesses_options_or_die(o->native, blocking, o->async, 0);
+		subprocesses_options_or_die(o->native, blocking, o->async,
+					    o->gpu);
 	o->argv = parse_target(argc, argv, optind, o->pid, "top");
 	if (o->program_output && !o->argv) {
 		fprintf(stderr, "spyc: --program-output needs a program to "
@@ -529,6 +567,142 @@ static void format_numbers(struct strbuf *sb, const struct top_row *r)
 		    total);
 }
 
+/* --- the GPU section (--gpu) --- */
+
+/* One record from the channel; none counts while sampling is paused. */
+static void gpu_record(void *ctx, const struct gpu_record *rec)
+{
+	struct top *t = ctx;
+
+	if (!t->paused)
+		gputop_add(&t->gt, rec);
+}
+
+/* What the GPU section shows: the last interval, or the whole run. */
+static const struct gputop_view *gpu_view(const struct top *t)
+{
+	return t->view.recent ? &t->gt.window : &t->gt.run;
+}
+
+/*
+ * At each refresh: the window that ends now becomes what the section
+ * shows (unless paused: it stays as it was), and the agent's status
+ * and count of records lost are read again.
+ */
+static void gpu_refresh(struct top *t, uint64_t now)
+{
+	size_t n;
+
+	if (!t->opts->gpu)
+		return;
+	gpusession_drain(&t->gpu, GPU_DRAIN_PER_TICK);
+	if (!t->paused) {
+		gputop_close_window(&t->gt, now - t->gpu_window_start);
+		t->gpu_window_start = now;
+	}
+	n = t->gt.window.nr_rows > t->gt.run.nr_rows ? t->gt.window.nr_rows
+						     : t->gt.run.nr_rows;
+	if (n > GPU_SCREEN_ROWS)
+		n = GPU_SCREEN_ROWS;
+	if ((int)n > t->gpu_rows_seen)
+		t->gpu_rows_seen = (int)n;
+	if (t->gpu.chan.mem)
+		t->gpu_state_ok = !gpuchan_state(&t->gpu.chan, &t->gpu_state);
+}
+
+/*
+ * Whether the agent collects (the section then has a table); if not, sb
+ * gets the one line that says why.
+ */
+static int gpu_collecting(const struct top *t, struct strbuf *sb)
+{
+	const struct gpuchan_state *st = &t->gpu_state;
+
+	if (t->gpu_note[0]) {
+		strbuf_addstr(sb, t->gpu_note);
+		return 0;
+	}
+	if (t->gpu.broken || !t->gpu_state_ok) {
+		strbuf_addf(sb,
+			    "the GPU channel was overwritten (%s); GPU records "
+			    "from here on are lost",
+			    t->gpu.broken ? t->gpu.broken
+					  : gpuchan_invalid(&t->gpu.chan));
+		return 0;
+	}
+	switch (st->status) {
+	case GPU_AGENT_RUNNING:
+	case GPU_AGENT_STOPPED:
+		return 1;
+	case GPU_AGENT_WAITING:
+		strbuf_addf(sb,
+			    "%s used no CUDA yet (the CUDA driver has not "
+			    "loaded spyc's agent)",
+			    t->who);
+		return 0;
+	case GPU_AGENT_STARTING:
+		strbuf_addf(sb, "%s: spyc's agent is starting", t->who);
+		return 0;
+	default:
+		strbuf_addf(sb, "%s: %s (%s)", t->who,
+			    st->message[0] ? st->message : "no detail",
+			    gpu_agent_status_name(st->status));
+		return 0;
+	}
+}
+
+static void format_gpu_time(char *buf, size_t size, uint64_t ns)
+{
+	if (ns < 1000000ULL)
+		snprintf(buf, size, "%.1fus", (double)ns / 1e3);
+	else if (ns < 1000000000ULL)
+		snprintf(buf, size, "%.2fms", (double)ns / 1e6);
+	else
+		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
+}
+
+/* "last 1.00 s" or "whole run, 12.00 s": the time the view covers. */
+static void gpu_describe_window(const struct top *t, struct strbuf *sb)
+{
+	const struct gputop_view *v = gpu_view(t);
+
+	strbuf_addf(sb, "%s%.2f s", t->view.recent ? "last " : "whole run, ",
+		    (double)v->wall_ns / 1e9);
+}
+
+/* "400 kernels, 100 copies, 0 memsets" */
+static void gpu_describe_work(const struct gputop_view *v, struct strbuf *sb)
+{
+	strbuf_addf(sb, "%llu kernels, %llu copies, %llu memsets",
+		    (unsigned long long)v->kernels,
+		    (unsigned long long)v->copies,
+		    (unsigned long long)v->memsets);
+}
+
+static void format_gpu_busy(const struct gputop_view *v, char *buf, size_t size)
+{
+	format_pct(buf, size, gputop_busy_pct(v));
+}
+
+static void format_gpu_columns(struct strbuf *sb)
+{
+	strbuf_addf(sb, "%*s %*s %*s  NAME", GPU_PCT_WIDTH, "%GPUTIME",
+		    GPU_TIME_WIDTH, "GPUTIME", GPU_CALLS_WIDTH, "CALLS");
+}
+
+/* A GPU row's numbers, padded up to where its name goes. */
+static void format_gpu_numbers(struct strbuf *sb, const struct gputop_view *v,
+			       const struct gputop_row *r)
+{
+	char time[32];
+
+	format_gpu_time(time, sizeof(time), r->ns);
+	strbuf_addf(sb, "%*.1f %*s %*llu  ", GPU_PCT_WIDTH,
+		    v->ns ? 100.0 * (double)r->ns / (double)v->ns : 0.0,
+		    GPU_TIME_WIDTH, time, GPU_CALLS_WIDTH,
+		    (unsigned long long)r->calls);
+}
+
 /* --- plain text --- */
 
 /* Write s with control characters as '?': one line stays one line. */
@@ -549,6 +723,58 @@ static const char *python_version(const struct top *t)
 		if (t->kids.list[i]->runs_python)
 			return t->kids.list[i]->rt.version;
 	return "n/a";
+}
+
+/* --gpu: the GPU section's lines of a snapshot's header. */
+static void print_gpu_header(const struct top *t, FILE *fp)
+{
+	const struct gputop_view *v = &t->gt.window;
+	struct strbuf sb = STRBUF_INIT;
+	char busy[32];
+	int on = gpu_collecting(t, &sb);
+
+	fputs("gpu: ", fp);
+	if (on) {
+		fputs("collecting", fp);
+		if (t->gpu_how.len) {
+			fputs("; ", fp);
+			put_clean(fp, t->gpu_how.buf);
+		}
+	} else {
+		put_clean(fp, sb.buf);
+	}
+	strbuf_reset(&sb);
+	fprintf(fp, "\ngpu window: %.2f s\n", (double)v->wall_ns / 1e9);
+	format_gpu_busy(v, busy, sizeof(busy));
+	fprintf(fp, "gpu busy: %s\n", on ? busy : "n/a");
+	gpu_describe_work(v, &sb);
+	fprintf(fp, "gpu work: %s\n", sb.buf);
+	if (t->gpu_state_ok)
+		fprintf(fp, "gpu lost: %llu\n",
+			(unsigned long long)t->gpu_state.lost);
+	else
+		fputs("gpu lost: n/a\n", fp);
+	strbuf_release(&sb);
+}
+
+/* --gpu: the GPU table of a snapshot, then a blank line. */
+static void print_gpu_table(const struct top *t, FILE *fp)
+{
+	const struct gputop_view *v = &t->gt.window;
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+
+	format_gpu_columns(&sb);
+	fprintf(fp, "%s\n", sb.buf);
+	for (i = 0; i < v->nr_rows && i < GPU_PLAIN_ROWS; i++) {
+		strbuf_reset(&sb);
+		format_gpu_numbers(&sb, v, &v->rows[i]);
+		fputs(sb.buf, fp);
+		put_clean(fp, v->rows[i].name);
+		fputc('\n', fp);
+	}
+	fputc('\n', fp);
+	strbuf_release(&sb);
 }
 
 static int print_snapshot(struct top *t)
@@ -587,8 +813,11 @@ static int print_snapshot(struct top *t)
 	fprintf(fp, "errors: %s\n", sb.buf);
 	strbuf_reset(&sb);
 	describe_view(t, &sb);
-	fprintf(fp, "view: %s\n\n", sb.buf);
+	fprintf(fp, "view: %s\n", sb.buf);
 	strbuf_reset(&sb);
+	if (t->opts->gpu)
+		print_gpu_header(t, fp);
+	fputc('\n', fp);
 	format_columns(&sb, 0, NULL);
 	fprintf(fp, "%s\n", sb.buf);
 	for (i = 0; i < t->snap.nr_rows && i < PLAIN_MAX_ROWS; i++) {
@@ -609,6 +838,8 @@ static int print_snapshot(struct top *t)
 	}
 	strbuf_release(&sb);
 	fputc('\n', fp);
+	if (t->opts->gpu)
+		print_gpu_table(t, fp);
 	if (fflush(fp) || ferror(fp)) {
 		t->output_errno = errno ? errno : EIO;
 		return -1;
@@ -750,14 +981,104 @@ static void draw_row(const struct top *t, int y, const struct top_row *r)
 	strbuf_release(&sb);
 }
 
+/* --gpu: where the GPU section goes on screen. */
+struct gpu_layout {
+	int lines; /* screen lines it takes */
+	int blank; /* a blank line above it */
+	int rows;  /* table rows; the column names too when not 0 */
+};
+
+/*
+ * --gpu: the section's share of avail screen lines (those between the
+ * column names and the key help).  The CPU table keeps MIN_CPU_ROWS rows
+ * first; then the section gives up its blank line, then its rows (the
+ * column names with the last one), down to its title.
+ */
+static void gpu_layout(const struct top *t, int collecting, int avail,
+		       struct gpu_layout *l)
+{
+	int budget = avail - MIN_CPU_ROWS;
+	int rows = collecting ? t->gpu_rows_seen : 0;
+
+	memset(l, 0, sizeof(*l));
+	if (!t->opts->gpu || avail < 2)
+		return;
+	if (budget < 1)
+		budget = 1;
+	if (budget >= 2 + (rows ? 1 + rows : 0)) {
+		l->blank = 1;
+		l->rows = rows;
+	} else if (rows && budget >= 3) {
+		l->rows = budget - 2;
+	}
+	l->lines = l->blank + 1 + (l->rows ? 1 + l->rows : 0);
+}
+
+/*
+ * --gpu: the section at line y: the title (what the view covers, how
+ * busy the GPU was, the work, records lost, how the agent came), the
+ * column names and the rows; or the one line saying why the agent does
+ * not collect.
+ */
+static void draw_gpu(const struct top *t, int y, const struct gpu_layout *l,
+		     int collecting, const char *why)
+{
+	const struct gputop_view *v = gpu_view(t);
+	struct strbuf sb = STRBUF_INIT;
+	char busy[32];
+	int i;
+
+	if (!l->lines)
+		return;
+	y += l->blank;
+	strbuf_addstr(&sb, "GPU: ");
+	if (!collecting) {
+		strbuf_addstr(&sb, why);
+		put_text(y, 0, sb.buf, COLS);
+		goto out;
+	}
+	gpu_describe_window(t, &sb);
+	format_gpu_busy(v, busy, sizeof(busy));
+	strbuf_addf(&sb, "  busy: %s  ", busy);
+	gpu_describe_work(v, &sb);
+	if (t->gpu_state_ok)
+		strbuf_addf(&sb, "  lost: %llu",
+			    (unsigned long long)t->gpu_state.lost);
+	if (t->gpu_way)
+		strbuf_addf(&sb, "  agent: %s", t->gpu_way);
+	put_text(y++, 0, sb.buf, COLS);
+	if (!l->rows)
+		goto out;
+	strbuf_reset(&sb);
+	format_gpu_columns(&sb);
+	attron(A_REVERSE);
+	mvhline(y, 0, ' ', COLS);
+	put_text(y++, 0, sb.buf, COLS);
+	attroff(A_REVERSE);
+	for (i = 0; i < l->rows && (size_t)i < v->nr_rows; i++) {
+		int x;
+
+		strbuf_reset(&sb);
+		format_gpu_numbers(&sb, v, &v->rows[i]);
+		x = (int)sb.len;
+		put_text(y, 0, sb.buf, COLS);
+		put_text(y++, x, v->rows[i].name, COLS - x);
+	}
+out:
+	strbuf_release(&sb);
+}
+
 static void draw(struct top *t)
 {
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, why = STRBUF_INIT;
 	char idle[32], gil[32];
-	int y, rows;
+	struct gpu_layout gl;
+	int y, rows, collecting = 0;
 	size_t i;
 
 	toptable_snapshot(&t->tt, &t->view, &t->snap);
+	if (t->opts->gpu)
+		collecting = gpu_collecting(t, &why);
 	erase();
 	strbuf_addf(&sb, "spyc top - pid %d: %s", (int)t->sl.rt.pid,
 		    t->cmdline);
@@ -797,9 +1118,13 @@ static void draw(struct top *t)
 
 	draw_columns(t, t->header_lines - 1);
 	rows = LINES - t->header_lines - FOOTER_LINES;
+	gpu_layout(t, collecting, rows, &gl);
+	rows -= gl.lines;
 	for (i = 0, y = t->header_lines; i < t->snap.nr_rows && (int)i < rows;
 	     i++, y++)
 		draw_row(t, y, &t->snap.rows[i]);
+	draw_gpu(t, t->header_lines + rows, &gl, collecting, why.buf);
+	strbuf_release(&why);
 	if (LINES > t->header_lines) {
 		attron(A_REVERSE);
 		mvhline(LINES - 1, 0, ' ', COLS);
@@ -887,6 +1212,9 @@ static int read_keys(struct top *t)
 			t->prev = 0;
 			/* A pause is no sampling time. */
 			t->window_first = t->window_attempts = 0;
+			/* Nor GPU time: the window starts again on resume. */
+			gputop_reset_window(&t->gt);
+			t->gpu_window_start = now_ns();
 			break;
 		case 'L' &
 		    0x1f: /* Ctrl-L: repaint what another program wrote */
@@ -928,6 +1256,7 @@ static int show(struct top *t, uint64_t now)
 		t->window_attempts = 0;
 	}
 	t->shown++;
+	gpu_refresh(t, now);
 	if (!t->screen)
 		return print_snapshot(t);
 	draw(t);
@@ -939,6 +1268,7 @@ static enum top_end run(struct top *t)
 	uint64_t refresh = (uint64_t)(t->opts->interval * 1e9);
 	uint64_t now = now_ns();
 	uint64_t next_show = now + refresh, next_keys = now, next_check = now;
+	uint64_t next_gpu = now;
 
 	if (!refresh)
 		refresh = 1;
@@ -966,6 +1296,11 @@ static enum top_end run(struct top *t)
 				return END_TARGET;
 			next_check = now + PAUSED_CHECK_NS;
 		}
+		/* Read while paused too, so that the ring never fills. */
+		if (t->gpu.on && now >= next_gpu) {
+			gpusession_drain(&t->gpu, GPU_DRAIN_PER_TICK);
+			next_gpu = now + GPU_POLL_NS;
+		}
 		if (t->screen && now >= next_keys) {
 			if (read_keys(t))
 				return END_QUIT;
@@ -985,9 +1320,61 @@ static enum top_end run(struct top *t)
 			deadline = next_check;
 		if (t->screen && next_keys < deadline)
 			deadline = next_keys;
+		if (t->gpu.on && next_gpu < deadline)
+			deadline = next_gpu;
 		if (sampleloop_wait(&t->sl, deadline))
 			return END_TARGET;
 	}
+}
+
+/*
+ * --gpu: whom the GPU section names, and, with --pid, the agent loaded
+ * into the target (launch mode: the program's environment already names
+ * it).  What keeps the agent from collecting is the section's one line.
+ */
+static void gpu_setup(struct top *t, const char *agent)
+{
+	pid_t pid = t->sl.rt.pid;
+	char msg[512];
+	int status;
+
+	if (t->opts->argv) {
+		const char *slash = strrchr(t->opts->argv[0], '/');
+
+		snprintf(t->who, sizeof(t->who), "%s",
+			 slash && slash[1] ? slash + 1 : t->opts->argv[0]);
+		strbuf_addstr(&t->gpu_how, "agent loaded by the CUDA driver "
+					   "(CUDA_INJECTION64_PATH)");
+		t->gpu_way = "CUDA_INJECTION64_PATH";
+	} else {
+		snprintf(t->who, sizeof(t->who), "pid %d", (int)pid);
+		if (!gpusession_attach(&t->gpu, pid, agent, &status, msg,
+				       sizeof(msg))) {
+			gpusession_describe_load(&t->gpu, pid, &t->gpu_how);
+			t->gpu_way = gpu_load_way_name(t->gpu.how.way);
+		} else if (status == GPU_AGENT_NO_CUDA)
+			snprintf(t->gpu_note, sizeof(t->gpu_note),
+				 "pid %d used no CUDA yet when spyc's agent "
+				 "was loaded (through %s); start top again "
+				 "to try again",
+				 (int)pid, gpu_load_way_name(t->gpu.how.way));
+		else
+			snprintf(t->gpu_note, sizeof(t->gpu_note), "%s", msg);
+	}
+	if (t->gpu.chan.mem)
+		t->gpu_state_ok = !gpuchan_state(&t->gpu.chan, &t->gpu_state);
+}
+
+/*
+ * --gpu, as top ends: have the agent stop and flush, and wait for it
+ * (at most 2 s), so that nothing of spyc's keeps running in the target.
+ */
+static void gpu_stop(struct top *t)
+{
+	if (!t->opts->gpu || t->gpu_stopped)
+		return;
+	gpusession_stop(&t->gpu, t->sl.rt.pid);
+	t->gpu_stopped = 1;
 }
 
 /* What every sampled process's sampler reads, as the options ask. */
@@ -1010,6 +1397,7 @@ int cmd_top(int argc, char **argv)
 	struct top t;
 	enum top_end end = END_QUIT;
 	int ret = EXIT_OK, stop = 0;
+	char *agent = NULL;
 
 	/* Function and file names are UTF-8; so is the screen, mostly. */
 	setlocale(LC_ALL, "");
@@ -1020,14 +1408,22 @@ int cmd_top(int argc, char **argv)
 	t.view.sort = TOP_COL_OWN_TIME;
 	t.header_lines = HEADER_LINES;
 	strbuf_init(&t.program_output, 0);
+	strbuf_init(&t.gpu_how, 0);
+	gputop_init(&t.gt);
+	gpusession_init(&t.gpu, gpu_record, &t);
+	/* Refused before anything is launched or attached. */
+	if (opts.gpu)
+		agent = gpusession_agent_or_die();
 	sampleloop_signals();
+	if (opts.argv && opts.gpu)
+		gpusession_launch_setup(&t.gpu, agent);
 	if (opts.argv) {
 		/* The program's output would scroll the table away. */
 		if (opts.program_output)
 			strbuf_addstr(&t.program_output, opts.program_output);
 		if (opts.subprocesses) {
-			t.sl.child = launch_program_or_die(opts.argv,
-							   &t.program_output);
+			t.sl.child =
+			    launch_program_or_die(opts.argv, &t.program_output);
 			t.sl.rt.pid = t.sl.child;
 		} else {
 			t.sl.child = launch_or_die(&t.sl.rt, opts.argv,
@@ -1066,6 +1462,9 @@ int cmd_top(int argc, char **argv)
 				     opts.idle);
 	t.max_weight =
 	    2.0 / opts.rate > MAX_WEIGHT_S ? 2.0 / opts.rate : MAX_WEIGHT_S;
+	/* Last: no early return leaves the agent collecting in the target. */
+	if (opts.gpu)
+		gpu_setup(&t, agent);
 	if (isatty(STDOUT_FILENO)) {
 		if (screen_open(&t)) {
 			ret = EXIT_FAILED;
@@ -1077,8 +1476,11 @@ int cmd_top(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 	}
 	t.start = now_ns();
+	t.gpu_window_start = t.start;
 	t.achieved = -1;
 	end = run(&t);
+	/* Before the last snapshot: the agent's flush is in it. */
+	gpu_stop(&t);
 	/* The last, partial interval too, so that a short run shows. */
 	if (!t.screen && end != END_OUTPUT && t.tt.samples) {
 		uint64_t now = now_ns();
@@ -1087,6 +1489,7 @@ int cmd_top(int argc, char **argv)
 			end = END_OUTPUT;
 	}
 out:
+	gpu_stop(&t);
 	if (t.screen) {
 		endwin();
 		delscreen(t.screen);
@@ -1119,5 +1522,9 @@ out:
 	pyasync_release(&t.async);
 	children_release(&t.kids);
 	free(t.fresh);
+	gpusession_release(&t.gpu);
+	gputop_release(&t.gt);
+	strbuf_release(&t.gpu_how);
+	free(agent);
 	return ret;
 }

@@ -116,3 +116,51 @@ def test_zsh_completion(installed):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         universal_newlines=True, timeout=30)
     assert res.returncode == 0, res.stdout
+
+
+def test_build_without_cupti(tmp_path, any_python):
+    """Where CUPTI's headers cannot be found, spyc builds without its GPU
+    agent, says so once, and refuses --gpu in one line (exit 2) before it
+    launches anything; everything else works."""
+    src = tmp_path / "src"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"],
+                           cwd=REPO, stdout=subprocess.PIPE,
+                           universal_newlines=True, check=True).stdout.split()
+    for name in files:
+        if not os.path.isfile(os.path.join(REPO, name)):
+            continue
+        os.makedirs(str(src / os.path.dirname(name)), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, name), str(src / name))
+    # No nvcc on PATH, and a CUDA_HOME with no headers.
+    path = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not os.path.exists(os.path.join(d, "nvcc")))
+    env = dict(os.environ, PATH=path)
+    res = subprocess.run(["make", "-j2", "spyc", "CUDA_HOME=" +
+                          str(tmp_path / "no-cuda")], cwd=str(src), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:]
+    said = [l for l in res.stdout.splitlines()
+            if "no CUPTI headers found" in l]
+    assert len(said) == 1 and "built without the GPU agent" in said[0], \
+        res.stdout[-3000:]
+    assert not (src / "spyc-agent.so").exists()
+    marker = tmp_path / "ran"
+    script = tmp_path / "mark.py"
+    script.write_text("open(%r, 'w').close()\n" % str(marker))
+    res = subprocess.run([str(src / "spyc"), "record", "--gpu", "-o",
+                          str(tmp_path / "out.json"), "--", any_python.path,
+                          str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True,
+                         timeout=60)
+    lines = res.stderr.splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and "--gpu" in lines[0], \
+        res.stderr
+    assert not marker.exists()
+    res = subprocess.run([str(src / "spyc"), "record", "-o",
+                          str(tmp_path / "out.json"), "--", any_python.path,
+                          str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True,
+                         timeout=60)
+    assert res.returncode == 0 and marker.exists(), res.stderr

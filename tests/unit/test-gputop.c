@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of top --gpu's windows (src/gputop.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gputop.h"
+
+#include "check.h"
+
+static struct gpu_record kernel(const char *name, uint64_t start, uint64_t end)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_KERNEL;
+	r.size = sizeof(r.u.kernel);
+	r.u.kernel.start = start;
+	r.u.kernel.end = end;
+	snprintf(r.u.kernel.name, sizeof(r.u.kernel.name), "%s", name);
+	return r;
+}
+
+static struct gpu_record copy(unsigned kind, uint64_t start, uint64_t end)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_MEMCPY;
+	r.size = sizeof(r.u.memcpy);
+	r.u.memcpy.start = start;
+	r.u.memcpy.end = end;
+	r.u.memcpy.copy_kind = (uint8_t)kind;
+	r.u.memcpy.bytes = 4096;
+	return r;
+}
+
+static void add(struct gputop *g, struct gpu_record r)
+{
+	gputop_add(g, &r);
+}
+
+/* Rows by GPU time, shares of it, busy time as the union of the spans. */
+static void test_window(void)
+{
+	struct gputop g;
+	struct gpu_record sync;
+	const struct gputop_view *w = &g.window;
+
+	gputop_init(&g);
+	/* 100..400 and 300..500 overlap: busy 400 ns of 1000. */
+	add(&g, kernel("small", 100, 200));
+	add(&g, kernel("big", 300, 500));
+	add(&g, kernel("small", 200, 400));
+	add(&g, copy(1, 600, 700)); /* HtoD */
+	/* Ignored: no time of its own on the GPU. */
+	memset(&sync, 0, sizeof(sync));
+	sync.type = GPU_REC_SYNC;
+	gputop_add(&g, &sync);
+	/* A demangled name, once. */
+	add(&g, kernel("_Z4gemmPfi", 800, 810));
+	gputop_close_window(&g, 1000);
+
+	CHECK(w->nr_rows == 4);
+	CHECK(w->kernels == 4 && w->copies == 1 && w->memsets == 0);
+	CHECK(w->ns == 100 + 200 + 200 + 100 + 10);
+	CHECK(!strcmp(w->rows[0].name, "small"));
+	CHECK(w->rows[0].calls == 2 && w->rows[0].ns == 300);
+	CHECK(!strcmp(w->rows[1].name, "big"));
+	/* Equal time: more calls first, then by name. */
+	CHECK(!strcmp(w->rows[2].name, "[memcpy HtoD]"));
+	CHECK(!strcmp(w->rows[3].name, "gemm(float*, int)"));
+	CHECK(w->busy_ns == 300 + 100 + 100 + 10);
+	CHECK(w->wall_ns == 1000);
+	CHECK(gputop_busy_pct(w) > 50.9 && gputop_busy_pct(w) < 51.1);
+
+	/* The next window starts empty; the run adds up both. */
+	add(&g, kernel("big", 2000, 2100));
+	add(&g, kernel("bad", 3000, 2000)); /* end first: no time */
+	gputop_close_window(&g, 500);
+	CHECK(w->nr_rows == 2);
+	CHECK(!strcmp(w->rows[0].name, "big") && w->rows[0].calls == 1);
+	CHECK(w->rows[1].ns == 0 && w->rows[1].calls == 1);
+	CHECK(w->busy_ns == 100 && w->wall_ns == 500);
+	CHECK(g.run.nr_rows == 5);
+	/* 300 ns and 2 calls each: by name. */
+	CHECK(!strcmp(g.run.rows[0].name, "big"));
+	CHECK(!strcmp(g.run.rows[1].name, "small"));
+	CHECK(g.run.kernels == 6 && g.run.copies == 1);
+	CHECK(g.run.wall_ns == 1500 && g.run.busy_ns == 510 + 100);
+
+	/* After a pause, what the window held is forgotten. */
+	add(&g, kernel("small", 5000, 5100));
+	gputop_reset_window(&g);
+	gputop_close_window(&g, 0);
+	CHECK(w->nr_rows == 0 && w->kernels == 0);
+	CHECK(gputop_busy_pct(w) < 0);
+
+	/* More busy time than the window (late records): at most 100%. */
+	add(&g, kernel("long", 0, 5000));
+	gputop_close_window(&g, 1000);
+	CHECK(gputop_busy_pct(w) == 100.0);
+	gputop_release(&g);
+}
+
+/* Many names: the index grows; past the limit they count as one. */
+static void test_many_names(void)
+{
+	struct gputop g;
+	char name[32];
+	size_t i;
+
+	gputop_init(&g);
+	for (i = 0; i < GPUTOP_MAX_NAMES + 10; i++) {
+		snprintf(name, sizeof(name), "k%zu", i);
+		add(&g, kernel(name, i, i + 1));
+	}
+	add(&g, kernel("k7", 0, 1));
+	gputop_close_window(&g, 1000000);
+	CHECK(g.nr_names == GPUTOP_MAX_NAMES + 1);
+	CHECK(g.window.nr_rows == GPUTOP_MAX_NAMES + 1);
+	CHECK(!strcmp(g.window.rows[0].name, "[other kernels]"));
+	CHECK(g.window.rows[0].calls == 10);
+	for (i = 0; i < g.window.nr_rows; i++)
+		if (!strcmp(g.window.rows[i].name, "k7"))
+			CHECK(g.window.rows[i].calls == 2);
+	gputop_release(&g);
+}
+
+int main(void)
+{
+	test_window();
+	test_many_names();
+	return failed;
+}
