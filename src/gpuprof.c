@@ -495,12 +495,18 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
 	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
 	assign_leaves(gp);
-	qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
-	qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches), cmp_launch);
+	/* (qsort's array may not be NULL, even with nothing in it.) */
+	if (gp->nr_apis)
+		qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
+	if (gp->nr_launches)
+		qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches),
+		      cmp_launch);
 	for (i = 0; i < gp->launch_stacks.nr_entries; i++)
 		if (gp->launch_stacks.entries[i].depth > max_depth)
 			max_depth = gp->launch_stacks.entries[i].depth;
-	qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples), cmp_sample);
+	if (gp->nr_samples)
+		qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples),
+		      cmp_sample);
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
@@ -554,8 +560,9 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
 					       t->name);
 			frames[depth++] = root_nearest;
-			memcpy(frames + depth, e->frames,
-			       e->depth * sizeof(*frames));
+			if (e->depth)
+				memcpy(frames + depth, e->frames,
+				       e->depth * sizeof(*frames));
 			depth += e->depth;
 			gp->attributed++;
 			add_line_time(gp, e->frames, e->depth, end - start, 0);

@@ -168,7 +168,8 @@ static uint64_t union_ns(uint64_t (*spans)[2], size_t nr)
 	uint64_t busy = 0, start = 0, end = 0;
 	size_t i;
 
-	qsort(spans, nr, sizeof(*spans), cmp_span);
+	if (nr)
+		qsort(spans, nr, sizeof(*spans), cmp_span);
 	for (i = 0; i < nr; i++) {
 		if (i && spans[i][0] <= end) {
 			if (spans[i][1] > end)

@@ -17,6 +17,9 @@
 /* Room for the fields pycode reads of a code object (its first 144 bytes). */
 #define CODE_HEADER_MAX 1024
 
+/* Most code objects pyframe_resolve sorts by insertion. */
+#define CODES_SORTED_IN_PLACE 32
+
 /* ps->entries[] value of the "[N frames not read]" stand-in (code is N). */
 #define ENTRY_PLACEHOLDER 2
 
@@ -442,6 +445,26 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 	}
 }
 
+/* Exchange two buffers of the same size. */
+static void swap_buf(unsigned char **a, unsigned char **b)
+{
+	unsigned char *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Exchange two buffers and their sizes. */
+static void swap_sized_buf(unsigned char **a, size_t *alloc_a,
+			   unsigned char **b, size_t *alloc_b)
+{
+	size_t t = *alloc_a;
+
+	swap_buf(a, b);
+	*alloc_a = *alloc_b;
+	*alloc_b = t;
+}
+
 /*
  * How much of the data-stack chunk at chunk, used up to top, to copy:
  * up to the end of top's page (chunks are mapped whole pages: a stack
@@ -540,21 +563,20 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 	pc->ready = 0;
 	if (pc->chunk != chunk || pc->top != top)
 		return 0;
-	memcpy(ps->fresh_tstate, pc->fresh, (size_t)off->tstate_size);
+	/* The copies change hands: the prefetch reads into the old ones. */
+	swap_buf(&ps->fresh_tstate, &pc->fresh);
 	*cframe = pc->cframe;
 	*current = pc->current;
 	*rgp = NULL;
 	*whole = 0;
 	if (pc->len) {
 		rg = new_region(ps);
-		ensure_buf(&rg->buf, &rg->alloc, pc->len);
-		memcpy(rg->buf, pc->buf, pc->len);
+		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
 		if (frames_unmarked(off)) {
-			ensure_buf(&ps->chunk_again, &ps->alloc_chunk_again,
-				   pc->len);
-			memcpy(ps->chunk_again, pc->again, pc->len);
-			*whole =
-			    load_u64(pc->again, off->chunk_size) >= top - chunk;
+			swap_sized_buf(&ps->chunk_again, &ps->alloc_chunk_again,
+				       &pc->again, &pc->alloc_again);
+			*whole = load_u64(ps->chunk_again, off->chunk_size) >=
+				 top - chunk;
 		}
 		*rgp = rg;
 	}
@@ -565,7 +587,7 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 		ps->nr_side = pc->nr_side;
 		memcpy(ps->side_addrs, pc->side_addrs,
 		       pc->nr_side * sizeof(*ps->side_addrs));
-		memcpy(ps->side_buf, pc->side, pc->nr_side * size);
+		swap_buf(&ps->side_buf, &pc->side);
 	}
 	return 1;
 }
@@ -692,15 +714,10 @@ void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
 			    pc->cframe + (uint64_t)off->cframe_current_frame,
 			    sizeof(pc->current));
 		if (pc->len) {
-			if (pc->len > pc->alloc) {
-				free(pc->buf);
-				free(pc->again);
-				pc->buf = xmalloc(pc->len);
-				pc->again = frames_unmarked(off)
-						? xmalloc(pc->len)
-						: NULL;
-				pc->alloc = pc->len;
-			}
+			ensure_buf(&pc->buf, &pc->alloc, pc->len);
+			if (frames_unmarked(off))
+				ensure_buf(&pc->again, &pc->alloc_again,
+					   pc->len);
 			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
 					   pc->len);
 			if (frames_unmarked(off))
@@ -1249,40 +1266,135 @@ static enum drop_reason resolve_tlbc(struct py_sampler *ps,
 	return DROP_NONE;
 }
 
+static int code_read_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct py_code_read *)a)->addr;
+	uint64_t y = ((const struct py_code_read *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort the nr addresses of codes_read, drop repeats; how many are left. */
+static size_t distinct_codes(struct py_code_read *cr, size_t nr)
+{
+	size_t i, u = 0;
+
+	/* A handful as a rule: sorted in place, qsort past that. */
+	if (nr > CODES_SORTED_IN_PLACE) {
+		qsort(cr, nr, sizeof(*cr), code_read_cmp);
+	} else {
+		for (i = 1; i < nr; i++) {
+			uint64_t a = cr[i].addr;
+
+			for (u = i; u && cr[u - 1].addr > a; u--)
+				cr[u].addr = cr[u - 1].addr;
+			cr[u].addr = a;
+		}
+		u = 0;
+	}
+	for (i = 0; i < nr; i++) {
+		if (u && cr[u - 1].addr == cr[i].addr)
+			continue;
+		cr[u].addr = cr[i].addr;
+		cr[u].code = NULL;
+		u++;
+	}
+	return u;
+}
+
+/* The index of addr in the sorted, distinct codes_read[0..nr). */
+static size_t code_read_find(const struct py_code_read *cr, size_t nr,
+			     uint64_t addr)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cr[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Point ps->local/remote at the headers of the nr code objects of
+ * codes_read (sorted, distinct), and set where each lands in
+ * ps->headers.  Each region of the read costs the kernel about as much
+ * as a page, so headers on one page or on pages that follow one another
+ * share a region: it spans only pages a header lies on, so it reads
+ * whole exactly when each header alone would.  Returns how many regions.
+ */
+static size_t plan_header_reads(struct py_sampler *ps, size_t nr)
+{
+	struct py_code_read *cr = ps->codes_read;
+	size_t hl = ps->codes.header_len, i, nio = 0, total = 0;
+	uint64_t start = 0, end = 0;
+	int open = 0;
+
+	py_sampler_grow_iov(ps, nr);
+	for (i = 0; i < nr; i++) {
+		uint64_t a = cr[i].addr;
+		/* An address at the very top is read alone (and fails). */
+		int fits = a <= UINT64_MAX - hl;
+
+		if (!nio || !open || !fits ||
+		    a / PAGE_BYTES > (end - 1) / PAGE_BYTES + 1) {
+			if (nio)
+				total += ps->remote[nio - 1].iov_len;
+			ps->remote[nio++].iov_base = (void *)(uintptr_t)a;
+			start = end = a;
+		}
+		cr[i].at = total + (size_t)(a - start);
+		open = fits;
+		if (fits && a + hl > end)
+			end = a + hl;
+		ps->remote[nio - 1].iov_len = fits ? (size_t)(end - start) : hl;
+	}
+	if (nio)
+		total += ps->remote[nio - 1].iov_len;
+	if (total > ps->alloc_headers) {
+		free(ps->headers);
+		ps->alloc_headers = total * 2;
+		ps->headers = xmalloc(ps->alloc_headers);
+	}
+	for (i = 0, total = 0; i < nio; i++) {
+		ps->local[i].iov_base = ps->headers + total;
+		ps->local[i].iov_len = ps->remote[i].iov_len;
+		total += ps->remote[i].iov_len;
+	}
+	return nio;
+}
+
 enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
 				 size_t from)
 {
 	const struct py_offsets *off = ps->rt->off;
 	int tlbc = 0;
-	size_t n = out->nr_frames, hl = ps->codes.header_len, i, nio = 0;
+	size_t n = out->nr_frames, i, nr = 0, nio;
 	int r;
 
 	if (from >= n)
 		return DROP_NONE;
-	if (n * hl > ps->alloc_headers) {
-		free(ps->headers);
-		ps->alloc_headers = n * hl * 2;
-		ps->headers = xmalloc(ps->alloc_headers);
-	}
-	py_sampler_grow_iov(ps, n);
+	ALLOC_GROW(ps->codes_read, n - from, ps->alloc_codes_read);
 	for (i = from; i < n; i++) {
 		if (ps->entries[i] == ENTRY_PLACEHOLDER)
 			continue;
 		if (!ps->code_addrs[i])
 			return DROP_INVALID;
-		if (repeats_code(ps, from, i))
-			continue;
-		py_sampler_set_iov(ps, nio, ps->headers + nio * hl,
-				   ps->code_addrs[i], hl);
-		nio++;
+		if (!repeats_code(ps, from, i))
+			ps->codes_read[nr++].addr = ps->code_addrs[i];
 	}
+	nr = distinct_codes(ps->codes_read, nr);
+	nio = plan_header_reads(ps, nr);
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
 	if (r < 0)
 		return py_read_error(r);
 	if ((size_t)r != nio)
 		return DROP_READ;
 	ALLOC_GROW(out->frames, n, out->alloc_frames);
-	nio = 0;
 	for (i = from; i < n; i++) {
 		struct py_frame *fr = &out->frames[i];
 
@@ -1297,11 +1409,16 @@ enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
 			fr->code = out->frames[i - 1].code;
 			ps->tlbc_arrays[i] = ps->tlbc_arrays[i - 1];
 		} else {
-			const unsigned char *header = ps->headers + nio * hl;
+			struct py_code_read *cr =
+			    &ps->codes_read[code_read_find(ps->codes_read, nr,
+							   ps->code_addrs[i])];
+			const unsigned char *header = ps->headers + cr->at;
 
-			fr->code = pycode_lookup(&ps->codes, ps->code_addrs[i],
-						 header);
-			nio++;
+			/* One copy of the header: one verdict on it. */
+			if (!cr->code)
+				cr->code =
+				    pycode_lookup(&ps->codes, cr->addr, header);
+			fr->code = cr->code;
 			if (!fr->code)
 				return DROP_INVALID;
 			if (off->code_tlbc != OFF_NONE)

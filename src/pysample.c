@@ -86,7 +86,7 @@ void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
 	size_t i, j;
 
 	for (i = 0; i < s->nr_threads; i++) {
-		/* A waiting task's stack (--async): idle, whatever its thread */
+		/* A waiting task's stack (--async): idle whatever its thread */
 		if (s->threads[i].is_task)
 			continue;
 		for (j = 0; j < n; j++) {
@@ -139,6 +139,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->tlbc_words);
 	free(ps->tlbc_slots);
 	free(ps->headers);
+	free(ps->codes_read);
 	free(ps->local);
 	free(ps->remote);
 	free(ps->tids);

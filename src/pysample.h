@@ -156,8 +156,19 @@ struct py_sampler {
 	uint64_t *tlbc_words;
 	size_t *tlbc_slots;
 	size_t alloc_tlbc_words, alloc_tlbc_slots;
+	/*
+	 * pyframe_resolve: the distinct code objects of the frames it
+	 * resolves, by address, each one's header read once however many
+	 * frames run it; headers holds the copies.
+	 */
 	unsigned char *headers;
 	size_t alloc_headers;
+	struct py_code_read {
+		uint64_t addr;
+		size_t at;	     /* its header's offset in headers */
+		struct pycode *code; /* once looked up, else NULL */
+	} * codes_read;
+	size_t alloc_codes_read;
 	struct iovec *local, *remote;
 	size_t alloc_iov;
 	/*
@@ -219,7 +230,7 @@ struct py_sampler {
 		uint64_t tstate, cframe, current, chunk, top;
 		size_t len; /* of the chunk's copy, 0 when none */
 		unsigned char *fresh, *buf, *again, *side;
-		size_t alloc;
+		size_t alloc, alloc_again; /* of buf, of again */
 		uint64_t side_addrs[PY_SHIMS_KEPT];
 		size_t nr_side;
 		int ready; /* read, not taken yet */

@@ -16,6 +16,8 @@
 #define CHUNK_IDS (64 * 1024)
 /* Bytes of string storage per block of the string pool. */
 #define STRBLOCK_SIZE (64 * 1024)
+/* FNV's 64-bit prime, for hash_words. */
+#define FNV_PRIME 0x100000001b3ULL
 /* The first size of every hash index; each is a power of two. */
 #define INDEX_MIN 64
 
@@ -257,16 +259,39 @@ uint32_t stacks_thread_in(struct stacks *st, const char *process,
 	t->tid = tid;
 	t->name = name ? xstrdup(name) : NULL;
 	t->samples = 0;
+	t->last_entry = 0;
 	return (uint32_t)st->nr_threads++;
+}
+
+/*
+ * FNV-1a's step a 32-bit word at a time (a stack is hashed once a sample
+ * per thread: a quarter of the multiplications of byte by byte), then
+ * MurmurHash3's fmix64, so that the low bits an index uses depend on
+ * every bit of every word.
+ */
+static uint64_t hash_words(uint64_t h, const uint32_t *words, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= words[i];
+		h *= FNV_PRIME;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
 }
 
 static uint64_t hash_entry(uint32_t thread, const uint32_t *frames,
 			   uint32_t depth)
 {
-	uint64_t h = fnv1a(FNV_INIT, &thread, sizeof(thread));
+	uint64_t h = (FNV_INIT ^ thread) * FNV_PRIME;
 
-	h = fnv1a(h, &depth, sizeof(depth));
-	return depth ? fnv1a(h, frames, depth * sizeof(*frames)) : h;
+	h = (h ^ depth) * FNV_PRIME;
+	return hash_words(h, frames, depth);
 }
 
 static void entry_index_rehash(struct stacks *st, size_t size)
@@ -322,7 +347,8 @@ static size_t seq_slot(const struct stacks *st, const uint32_t *frames,
 
 	for (i = hash_seq(frames, depth) & mask; st->seq_index[i];
 	     i = (i + 1) & mask) {
-		const struct stack_entry *e = &st->entries[st->seq_index[i] - 1];
+		const struct stack_entry *e =
+		    &st->entries[st->seq_index[i] - 1];
 
 		if (e->depth == depth &&
 		    (!depth ||
@@ -360,9 +386,8 @@ static const uint32_t *shared_frames(struct stacks *st, const uint32_t *frames,
 	size_t slot;
 
 	if (2 * (st->nr_seqs + 1) > st->seq_index_size)
-		seq_index_rehash(st, st->seq_index_size
-					 ? 2 * st->seq_index_size
-					 : INDEX_MIN);
+		seq_index_rehash(st, st->seq_index_size ? 2 * st->seq_index_size
+							: INDEX_MIN);
 	slot = seq_slot(st, frames, depth);
 	if (st->seq_index[slot])
 		return st->entries[st->seq_index[slot] - 1].frames;
@@ -437,8 +462,9 @@ static struct stack_entry *new_entry(struct stacks *st, uint64_t hash,
 }
 
 uint32_t stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
-		size_t depth, uint64_t count)
+		    size_t depth, uint64_t count)
 {
+	struct stack_thread *t;
 	struct stack_entry *e;
 	uint64_t hash;
 
@@ -447,14 +473,21 @@ uint32_t stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
 		      depth);
 		return STACKS_NO_ENTRY;
 	}
-	hash = hash_entry(thread, frames, (uint32_t)depth);
-	e = find_entry(st, hash, thread, frames, (uint32_t)depth);
-	if (!e)
-		e = new_entry(st, hash, thread, frames, (uint32_t)depth);
-	if (!e)
-		return STACKS_NO_ENTRY;
+	t = &st->threads[thread];
+	e = t->last_entry ? &st->entries[t->last_entry - 1] : NULL;
+	if (!e || !same_entry(e, thread, frames, (uint32_t)depth)) {
+		hash = hash_entry(thread, frames, (uint32_t)depth);
+		e = find_entry(st, hash, thread, frames, (uint32_t)depth);
+		if (!e)
+			e = new_entry(st, hash, thread, frames,
+				      (uint32_t)depth);
+		if (!e)
+			return STACKS_NO_ENTRY;
+		t = &st->threads[thread];
+		t->last_entry = (uint32_t)(e - st->entries) + 1;
+	}
 	e->count += count;
-	st->threads[thread].samples += count;
+	t->samples += count;
 	st->total_samples += count;
 	return (uint32_t)(e - st->entries);
 }

@@ -27,6 +27,11 @@ struct stack_thread {
 	long tid;	/* native thread id, 0 when unknown */
 	char *name;
 	uint64_t samples;
+	/*
+	 * The entry its last stack went to, + 1 (0: none yet): a thread
+	 * sampled often repeats its stack, found again without hashing.
+	 */
+	uint32_t last_entry;
 };
 
 /*
@@ -94,7 +99,7 @@ uint32_t stacks_thread_in(struct stacks *st, const char *process,
  * STACKS_NO_ENTRY after reporting a bad thread.
  */
 uint32_t stacks_add(struct stacks *st, uint32_t thread, const uint32_t *frames,
-		size_t depth, uint64_t count);
+		    size_t depth, uint64_t count);
 
 /* Label for a thread in outputs: "name (tid N)" or "thread 0x... (tid N)". */
 void stacks_thread_label(const struct stack_thread *t, char *buf, size_t size);
