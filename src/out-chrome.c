@@ -516,6 +516,24 @@ static int write_gpu_rows(struct chrome_out *o)
 	return o->err;
 }
 
+/*
+ * --gpu: how CUPTI's clock was put on spyc's (CLOCK_MONOTONIC = CUPTI +
+ * monotonic_minus_cupti_ns), as the speedscope output says it.
+ */
+static int add_gpu_clock(cJSON *d, const struct gpuprof *gp)
+{
+	cJSON *c = cJSON_AddObjectToObject(d, "gpu_clock");
+
+	return c && cJSON_AddBoolToObject(c, "aligned", gp->clock.known) &&
+	       cJSON_AddNumberToObject(c, "monotonic_minus_cupti_ns",
+				       (double)gp->clock.offset_ns) &&
+	       cJSON_AddNumberToObject(c, "pairs", (double)gp->clock.pairs) &&
+	       cJSON_AddNumberToObject(c, "drift_ns",
+				       (double)gp->clock.drift_ns) &&
+	       cJSON_AddNumberToObject(c, "zero_monotonic_ns",
+				       (double)gp->t0_ns);
+}
+
 /* spyc's own facts, in the member the format leaves to the producer. */
 static cJSON *other_data(const struct chrome_out *o)
 {
@@ -531,7 +549,8 @@ static cJSON *other_data(const struct chrome_out *o)
 				   !meta->timeline->full) ||
 	    (meta->python_version &&
 	     !cJSON_AddStringToObject(d, "python_version",
-				      meta->python_version))) {
+				      meta->python_version)) ||
+	    (meta->gpu && !add_gpu_clock(d, meta->gpu))) {
 		cJSON_Delete(d);
 		return NULL;
 	}

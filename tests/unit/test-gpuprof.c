@@ -781,6 +781,13 @@ static void test_chrome(void)
 	CHECK(chrome_x(events, 1, 1e9 + TID_UNSAMPLED,
 		       "[CUDA runtime call 211]") != NULL);
 	check_flows(events);
+	/* The clocks' alignment, as in the speedscope output. */
+	ev = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "otherData"),
+				 "gpu_clock");
+	CHECK(ev && cJSON_IsTrue(cJSON_GetObjectItem(ev, "aligned")) &&
+	      cJSON_GetNumberValue(cJSON_GetObjectItem(
+		  ev, "monotonic_minus_cupti_ns")) == (double)OFFSET &&
+	      cJSON_GetNumberValue(cJSON_GetObjectItem(ev, "drift_ns")) == 300);
 	/* For tests/test_gpu.py, which loads it in DevTools' engine. */
 	if (getenv("SPYC_TEST_GPU_TRACE"))
 		CHECK(!rename(path, getenv("SPYC_TEST_GPU_TRACE")));
