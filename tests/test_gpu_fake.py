@@ -19,28 +19,16 @@ import time
 
 import pytest
 
-from conftest import REPO, SpycResult, assert_running, decode, target_env
+from conftest import SpycResult, assert_running, decode, target_env
+from fakegpu import FAKE, PROLOGUE, build, needs_agent
 
-AGENT = os.path.join(REPO, "spyc-agent.so")
-FAKE = os.path.join(REPO, "tests", "build", "fakecuda")
-
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(AGENT),
-    reason="spyc was built without the GPU agent (no CUPTI headers)")
+pytestmark = needs_agent
 
 # The program: loads the fake driver and CUPTI as a CUDA program loads the
 # real ones, lets the "driver" start spyc's agent (launch mode: the CUDA
 # driver calls InitializeInjection) or waits to be attached to, then runs
 # steps of an upload and GEMMs from known lines, and says what it launched.
-PROGRAM = r"""
-import ctypes, json, os, sys, time
-fake = sys.argv[1]
-ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
-cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
-cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
-                              ctypes.c_uint]
-cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
-                            ctypes.c_uint]
+PROGRAM = PROLOGUE + r"""
 mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
 if mode == "launch":
     ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
@@ -85,12 +73,7 @@ def line_of(text, marker):
 
 @pytest.fixture(scope="module")
 def fake_cuda(spyc):
-    res = subprocess.run(["make", "test-tools"], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         timeout=900)
-    assert res.returncode == 0, decode(res.stdout)[-3000:]
-    assert os.path.exists(os.path.join(FAKE, "libcupti.so"))
-    return FAKE
+    return build(spyc)
 
 
 def write_program(tmp_path):
@@ -281,11 +264,7 @@ def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):
     assert json.load(open(out))["profiles"]
 
 
-EXIT_MIDWAY = r"""
-import ctypes, os, sys, threading
-fake = sys.argv[1]
-ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
-cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
+EXIT_MIDWAY = PROLOGUE + r"""
 ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
 cupti.fake_flood(100000)
 # CUPTI hands the agent its records on another thread while this one
@@ -315,14 +294,8 @@ def test_fake_gpu_target_exits_mid_transfer(spyc, fake_cuda, any_python,
 # through __call__, a list comprehension, which is a frame of its own up
 # to 3.11), and from a thread with no Python.  The program keeps its own
 # view of the stack at the launch (traceback), to compare with spyc's.
-STACKS_PROGRAM = r"""
-import ctypes, json, os, sys, threading, time, traceback
-fake, report = sys.argv[1], sys.argv[2]
-ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
-cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
-cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
-                              ctypes.c_uint]
-cupti.fake_launch_native.argtypes = cupti.fake_launch.argtypes
+STACKS_PROGRAM = PROLOGUE + r"""
+report = sys.argv[2]
 ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
 seen = {}
 counts = {"gemm_kernel": 0, "native_kernel": 0}

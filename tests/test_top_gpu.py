@@ -20,15 +20,10 @@ import pytest
 
 from conftest import (REPO, assert_running, decode, target_env,
                       top_until_snapshots)
+from fakegpu import AGENT, FAKE, PROLOGUE, build, needs_agent
 
-AGENT = os.path.join(REPO, "spyc-agent.so")
-FAKE = os.path.join(REPO, "tests", "build", "fakecuda")
 # Generous: a loaded 2-core machine runs these beside other tests.
 TIMEOUT = 90
-
-needs_agent = pytest.mark.skipif(
-    not os.path.exists(AGENT),
-    reason="spyc was built without the GPU agent (no CUPTI headers)")
 
 # The program: loads the fake driver and CUPTI as a CUDA program loads the
 # real ones; in launch mode has the "driver" start spyc's agent (the CUDA
@@ -36,15 +31,7 @@ needs_agent = pytest.mark.skipif(
 # to; then for the given seconds (0: until FILE.stop exists) uploads and
 # runs 4 GEMMs a step; at its end writes what it launched and whether any
 # CUPTI activity kind is still enabled.
-PROGRAM = r"""
-import ctypes, json, os, sys, time
-fake = sys.argv[1]
-ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
-cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
-cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
-                              ctypes.c_uint]
-cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
-                            ctypes.c_uint]
+PROGRAM = PROLOGUE + r"""
 mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
 if mode == "launch":
     ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
@@ -93,12 +80,7 @@ WORK_RE = re.compile(r"^(\d+) kernels, (\d+) copies, (\d+) memsets$")
 
 @pytest.fixture(scope="module")
 def fake_cuda(spyc):
-    res = subprocess.run(["make", "test-tools"], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         timeout=900)
-    assert res.returncode == 0, decode(res.stdout)[-3000:]
-    assert os.path.exists(os.path.join(FAKE, "libcupti.so"))
-    return FAKE
+    return build(spyc)
 
 
 def parse_gpu_plain(text):

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+"""What the tests of --gpu without a GPU share: where spyc's agent and the
+stand-ins for CUPTI and the CUDA driver (tests/fakecuda/, built by `make
+test-tools`) are, a fixture that builds them, and the start of a program
+that loads them as a CUDA program loads the real ones.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import REPO, decode
+
+AGENT = os.path.join(REPO, "spyc-agent.so")
+FAKE = os.path.join(REPO, "tests", "build", "fakecuda")
+
+needs_agent = pytest.mark.skipif(
+    not os.path.exists(AGENT),
+    reason="spyc was built without the GPU agent (no CUPTI headers)")
+
+# A program's first lines: the fake driver and CUPTI loaded (their
+# directory is argv[1]), cupti the fake CUPTI with the argument types of
+# its launch functions.
+PROLOGUE = r"""
+import ctypes, json, os, sys, threading, time, traceback
+fake = sys.argv[1]
+ctypes.CDLL(os.path.join(fake, "libcuda.so.1"))
+cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
+cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
+                              ctypes.c_uint]
+cupti.fake_launch_native.argtypes = cupti.fake_launch.argtypes
+cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
+                            ctypes.c_uint]
+"""
+
+
+def build(spyc):
+    """Build the stand-ins (and what else the injection tests load)."""
+    res = subprocess.run(["make", "test-tools"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=900)
+    assert res.returncode == 0, decode(res.stdout)[-3000:]
+    assert os.path.exists(os.path.join(FAKE, "libcupti.so"))
+    return FAKE
