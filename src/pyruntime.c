@@ -712,7 +712,7 @@ int pyruntime_still_valid(const struct pyruntime *rt)
 	struct proc_maps maps = {0};
 	uint64_t inode = proc_exe_inode(rt->pid);
 	uint64_t args = proc_arg_start(rt->pid);
-	int valid;
+	uint64_t base;
 
 	/* No memory (an exit under way) shows no executable, no arguments. */
 	if ((!inode && rt->exe_inode) || (!args && rt->arg_start))
@@ -721,9 +721,18 @@ int pyruntime_still_valid(const struct pyruntime *rt)
 		return 0;
 	if (proc_maps_load(&maps, rt->pid))
 		return -1;
-	valid = map_base(&maps, rt->binary) == rt->base;
+	base = map_base(&maps, rt->binary);
 	proc_maps_release(&maps);
-	return valid;
+	if (base == rt->base)
+		return 1;
+	/*
+	 * Maps read as an exit took the memory away show nothing mapped,
+	 * though the executable and arguments were still there a moment
+	 * before: look again, or that exit would pass for an exec.
+	 */
+	if (!base && (!proc_exe_inode(rt->pid) || !proc_arg_start(rt->pid)))
+		return -1;
+	return 0;
 }
 
 int pyruntime_interp_head(const struct pyruntime *rt, uint64_t *interp)
