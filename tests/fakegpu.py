@@ -34,6 +34,18 @@ cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
                             ctypes.c_uint]
 """
 
+# Then, for a program run as `FAKE_DIR launch|attach SECONDS REPORT`:
+# launch mode has the "driver" start spyc's agent (the CUDA driver calls
+# InitializeInjection); attach mode writes REPORT.ready for the test.
+START = r"""
+mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+if mode == "launch":
+    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+else:
+    with open(report + ".ready", "w") as f:
+        f.write(str(os.getpid()))
+"""
+
 
 def build(spyc):
     """Build the stand-ins (and what else the injection tests load)."""

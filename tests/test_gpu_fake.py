@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import SpycResult, assert_running, decode, target_env
-from fakegpu import FAKE, PROLOGUE, build, needs_agent
+from fakegpu import FAKE, PROLOGUE, START, build, needs_agent
 
 pytestmark = needs_agent
 
@@ -28,13 +28,7 @@ pytestmark = needs_agent
 # real ones, lets the "driver" start spyc's agent (launch mode: the CUDA
 # driver calls InitializeInjection) or waits to be attached to, then runs
 # steps of an upload and GEMMs from known lines, and says what it launched.
-PROGRAM = PROLOGUE + r"""
-mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
-if mode == "launch":
-    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
-else:
-    with open(report + ".ready", "w") as f:
-        f.write(str(os.getpid()))
+PROGRAM = PROLOGUE + START + r"""
 launched = {"gemm_kernel": 0, "copies": 0}
 
 def forward():
@@ -107,7 +101,7 @@ def gpu_summary(res):
     return rows
 
 
-def check_profile(res, out, program, launched):
+def check_profile(res, out, launched):
     """Every launch the program made is in the profile, with its time."""
     assert res.returncode == 0, res.describe()
     assert any(l.startswith("spyc: GPU activities (CUPTI): ")
@@ -144,7 +138,7 @@ def test_fake_gpu_launch_mode(spyc, fake_cuda, any_python, tmp_path):
     with open(report) as f:
         launched = json.load(f)
     assert launched["gemm_kernel"] > 50, launched
-    check_profile(res, out, program, launched)
+    check_profile(res, out, launched)
 
 
 def start_program(tmp_path, python, seconds, env_extra=None):

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import (REPO, assert_running, decode, target_env,
                       top_until_snapshots)
-from fakegpu import AGENT, FAKE, PROLOGUE, build, needs_agent
+from fakegpu import AGENT, FAKE, PROLOGUE, START, build, needs_agent
 
 # Generous: a loaded 2-core machine runs these beside other tests.
 TIMEOUT = 90
@@ -31,13 +31,7 @@ TIMEOUT = 90
 # to; then for the given seconds (0: until FILE.stop exists) uploads and
 # runs 4 GEMMs a step; at its end writes what it launched and whether any
 # CUPTI activity kind is still enabled.
-PROGRAM = PROLOGUE + r"""
-mode, seconds, report = sys.argv[2], float(sys.argv[3]), sys.argv[4]
-if mode == "launch":
-    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
-else:
-    with open(report + ".ready", "w") as f:
-        f.write(str(os.getpid()))
+PROGRAM = PROLOGUE + START + r"""
 launched = {"gemm_kernel": 0, "copies": 0}
 
 def step():
