@@ -7,7 +7,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +24,19 @@
  * said was gone, while /proc cannot yet tell an exit from an exec. */
 #define GONE_RECHECKS 100
 #define GONE_RECHECK_NS 2000000L
+/*
+ * How late a slot may be and still be sampled: a few of the scheduler's
+ * slices (EEVDF's base slice is 0.75 ms times 1 + log2 of the CPUs), so
+ * that a preempted spyc keeps the asked rate, yet bursts stay short.
+ */
+#define CATCH_UP_NS 4000000ULL
+/*
+ * The scheduler slice spyc asks for (sched_setattr's sched_runtime, for
+ * SCHED_OTHER since Linux 6.12): a short one lets each wakeup preempt
+ * the target's busy threads at once instead of waiting for their slice
+ * to end.  Older kernels ignore it.
+ */
+#define SLICE_NS 100000ULL
 /* How long a child hit by a terminal's Ctrl-C gets to stop by itself. */
 #define CTRL_C_GRACE_NS 100000000L
 /* How often a wait for the child looks at it and at spyc's signals. */
@@ -46,9 +63,40 @@ void sampleloop_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* sched_setattr(2)'s argument: glibc has no wrapper nor the struct. */
+struct sched_attr_v1 {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+/* Ask for a short scheduler slice (SLICE_NS), keeping policy and nice. */
+static void ask_short_slice(void)
+{
+#ifdef SYS_sched_setattr
+	struct sched_attr_v1 attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	/* Not SCHED_FLAG_KEEP_PARAMS: it would keep the slice too. */
+	attr.sched_flags = SCHED_FLAG_KEEP_POLICY;
+	errno = 0;
+	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return;
+	attr.sched_runtime = SLICE_NS;
+	/* Refused or ignored, spyc only samples less on time. */
+	(void)syscall(SYS_sched_setattr, 0, &attr, 0);
+#endif
+}
+
 void sampleloop_init(struct sampleloop *sl, double rate_hz)
 {
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	ask_short_slice();
 	/* Without an interpreter (--subprocesses' root): pacing only. */
 	sl->mm_fd = -1;
 	if (sl->rt.off) {
@@ -217,13 +265,14 @@ uint64_t sampleloop_schedule(struct sampleloop *sl)
 
 	sl->next += sl->interval;
 	/*
-	 * Slots stay on the grid of the first one: a sample a little late
-	 * is taken at once, and the slots whose time passed wholly while
-	 * spyc was busy or preempted are skipped and counted, never made
-	 * up in a burst.
+	 * Slots stay on the grid of the first one.  A slot whose time
+	 * passed less than CATCH_UP_NS ago (spyc was preempted for a
+	 * scheduler slice or two) is taken late, at once: the asked rate is
+	 * kept at the cost of a short burst.  Older ones are skipped and
+	 * counted, never made up.
 	 */
-	if (now > sl->next) {
-		behind = (now - sl->next) / sl->interval;
+	if (now > sl->next + CATCH_UP_NS) {
+		behind = (now - sl->next - CATCH_UP_NS) / sl->interval + 1;
 		sl->missed += behind;
 		sl->next += behind * sl->interval;
 	}

@@ -65,7 +65,9 @@ struct sampleloop {
  * Once sl->rt (and sl->child in launch mode) are set: get ready to take
  * rate_hz samples a second, the first one due now.  With no interpreter
  * in sl->rt (only its pid), just the pacing.  Lowers the process's
- * timer slack, whose default 50 us would cap the rate near 10 kHz.
+ * timer slack, whose default 50 us would cap the rate near 10 kHz, and
+ * asks the scheduler for a short slice, so that spyc's wakeups preempt
+ * the target's busy threads on time.
  */
 void sampleloop_init(struct sampleloop *sl, double rate_hz);
 void sampleloop_release(struct sampleloop *sl);
@@ -100,10 +102,11 @@ int sampleloop_target_gone(struct sampleloop *sl);
 
 /*
  * Move sl->next on to the next slot of the grid that started at the
- * first sample (no drift): one interval on, or when whole slots have
- * passed meanwhile (a slow sample, spyc preempted), past them, counted
- * in sl->missed: falling behind must not cause a burst of samples.
- * Returns the new sl->next.
+ * first sample (no drift): one interval on.  A slot due a little while
+ * ago (a slow sample, spyc preempted for a scheduler slice or two) is
+ * still taken, at once, so that the asked rate is kept; slots whose
+ * time passed longer ago are skipped and counted in sl->missed, never
+ * made up in a long burst.  Returns the new sl->next.
  */
 uint64_t sampleloop_schedule(struct sampleloop *sl);
 
