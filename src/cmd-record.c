@@ -166,6 +166,12 @@ struct recorder {
 	struct children kids;
 	size_t tree_added;     /* threads with a stack in this tick */
 	uint64_t threads_read; /* in the samples kept, for SPYC_STATS */
+	/*
+	 * SPYC_STATS: spyc's CPU time awake, from each wakeup to the next
+	 * sleep (ns), apart from what the sleeps and wakeups cost it
+	 */
+	int stats;
+	uint64_t awake_cpu_ns;
 	const char *cwd_now;   /* of the process whose sample is being added */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
@@ -519,6 +525,7 @@ static void sample_loop(struct recorder *r)
 	r->start_unix_ns = realtime_ns();
 	while (!sampleloop_stop) {
 		enum drop_reason why;
+		uint64_t woke = r->stats ? thread_cpu_ns() : 0;
 
 		if (r->opts->subprocesses) {
 			r->tree_added = 0;
@@ -560,6 +567,8 @@ static void sample_loop(struct recorder *r)
 		}
 		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 	next:
+		if (r->stats)
+			r->awake_cpu_ns += thread_cpu_ns() - woke;
 		/*
 		 * No sample is due before the deadline: the run still lasts
 		 * until it (at 0.5 Hz, 5 s is 3 samples over 5 s, not 4 s).
@@ -742,10 +751,12 @@ static void print_stats(const struct recorder *r)
 	fprintf(stderr,
 		"spyc: stats: %" PRIu64 " process_vm_readv, %" PRIu64
 		" /proc calls; %" PRIu64
-		" threads read: %.2f + %.2f calls per thread read\n",
+		" threads read: %.2f + %.2f calls per thread read; "
+		"%.2f us CPU awake per thread read\n",
 		proc_counts.remote_reads, proc_counts.file_calls,
 		r->threads_read, (double)proc_counts.remote_reads / n,
-		(double)proc_counts.file_calls / n);
+		(double)proc_counts.file_calls / n,
+		(double)r->awake_cpu_ns / 1e3 / n);
 }
 
 /*
@@ -949,6 +960,7 @@ int cmd_record(int argc, char **argv)
 		native_init_stopper(&r.nu, &r.sl.rt);
 
 	gpu_hand_layout(&r);
+	r.stats = getenv("SPYC_STATS") != NULL;
 	sample_loop(&r);
 	if (opts.argv)
 		snprintf(who, sizeof(who), "%s", program_name(opts.argv));
@@ -989,7 +1001,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (opts.subprocesses)
 		tree_notice(&r);
-	if (getenv("SPYC_STATS"))
+	if (r.stats)
 		print_stats(&r);
 	print_summary(&r);
 	for (i = 0; i < DROP_NR; i++)

@@ -82,6 +82,8 @@ static inline uint64_t load_u64(const void *buf, long at)
 
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), nanoseconds. */
+uint64_t thread_cpu_ns(void);
 /* Wall-clock time (CLOCK_REALTIME) in nanoseconds since the Unix epoch. */
 uint64_t realtime_ns(void);
 

@@ -59,7 +59,12 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           it read (its stats line); goal <= 5 us on 3.11+,
                           <= 10 us on 3.6 .. 3.10.  Beside it, the system
                           calls per thread read (process_vm_readv + /proc)
-                          from that stats line, for information
+                          from that stats line, for information, and how
+                          that CPU time splits between spyc awake (from
+                          each wakeup to the next sleep, by its own
+                          thread CPU clock) and the rest: what sleeping
+                          and waking up 10000 times a second costs it,
+                          which on a virtual machine can be most of it
   own sampler             spyc's CPU per thread-sample on a 3.15 target
                           over that of `python3.15 -m profiling.sampling
                           attach -a -r 10000 -d S --collapsed` on the same
@@ -205,7 +210,8 @@ UNMERGED_RE = re.compile(r"(\d+) native stacks? unmerged")
 # The line SPYC_STATS=1 adds before the summary.
 STATS_RE = re.compile(r"spyc: stats: (\d+) process_vm_readv, (\d+) /proc "
                       r"calls?; (\d+) threads? read: ([0-9.]+) \+ "
-                      r"([0-9.]+) calls per thread read")
+                      r"([0-9.]+) calls per thread read"
+                      r"(?:; ([0-9.]+) us CPU awake per thread read)?")
 LATE_RE = re.compile(r"asked ([0-9.]+) Hz, (\d+) late")
 
 # Every process we start, by pid, so that every path can kill what is left.
@@ -729,6 +735,8 @@ def goal_spyc(target, errpath, rate, secs, workdir):
     return dict(us=1e6 * cpu / threads,
                 calls=((float(stats.group(4)), float(stats.group(5)))
                        if stats else None),
+                awake=(float(stats.group(6))
+                       if stats and stats.group(6) else None),
                 share=100.0 * float(match.group(4)) / rate,
                 late=int(late.group(2)) if late else 0,
                 core=100.0 * cpu / elapsed)
@@ -912,6 +920,11 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
                      ("%.2f process_vm_readv + %.2f /proc" % r["calls"]
                       if r and r["calls"] else
                       "error" if not r else "not printed"), "", ""])
+        if r and r["awake"] is not None:
+            rows.append(["  awake / sleeping and waking up", slot.name,
+                         "%.1f / %.1f %s" % (r["awake"],
+                                             r["us"] - r["awake"], MICRO),
+                         "", ""])
     what = "CPU per thread-sample, spyc / %s's own" % versus_name
     goal_text = "%s %.2f%s" % (LE, GOAL_VERSUS, TIMES)
     if versus_slot is None:
@@ -1062,6 +1075,9 @@ def print_goals_table(rows, cfg):
          "(SPYC_STATS=1)"),
         ("system calls", "per thread read, as spyc counts them "
          "(SPYC_STATS=1)"),
+        ("awake", "the part of CPU per spent from each wakeup to the next "
+         "sleep\n(spyc's thread CPU clock); the rest is what sleeping "
+         "and waking\nup costs it, the machine's floor"),
         ("own sampler", "spyc's CPU per thread-sample over that of "
          "CPython's own\nsampler on the same process (profiling.sampling "
          "attach -a;\nits start-up measured apart and left out)"),
