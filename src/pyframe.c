@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Walking one thread's Python frames, and naming the code they run. */
+/* From CPython 3.11: walking one thread's interpreter frames; and on every
+ * version, what the walks share and naming the code they ran. */
 #include "pyframe.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "frameobj.h"
 #include "proc.h"
+#include "pywalk.h"
 #include "util.h"
 
 /* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
@@ -23,29 +26,14 @@
 /* ps->entries[] value of the "[N frames not read]" stand-in (code is N). */
 #define ENTRY_PLACEHOLDER 2
 
-/*
- * Brent's cycle finding over the addresses of one chain: a torn read
- * can link frames into a loop, which must end the walk early and
- * cheaply.  Also bounds the walk at PY_WALK_LIMIT frames.
- */
-struct loop_check {
-	uint64_t mark; /* an address seen earlier in the chain */
-	size_t power, since, steps;
-};
-
-static void loop_check_init(struct loop_check *lc)
+void pywalk_loop_init(struct pywalk_loop *lc)
 {
 	lc->mark = 0;
 	lc->power = 1;
 	lc->since = lc->steps = 0;
 }
 
-/*
- * DROP_INVALID if addr closes a loop (only torn data links a chain into
- * one), DROP_DEPTH if the chain is longer than PY_WALK_LIMIT, else
- * DROP_NONE.
- */
-static enum drop_reason loop_check(struct loop_check *lc, uint64_t addr)
+enum drop_reason pywalk_loop_step(struct pywalk_loop *lc, uint64_t addr)
 {
 	if (++lc->steps > PY_WALK_LIMIT)
 		return DROP_DEPTH;
@@ -59,13 +47,8 @@ static enum drop_reason loop_check(struct loop_check *lc, uint64_t addr)
 	return DROP_NONE;
 }
 
-/*
- * entry: the frame is the first one its C-level evaluation call ran
- * (always up to 3.10, where each frame has its own call).  frame: where
- * the frame is, 0 for a stand-in.
- */
-static void push_frame(struct py_sampler *ps, struct py_sample *out,
-		       uint64_t frame, uint64_t code, long addrq, int entry)
+void pywalk_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+		 uint64_t code, long addrq, int entry)
 {
 	if (out->nr_frames >= ps->alloc_walk) {
 		size_t n = ps->alloc_walk;
@@ -92,11 +75,7 @@ static void push_frame(struct py_sampler *ps, struct py_sample *out,
 	out->nr_frames++;
 }
 
-/*
- * Frame number depth of a walk (0: the innermost) is past the depth
- * limit: count it instead of keeping it.
- */
-static int past_limit(struct py_sampler *ps, size_t depth)
+int pywalk_past_limit(struct py_sampler *ps, size_t depth)
 {
 	size_t max = ps->max_depth ? ps->max_depth : PY_DEFAULT_MAX_DEPTH;
 
@@ -106,40 +85,13 @@ static int past_limit(struct py_sampler *ps, size_t depth)
 	return 1;
 }
 
-/* End a cut walk with its "[N frames not read]" stand-in. */
-static void push_omitted(struct py_sampler *ps, struct py_sample *out)
+void pywalk_push_omitted(struct py_sampler *ps, struct py_sample *out)
 {
 	if (ps->omitted)
-		push_frame(ps, out, 0, ps->omitted, -1, ENTRY_PLACEHOLDER);
+		pywalk_push(ps, out, 0, ps->omitted, -1, ENTRY_PLACEHOLDER);
 }
 
-static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
-{
-	struct py_frame_memo *m;
-	size_t i;
-
-	for (i = 0; i < ps->nr_memos; i++)
-		if (ps->memos[i].tstate == tstate)
-			return &ps->memos[i];
-	/* Threads come and go: bound the memos, recycling the oldest. */
-	if (ps->nr_memos >= PY_MAX_THREADS) {
-		m = &ps->memos[0];
-	} else {
-		ALLOC_GROW(ps->memos, ps->nr_memos + 1, ps->alloc_memos);
-		m = &ps->memos[ps->nr_memos++];
-		memset(m, 0, sizeof(*m));
-	}
-	m->tstate = tstate;
-	m->nr = 0;
-	return m;
-}
-
-/*
- * A copy of the thread state taken in the same process_vm_readv as the
- * frames it points to is of nearly the same instant: take it as the
- * thread state if it is one (same interpreter as the first copy).
- */
-static void take_fresh_tstate(struct py_sampler *ps)
+void pywalk_take_fresh_tstate(struct py_sampler *ps)
 {
 	long at = ps->rt->off->tstate_interp;
 
@@ -148,164 +100,24 @@ static void take_fresh_tstate(struct py_sampler *ps)
 		       (size_t)ps->rt->off->tstate_size);
 }
 
-/*
- * Read the thread state again and, in the same process_vm_readv (so
- * that they agree as closely as they can), last sample's frames of this
- * thread.  Returns how many frames there are; frame i is at batch +
- * i * frame_size.
- */
-static size_t read_memo_batch(struct py_sampler *ps, uint64_t tstate,
-			      const struct py_frame_memo *m)
+/* Exchange two buffers of the same size. */
+static void swap_buf(unsigned char **a, unsigned char **b)
 {
-	size_t fs = (size_t)ps->rt->off->frame_size, i;
-	int r;
+	unsigned char *t = *a;
 
-	if (!m->nr)
-		return 0;
-	if (m->nr * fs > ps->alloc_batch) {
-		free(ps->batch);
-		ps->alloc_batch = m->nr * fs * 2;
-		ps->batch = xmalloc(ps->alloc_batch);
-	}
-	py_sampler_grow_iov(ps, m->nr + 1);
-	py_sampler_set_iov(ps, 0, ps->fresh_tstate, tstate,
-			   (size_t)ps->rt->off->tstate_size);
-	for (i = 0; i < m->nr; i++)
-		py_sampler_set_iov(ps, i + 1, ps->batch + i * fs, m->addrs[i],
-				   fs);
-	r = proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr + 1);
-	if (r < 0)
-		return 0;
-	take_fresh_tstate(ps);
-	/* A region that failed reads as zeros: it will not link up. */
-	return m->nr;
+	*a = *b;
+	*b = t;
 }
 
-/*
- * Up to 3.10: can the frame object f, depth frames out from the
- * innermost, be part of the thread's live chain?  Every caller is
- * running (its f_executing or f_state says so) and held twice: by its
- * own call and by its callee's f_back.  A frame freed and reused while
- * the chain was read fails one of these; so does a generator that
- * suspended mid-read (no longer running, its f_back cleared), which
- * would otherwise end the chain early.  The innermost frame may be
- * starting or ending.
- */
-static int frame_object_live(const struct py_offsets *off,
-			     const unsigned char *f, size_t depth)
+/* Exchange two buffers and their sizes. */
+static void swap_sized_buf(unsigned char **a, size_t *alloc_a,
+			   unsigned char **b, size_t *alloc_b)
 {
-	int64_t refcnt = (int64_t)load_u64(f, off->frame_refcnt);
-	int running =
-	    (signed char)f[off->frame_executing] == off->frame_executing_value;
-	int outermost = !load_u64(f, off->frame_back);
+	size_t t = *alloc_a;
 
-	if (refcnt < (depth ? 2 : 1))
-		return 0;
-	return running || (!depth && !outermost);
-}
-
-/*
- * Up to 3.10: copy the frames the last walk found from the pos'th on
- * again, into their places in the batch; 0, or -1 if the read failed.
- * For a walk that reached them through a frame copied after the batch
- * was: a frame copied before the link to it was read may since have
- * returned and been reused by another call (frame objects are recycled
- * through free lists), which would join a caller the thread never had to
- * its callee.  Copied after the link, a caller is the frame that made
- * the call unless, in the few microseconds between, the callee returned
- * and so did the caller.
- */
-static int reread_memo_batch(struct py_sampler *ps,
-			     const struct py_frame_memo *m, size_t pos)
-{
-	size_t fs = (size_t)ps->rt->off->frame_size, i;
-
-	py_sampler_grow_iov(ps, m->nr - pos);
-	for (i = pos; i < m->nr; i++)
-		py_sampler_set_iov(ps, i - pos, ps->batch + i * fs, m->addrs[i],
-				   fs);
-	return proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr - pos) < 0
-		   ? -1
-		   : 0;
-}
-
-/*
- * Up to 3.10: a linked list of PyFrameObjects.  Frames seen last sample
- * come from one batched read; only new ones cost a read each, and the
- * batch is read once more below them (reread_memo_batch).
- */
-static enum drop_reason walk_frame_objects(struct py_sampler *ps,
-					   uint64_t tstate,
-					   struct py_sample *out)
-{
-	const struct py_offsets *off = ps->rt->off;
-	size_t fs = (size_t)off->frame_size;
-	int lasti_units = ps->codes.kind == LINETABLE_310;
-	struct py_frame_memo *m = frame_memo(ps, tstate);
-	size_t batched = read_memo_batch(ps, tstate, m), pos = 0, depth = 0;
-	uint64_t frame = load_u64(ps->tstate_buf, off->tstate_frame);
-	enum drop_reason why = DROP_NONE;
-	/* the last frame walked was copied after the batch */
-	int after_batch = 0;
-	struct loop_check lc;
-
-	loop_check_init(&lc);
-	while (frame) {
-		const unsigned char *f;
-		int lasti, r;
-
-		why = loop_check(&lc, frame);
-		if (why)
-			break;
-		/* Usually the batch lines up; after a change, look it up. */
-		if (pos >= batched || m->addrs[pos] != frame)
-			for (pos = 0; pos < batched; pos++)
-				if (m->addrs[pos] == frame)
-					break;
-		if (pos < batched && after_batch) {
-			after_batch = 0;
-			if (reread_memo_batch(ps, m, pos)) {
-				why = DROP_READ;
-				break;
-			}
-		}
-		if (pos < batched) {
-			f = ps->batch + pos * fs;
-			pos++;
-		} else {
-			r = proc_read(ps->rt->pid, frame, ps->frame_buf, fs);
-			if (r) {
-				why = py_read_error(r);
-				break;
-			}
-			f = ps->frame_buf;
-			after_batch = 1;
-		}
-		if (!frame_object_live(off, f, depth)) {
-			why = DROP_INVALID;
-			break;
-		}
-		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
-		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		if (!past_limit(ps, depth))
-			push_frame(ps, out, frame, load_u64(f, off->frame_code),
-				   lasti < 0
-				       ? -1
-				       : (long)lasti * (lasti_units ? 2 : 1),
-				   1);
-		ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
-		ps->walk_frames[depth++] = frame;
-		ps->root_frame = frame;
-		frame = load_u64(f, off->frame_back);
-	}
-	/* Remember this walk for the next sample, even a failed one. */
-	ALLOC_GROW(m->addrs, depth, m->alloc);
-	if (depth)
-		memcpy(m->addrs, ps->walk_frames, depth * sizeof(*m->addrs));
-	m->nr = depth;
-	if (!why)
-		push_omitted(ps, out);
-	return why;
+	swap_buf(a, b);
+	*alloc_a = *alloc_b;
+	*alloc_b = t;
 }
 
 static struct py_region *new_region(struct py_sampler *ps)
@@ -445,26 +257,6 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 	}
 }
 
-/* Exchange two buffers of the same size. */
-static void swap_buf(unsigned char **a, unsigned char **b)
-{
-	unsigned char *t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/* Exchange two buffers and their sizes. */
-static void swap_sized_buf(unsigned char **a, size_t *alloc_a,
-			   unsigned char **b, size_t *alloc_b)
-{
-	size_t t = *alloc_a;
-
-	swap_buf(a, b);
-	*alloc_a = *alloc_b;
-	*alloc_b = t;
-}
-
 /*
  * How much of the data-stack chunk at chunk, used up to top, to copy:
  * up to the end of top's page (chunks are mapped whole pages: a stack
@@ -505,7 +297,7 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 	uint64_t fresh_cframe;
 	int r;
 
-	take_fresh_tstate(ps);
+	pywalk_take_fresh_tstate(ps);
 	/* A region that failed reads as zeros: no size, not taken. */
 	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
 		rg->addr = chunk;
@@ -537,7 +329,7 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 }
 
 /*
- * The copies pyframe_prefetch_chunks made for the thread at tstate, moved
+ * The copies pyframe_prefetch made for the thread at tstate, moved
  * to where read_current_chunk puts its own; 1 if there were any (for the
  * same chunk and top as ps->tstate_buf's), else 0.  *whole: the second
  * copy of the chunk (3.11) came whole, as finish_current_chunk needs.
@@ -598,7 +390,7 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
  * part of its newest data-stack chunk, where most of its frames live,
  * up to the end of the page (a stack that grew since the first copy),
  * and on 3.12+ the shim frames its last walk found off the chunk.
- * pyframe_prefetch_chunks may have made these copies already, for every
+ * pyframe_prefetch may have made these copies already, for every
  * thread at once.  *frame is the innermost frame per the new copy.
  * Returns 0 or -errno.
  */
@@ -661,10 +453,10 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 				    cframe, current, frame);
 }
 
-/* Most threads whose chunks pyframe_prefetch_chunks reads at once. */
+/* Most threads whose chunks pyframe_prefetch reads at once. */
 #define PREFETCH_THREADS_MAX 64
 
-void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
+void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 			     const int *walk, size_t n)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -672,6 +464,10 @@ void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
 	int r;
 
 	ps->nr_pre_chunks = 0;
+	if (off->tstate_frame != OFF_NONE) {
+		frameobj_prefetch(ps, tstates, walk, n);
+		return;
+	}
 	if (off->tstate_datastack_chunk == OFF_NONE ||
 	    off->iframe_size == OFF_NONE || n > PREFETCH_THREADS_MAX ||
 	    ps->nr_shims + n >= PY_MAX_THREADS)
@@ -1043,7 +839,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	const struct py_offsets *off = ps->rt->off;
 	struct iframe_seen callee = {0, -1, 0};
 	size_t depth = 0;
-	struct loop_check lc;
+	struct pywalk_loop lc;
 	long owner = -1;
 	int shim = 0; /* a C-stack shim since the last Python frame */
 	uint64_t frame, base = 0;
@@ -1057,14 +853,14 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
 	ps->walk_frame = frame;
 	ps->nr_links = 0;
-	loop_check_init(&lc);
+	pywalk_loop_init(&lc);
 	while (frame) {
 		struct iframe_seen self = {frame, -1, 1};
 		const unsigned char *f;
 		uint64_t code;
 		int err = 0, state_ok;
 
-		enum drop_reason why = loop_check(&lc, frame);
+		enum drop_reason why = pywalk_loop_step(&lc, frame);
 
 		if (why)
 			return why;
@@ -1102,8 +898,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)
 				note_link(ps, f, frame);
-			if (!past_limit(ps, depth)) {
-				push_frame(ps, out, frame, code, addrq,
+			if (!pywalk_past_limit(ps, depth)) {
+				pywalk_push(ps, out, frame, code, addrq,
 					   off->iframe_is_entry != OFF_NONE &&
 					       f[off->iframe_is_entry]);
 				ps->tlbcs[out->nr_frames - 1] = tlbc;
@@ -1138,7 +934,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 		return DROP_INVALID;
 	if (!links_still_hold(ps, tstate))
 		return DROP_INVALID;
-	push_omitted(ps, out);
+	pywalk_push_omitted(ps, out);
 	return DROP_NONE;
 }
 
@@ -1150,7 +946,7 @@ void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 	int32_t tlbc;
 	long addrq = iframe_where(off, f, code, &tlbc);
 
-	push_frame(ps, out, frame, code, addrq, 0);
+	pywalk_push(ps, out, frame, code, addrq, 0);
 	ps->tlbcs[out->nr_frames - 1] = tlbc;
 }
 
@@ -1164,13 +960,13 @@ void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
 		int32_t lasti = (int32_t)pos_word;
 		int units = ps->codes.kind == LINETABLE_310 ? 2 : 1;
 
-		push_frame(ps, out, 0, code_word,
+		pywalk_push(ps, out, 0, code_word,
 			   lasti < 0 ? -1 : (long)lasti * units, 1);
 		return;
 	}
 	code = code_word & ~PY_STACKREF_TAG_MASK;
 	start = code + (uint64_t)off->code_code_adaptive;
-	push_frame(ps, out, 0, code,
+	pywalk_push(ps, out, 0, code,
 		   pos_word >= start ? (long)(pos_word - start) : -1, 0);
 }
 
@@ -1179,7 +975,7 @@ enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 {
 	ps->omitted = 0;
 	if (ps->rt->off->tstate_frame != OFF_NONE)
-		return walk_frame_objects(ps, tstate, out);
+		return frameobj_walk(ps, tstate, out);
 	return walk_interpreter_frames(ps, tstate, out);
 }
 

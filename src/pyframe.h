@@ -33,20 +33,21 @@
 #define PY_TLBC_INDEX_MAX PY_MAX_THREADS
 
 /*
+ * Before walking threads whose thread states ps->tstate_bufs hold (the
+ * n at tstates[i] for which walk[i] is set), copy what each walk reads
+ * first for all of them in one process_vm_readv: on 3.11+ the thread
+ * state again, its newest data-stack chunk, its shims; up to 3.10 the
+ * thread state again and the frames of its recent walks.
+ */
+void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
+		      const int *walk, size_t n);
+
+/*
  * Append the frames of the thread whose PyThreadState is at tstate
  * (already copied into ps->tstate_buf) to out, innermost first, as code
  * addresses and instruction offsets in ps's scratch; sets
  * ps->root_frame.  Returns DROP_NONE or why the sample must be dropped.
  */
-/*
- * 3.11+: before walking threads whose thread states ps->tstate_bufs hold
- * (the n at tstates[i] for which walk[i] is set), copy what each walk
- * reads first (the thread state again, its newest data-stack chunk, its
- * shims) for all of them in one process_vm_readv.  No-op before 3.11.
- */
-void pyframe_prefetch_chunks(struct py_sampler *ps, const uint64_t *tstates,
-			     const int *walk, size_t n);
-
 enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 			      struct py_sample *out);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frameobj.h"
 #include "proc.h"
 #include "pyasync.h"
 #include "pyframe.h"
@@ -143,11 +144,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->local);
 	free(ps->remote);
 	free(ps->tids);
-	for (i = 0; i < ps->nr_memos; i++)
-		free(ps->memos[i].addrs);
-	free(ps->memos);
-	free(ps->batch);
-	free(ps->walk_frames);
+	frameobj_release(ps);
 	free(ps->links);
 	free(ps->link_buf);
 	free(ps->chunk_again);
@@ -470,7 +467,7 @@ static enum drop_reason add_prefetched(struct py_sampler *ps, size_t n,
 		ps->pre_walk[i] =
 		    !new_thread(ps, ps->pre_tstates[i], out)->skipped;
 	}
-	pyframe_prefetch_chunks(ps, ps->pre_tstates, ps->pre_walk, n);
+	pyframe_prefetch(ps, ps->pre_tstates, ps->pre_walk, n);
 	for (i = 0; i < n; i++) {
 		struct py_thread *t = &out->threads[first + i];
 
@@ -550,6 +547,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	pycode_cache_collect(&ps->codes);
 	/* Copies left by a sample that was dropped are stale now. */
 	ps->nr_pre_chunks = 0;
+	ps->nr_pre_frames = 0;
 	out->nr_threads = 0;
 	out->nr_frames = 0;
 	out->nr_tasks = 0;

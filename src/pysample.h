@@ -44,7 +44,7 @@ const char *drop_reason_name(enum drop_reason reason);
 struct py_frame {
 	struct pycode *code;
 	int line;
-	int entry; /* the first frame its C eval call ran: see push_frame */
+	int entry; /* the first frame its C eval call ran: see pywalk_push */
 };
 
 /* What a thread was doing when sampled (when the sampler was asked). */
@@ -172,20 +172,87 @@ struct py_sampler {
 	struct iovec *local, *remote;
 	size_t alloc_iov;
 	/*
-	 * Up to 3.10: each thread's frame addresses in the last sample.
-	 * Callers' frames rarely change between samples, so they are read
-	 * again in one batch and only the links are checked.
+	 * Up to 3.10: per thread, the frame objects its recent walks went
+	 * through, read again in one batch by the next walk (frameobj.c).
 	 */
 	struct py_frame_memo {
 		uint64_t tstate;
-		uint64_t *addrs;
+		/*
+		 * the frames of its recent walks, by height above its
+		 * outermost frame, highest first: callees before callers
+		 */
+		struct py_known_frame {
+			uint64_t addr;
+			uint64_t code; /* the code it ran when last seen */
+			/* its two copies' offsets in the spans' bytes */
+			size_t at, at2;
+			uint32_t height;
+			uint32_t seen; /* walks, the last one it was in */
+		} * known;
 		size_t nr, alloc;
+		uint32_t walks;
+		/*
+		 * the known frames grouped by address into the regions read
+		 * (frames close together share one): planned again only when
+		 * the set of frames changed
+		 */
+		struct py_span {
+			uint64_t addr;
+			size_t len;
+			size_t from, nr;  /* its frames, in by_addr */
+			uint32_t highest, lowest; /* its frames' heights */
+		} * spans;
+		size_t nr_spans, alloc_spans, span_bytes;
+		int plan_stale;
 	} * memos;
 	size_t nr_memos, alloc_memos;
-	unsigned char *batch;
-	size_t alloc_batch;
+	/* One batch read of a walk of frame objects: see frameobj.c. */
+	struct py_frame_batch {
+		unsigned char *buf; /* the copies */
+		uint64_t *addrs;    /* where each frame was copied from */
+		/*
+		 * where in buf its copies are (copies are made in the order
+		 * of buf): at2 is SIZE_MAX for the first frame of a read,
+		 * copied once
+		 */
+		size_t *at, *at2;
+		long *known; /* its index in the memo's known, or -1 */
+		size_t n, alloc_buf, alloc_addrs, alloc_at, alloc_at2;
+		size_t alloc_known;
+	} batch;
+	unsigned char *anchor_buf; /* the frame a batch read starts from */
+	/*
+	 * Up to 3.10: the addresses of frame objects seen running several
+	 * code objects (frames of the free list, not one code object's
+	 * spare frame), any thread's: an open-addressing set (see
+	 * frameobj.c), 0 for an empty slot.
+	 */
+	uint64_t *free_frames;
+	size_t nr_free_frames;
+	/* scratch for planning spans: known frames by address */
+	struct py_addr_index {
+		uint64_t addr;
+		size_t index;
+	} * by_addr;
+	size_t alloc_by_addr;
+	/*
+	 * Up to 3.10, when the thread states were prefetched: each walked
+	 * thread's first batch read (its thread state again, its known
+	 * frames), made for all of them in one process_vm_readv
+	 * (frameobj_prefetch); each taken by the thread's walk.
+	 */
+	struct py_frames_pre {
+		uint64_t tstate;
+		unsigned char *fresh;
+		struct py_frame_batch batch;
+		int ready; /* read, not taken yet */
+	} * pre_frames;
+	size_t nr_pre_frames, alloc_pre_frames;
+	/* Up to 3.10: the frames of the walk being done, innermost first */
 	uint64_t *walk_frames;
-	size_t alloc_walk_frames;
+	long *walk_known;     /* index in the memo's known frames, or -1 */
+	uint64_t *walk_codes; /* each one's code */
+	size_t alloc_walk_frames, alloc_walk_known, alloc_walk_codes;
 	/*
 	 * 3.11+: the chunk frames reached from a frame read at another
 	 * time (a generator's, or one in another chunk), with the fields
@@ -224,7 +291,7 @@ struct py_sampler {
 	 * 3.11+, when the thread states were prefetched: each thread's
 	 * fresh thread state, C frame's current frame, newest chunk and
 	 * shims, read for all the threads walked in one process_vm_readv
-	 * (pyframe_prefetch_chunks); each taken by the thread's walk.
+	 * (pyframe_prefetch); each taken by the thread's walk.
 	 */
 	struct py_chunk_pre {
 		uint64_t tstate, cframe, current, chunk, top;
