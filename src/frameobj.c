@@ -224,18 +224,36 @@ static void plan_spans(struct py_sampler *ps, struct py_frame_memo *m)
 }
 
 /*
- * The frames a batch read copies: first (unless 0), then m's known
- * frames, twice, into b (addresses, where each one's copies land, each
- * one's index in m->known or -1 for first; grown as needed).  Returns
- * how many.
+ * The frames a batch read copies: first (unless 0), then with_known m's
+ * known frames, twice, into b (addresses, where each one's copies land,
+ * each one's index in m->known or -1 for first; grown as needed).
+ * Returns how many.  Without the known frames, first must not be 0.
  */
 static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
-			       uint64_t first, struct py_frame_batch *b)
+			       uint64_t first, int with_known,
+			       struct py_frame_batch *b)
 {
 	size_t fs = (size_t)ps->rt->off->frame_size, n = 0, i;
 	size_t base = first ? fs : 0;
 
 	plan_spans(ps, m);
+	if (!with_known) {
+		ALLOC_GROW(b->addrs, 1, b->alloc_addrs);
+		ALLOC_GROW(b->at, 1, b->alloc_at);
+		ALLOC_GROW(b->at2, 1, b->alloc_at2);
+		ALLOC_GROW(b->known, 1, b->alloc_known);
+		if (fs > b->alloc_buf) {
+			free(b->buf);
+			b->alloc_buf = fs;
+			b->buf = xmalloc(b->alloc_buf);
+		}
+		b->addrs[0] = first;
+		b->at[0] = 0;
+		b->at2[0] = SIZE_MAX;
+		b->known[0] = -1;
+		b->n = 1;
+		return 1;
+	}
 	ALLOC_GROW(b->addrs, m->nr + 1, b->alloc_addrs);
 	ALLOC_GROW(b->at, m->nr + 1, b->alloc_at);
 	ALLOC_GROW(b->at2, m->nr + 1, b->alloc_at2);
@@ -263,13 +281,14 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 
 /*
  * Point ps->local/remote from index nio on at the regions of batch b
- * that plan_frame_batch made (first, then each of m's spans twice);
+ * that plan_frame_batch made (first, then with_known each of m's spans
+ * twice);
  * returns the index after them.  ps->local/remote must have room for
  * 1 + 2 * m->nr_spans.
  */
 static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 			    const struct py_frame_memo *m, uint64_t first,
-			    struct py_frame_batch *b)
+			    int with_known, struct py_frame_batch *b)
 {
 	size_t fs = (size_t)ps->rt->off->frame_size, at = 0, i, pass;
 
@@ -277,7 +296,7 @@ static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 		py_sampler_set_iov(ps, nio++, b->buf, first, fs);
 		at = fs;
 	}
-	for (i = 0; i < m->nr_spans; i++)
+	for (i = 0; with_known && i < m->nr_spans; i++)
 		for (pass = 0; pass < 2; pass++) {
 			py_sampler_set_iov(ps, nio++, b->buf + at,
 					   m->spans[i].addr, m->spans[i].len);
@@ -286,14 +305,27 @@ static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 	return nio;
 }
 
+/* Is the frame object at addr one of m's known frames? */
+static int is_known(const struct py_frame_memo *m, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr; i++)
+		if (m->known[i].addr == addr)
+			return 1;
+	return 0;
+}
+
 /*
  * One process_vm_readv of a walk.  First the anchor: the thread state
  * (anchor 0: before any frame was taken) or the frame taken last, whose
  * link leads to the first frame wanted; then that frame, unless it is 0;
  * then the frames of the thread's recent walks (m's known frames), its
- * likely callers.  Copies land in ps->batch; returns how many frames
- * there are, 0 when the read failed.  A region that failed reads as
- * zeros: it will not link up.
+ * likely callers, unless that frame is new below the frame taken last
+ * (a stack that grew since: its callers are read one by one until the
+ * chain reaches frames seen before).  Copies land in ps->batch; returns
+ * how many frames there are, 0 when the read failed.  A region that
+ * failed reads as zeros: it will not link up.
  */
 static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
 			       struct py_frame_memo *m, uint64_t anchor,
@@ -301,11 +333,12 @@ static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t fs = (size_t)off->frame_size, nio = 0;
+	int with_known = !anchor || is_known(m, first);
 
 	ps->batch.n = 0;
 	if (!first && !m->nr)
 		return 0;
-	plan_frame_batch(ps, m, first, &ps->batch);
+	plan_frame_batch(ps, m, first, with_known, &ps->batch);
 	if (!ps->anchor_buf)
 		ps->anchor_buf = xmalloc(fs);
 	py_sampler_grow_iov(ps, 2 * m->nr_spans + 2);
@@ -314,7 +347,7 @@ static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
 	else
 		py_sampler_set_iov(ps, nio++, ps->fresh_tstate, tstate,
 				   (size_t)off->tstate_size);
-	nio = set_batch_iov(ps, nio, m, first, &ps->batch);
+	nio = set_batch_iov(ps, nio, m, first, with_known, &ps->batch);
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <= 0) {
 		memset(ps->anchor_buf, 0, fs);
 		memset(ps->fresh_tstate, 0, (size_t)off->tstate_size);
@@ -388,10 +421,10 @@ void frameobj_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		pf->tstate = tstates[i];
 		if (!pf->fresh)
 			pf->fresh = xmalloc(tsize);
-		plan_frame_batch(ps, m, 0, &pf->batch);
+		plan_frame_batch(ps, m, 0, 1, &pf->batch);
 		/* A copy that failed reads as zeros: not taken, no links. */
 		py_sampler_set_iov(ps, nio++, pf->fresh, pf->tstate, tsize);
-		nio = set_batch_iov(ps, nio, m, 0, &pf->batch);
+		nio = set_batch_iov(ps, nio, m, 0, 1, &pf->batch);
 	}
 	if (!k || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;

@@ -266,7 +266,7 @@ struct py_sampler {
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
 	/*
-	 * 3.11: the newest chunk copied a second time right after the
+	 * 3.11+: the newest chunk copied a second time right after the
 	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
 	 */
 	unsigned char *chunk_again;

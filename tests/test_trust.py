@@ -179,9 +179,9 @@ def stack_problem(frames, root, allowed, key):
     return None
 
 
-# Share of kept samples whose links are torn in a way the non-blocking
-# checks cannot see (see check_stacks).
-RESIDUAL_TEAR_SHARE = 0.01
+# Samples of a run that may show a caller its callee never had (see
+# check_stacks).
+RESIDUAL_WRONG_CALLERS = 2
 
 
 def check_stacks(stacks, root, allowed, key, describe):
@@ -193,15 +193,18 @@ def check_stacks(stacks, root, allowed, key, describe):
         if why:
             bad.setdefault(why, []).append((frames, count))
     # A stack cut short (one that does not start at the thread's first
-    # frame) is never allowed.  A stack whose frames all link up but
-    # crosses a frame popped and reused by a frame of the same size while
-    # it was read cannot be told from a real one without stopping the
-    # thread or a second read per frame: a residue of such samples is
-    # tolerated, bounded well below what tearing left before the checks.
+    # frame) is never allowed.  A caller is taken only from a copy made
+    # while its callee's link to it held, but a frame that returned and
+    # was reused by the same code, called from the same place, between
+    # two copies made microseconds apart cannot be told from the same
+    # call without stopping the thread: a couple of such samples in a
+    # run are tolerated (none seen in 8 x 10^5 samples of callgraph.py;
+    # before these checks, one in 10^4 on 3.6 to 3.10 and one in 5000 on
+    # 3.12 to 3.15 at 5 kHz on a loaded machine).
     wrong_edges = sum(c for why, v in bad.items() for _, c in v
                       if "never makes that call" in why)
     cut = sum(c for v in bad.values() for _, c in v) - wrong_edges
-    if cut or wrong_edges > max(2, RESIDUAL_TEAR_SHARE * total):
+    if cut or wrong_edges > RESIDUAL_WRONG_CALLERS:
         nbad = sum(c for v in bad.values() for _, c in v)
         lines = []
         for why, items in sorted(bad.items(), key=lambda kv: -sum(
@@ -314,19 +317,20 @@ def test_dump_generators_whole_stacks(spyc, python, targets):
 # --- A: frames freed and reused ---
 
 def test_record_call_graph(spyc, python, targets, tmp_path):
-    """2000 Hz for 3 s of many short calls: every kept stack starts at
-    <module> and every caller -> callee pair is in the known call graph."""
+    """10 kHz for 5 s of many short calls: every kept stack starts at
+    <module> and every caller -> callee pair is in the known call graph
+    (enough samples that the residue tearing left before the checks of
+    issue 7, a wrong caller in 10^4 samples or more, would fail)."""
     t = targets.start(python, "callgraph.py")
     root = module_of(t.info)
     allowed = set(tuple(e) for e in t.info["edges"])
     out = str(tmp_path / "calls.txt")
-    rate, duration = 2000, 3
+    rate, duration = 10000, 5
     res, summary = record(spyc, t.pid, out, rate, duration, "--format",
                           "folded", may_drop=True)
     stacks = parse_folded(out)
-    # At 2000 Hz spyc may fall behind on a loaded machine, and many reads
-    # may tear, and on a loaded machine up to 3.10 (a read per new frame)
-    # most reads can: ask for a tenth of the samples asked.
+    # At 10 kHz spyc may fall behind on a loaded machine, and many reads
+    # may tear: ask for a tenth of the samples asked.
     kept = sum(c for _, c in stacks)
     assert kept == summary.samples, res.describe()
     want = 0.1 * rate * duration
