@@ -7,6 +7,7 @@ on every CPython, and CPython 3.15's own sampler takes the command line
 bench.py gives it."""
 
 import os
+import resource
 import subprocess
 
 import pytest
@@ -60,9 +61,11 @@ def test_goal_target_stats_line(spyc, any_python, tmp_path):
     try:
         tasks = len(os.listdir("/proc/%d/task" % proc.pid))
         out = str(tmp_path / "goal.txt")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = spyc.run(["record", "--idle", "--rate", "200", "--duration",
                         "1", "--format", "folded", "--pid", proc.pid,
                         "-o", out], env=target_env({"SPYC_STATS": "1"}))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         assert proc.poll() is None, "target died while sampled"
     finally:
         stop(proc)
@@ -83,6 +86,16 @@ def test_goal_target_stats_line(spyc, any_python, tmp_path):
     # The calls per thread read are the counts over the threads read.
     assert abs(float(stats.group(4)) - int(stats.group(1)) / read) < 0.01
     assert abs(float(stats.group(5)) - int(stats.group(2)) / read) < 0.01
+    # spyc's CPU time awake is part of its CPU time (the target, not
+    # reaped yet, is not in RUSAGE_CHILDREN): more than none, and at 200 Hz
+    # well below the whole, which pays for 200 sleeps and wakeups a second.
+    cpu_us = 1e6 * ((after.ru_utime - before.ru_utime) +
+                    (after.ru_stime - before.ru_stime))
+    awake = stats.group(6)
+    assert awake is not None, res.describe()
+    assert 0 < float(awake) * read <= cpu_us, (
+        "awake %s us per thread read x %d threads read, spyc's CPU %.0f us\n%s"
+        % (awake, read, cpu_us, res.describe()))
     # The profile holds what the target is: as many stacks in idle() as
     # samples kept, BUSY_THREADS times that in spin().
     idle, busy = folded_counts(out, "idle"), folded_counts(out, "spin")
