@@ -155,33 +155,21 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 }
 
 /*
- * 3.11+: is the newest chunk copied twice in a row?  It is copied from
- * low addresses up, so a caller (below its callee) is copied before the
- * link to it is read: popped and its place reused by a frame of the
- * same size in between, it looks like the callee's caller.  3.12+ mark
- * a caller that runs again, but not one whose place was taken by
- * another call (seen on CPython 3.12 to 3.15 at 5 kHz on a program that
- * only makes short calls: about one sample in 5000).  Two copies give
- * each frame a window: see chunk_frame_steady.
+ * 3.11 frames keep no mark of calling (3.12+ reset stacktop when they
+ * run again): a frame popped and its place reused by one of the same
+ * size between the copy of its caller and its own looks like a callee.
  */
-static int chunk_copied_twice(const struct py_offsets *off)
+static int frames_unmarked(const struct py_offsets *off)
 {
-	return off->hexversion >= 0x030b0000;
+	return off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000;
 }
 
 /*
- * 3.11+: was frame f (its first copy) of the newest chunk (region 0)
- * the same in the second copy, taken right after the first?  Its code,
- * caller and, but for the innermost frame, instruction (which stays put
- * in a caller while it waits).  A caller that was the same from its
- * first copy to its second (but for the same call made again in
- * between, from the same instruction) was the caller of whatever frame
- * ran above it meanwhile: of the innermost frame read between the two
- * copies (ps->mid_current), whose second copy then shows a call it made
- * (or, popped since, the call it made before).  So with that frame to
- * start from (ps->use_again), the walk takes the chunk's frames from
- * the second copy and the innermost is not checked; without it, the
- * innermost must not have changed either.  1 if steady or not checked.
+ * 3.11: was frame f of the newest chunk (region 0) the same in the
+ * second copy, taken right after the first?  Its code and caller, and
+ * for a caller (not the running innermost frame) its instruction too.
+ * A push and pop that tore the first copy most likely shows here; 1 if
+ * steady or not checked.
  */
 static int chunk_frame_steady(struct py_sampler *ps, const unsigned char *f,
 			      long region, int innermost)
@@ -190,8 +178,7 @@ static int chunk_frame_steady(struct py_sampler *ps, const unsigned char *f,
 	const unsigned char *g;
 	size_t at;
 
-	if (region != 0 || !ps->chunk_again_len ||
-	    (innermost && ps->use_again))
+	if (region != 0 || !ps->chunk_again_len)
 		return 1;
 	at = (size_t)(f - ps->chunks[0].buf);
 	if (at + (size_t)off->iframe_size > ps->chunk_again_len)
@@ -202,24 +189,6 @@ static int chunk_frame_steady(struct py_sampler *ps, const unsigned char *f,
 		   load_u64(g, off->iframe_previous) &&
 	       (innermost || load_u64(f, off->iframe_instr) ==
 				 load_u64(g, off->iframe_instr));
-}
-
-/*
- * The second copy of frame f (a first copy in the newest chunk, region
- * 0) when the walk takes them (ps->use_again), else f.
- */
-static const unsigned char *chunk_frame_copy(const struct py_sampler *ps,
-					     const unsigned char *f,
-					     long region)
-{
-	size_t at;
-
-	if (region != 0 || !ps->use_again)
-		return f;
-	at = (size_t)(f - ps->chunks[0].buf);
-	if (at + (size_t)ps->rt->off->iframe_size > ps->chunk_again_len)
-		return f;
-	return ps->chunk_again + at;
 }
 
 /* The shim frames remembered for tstate, made if new (3.12+). */
@@ -307,51 +276,10 @@ static void start_current_chunk(struct py_sampler *ps)
 	ps->nr_chunks = 0;
 	ps->next_chunk = 0;
 	ps->chunk_again_len = 0;
-	ps->mid_current = 0;
-	ps->use_again = 0;
 	remember_shims(ps);
 	ps->nr_side = 0;
 	ps->nr_walk_shims = 0;
 	ps->shim_now = NULL;
-}
-
-/*
- * The innermost frame *frame, read before the chunk, may have returned
- * before its first copy was made, and then shows a call that is over
- * (a frame popped from the data stack keeps what it held): when the
- * innermost frame read between the chunk's two
- * copies is below it in the chunk, it had, so start the walk from that
- * one instead, taking the chunk's frames from the second copy (see
- * chunk_frame_steady).  A thread whose stack only grew meanwhile keeps
- * *frame, which was running all along.
- */
-static void take_mid_current(struct py_sampler *ps, uint64_t *frame)
-{
-	const struct py_region *rg = &ps->chunks[0];
-	uint64_t mid = ps->mid_current;
-
-	if (!ps->chunk_again_len || !ps->nr_chunks || mid >= *frame ||
-	    mid < rg->addr || *frame - rg->addr >= rg->len)
-		return;
-	*frame = mid;
-	ps->use_again = 1;
-}
-
-/*
- * Where the innermost frame is read between the chunk's two copies: the
- * thread state's current frame (3.13+), or its C frame's (3.11, 3.12;
- * cframe, that of the first copy); 0 when not.
- */
-static uint64_t mid_current_addr(const struct py_sampler *ps, uint64_t tstate,
-				 uint64_t cframe)
-{
-	const struct py_offsets *off = ps->rt->off;
-
-	if (!chunk_copied_twice(off))
-		return 0;
-	if (off->tstate_cframe == OFF_NONE)
-		return tstate + (uint64_t)off->tstate_current_frame;
-	return cframe ? cframe + (uint64_t)off->cframe_current_frame : 0;
 }
 
 /*
@@ -376,24 +304,17 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 		rg->len = len;
 		ps->nr_chunks = 1;
 		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
-		if (chunk_copied_twice(off) && whole)
+		if (frames_unmarked(off) && whole)
 			ps->chunk_again_len = len;
 	}
 	ps->walk_cframe = 0;
 	if (off->tstate_cframe == OFF_NONE) {
 		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
-		take_mid_current(ps, frame);
 		return 0;
 	}
 	/* 3.11, 3.12: through the C frame, which may have changed too. */
 	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
 	ps->walk_cframe = fresh_cframe;
-	/* Read through the C frame of the first copy: the same one still. */
-	if (fresh_cframe == cframe && current) {
-		*frame = current;
-		take_mid_current(ps, frame);
-		return 0;
-	}
 	if (fresh_cframe != cframe || !current) {
 		current = 0;
 		if (fresh_cframe &&
@@ -438,13 +359,12 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 	swap_buf(&ps->fresh_tstate, &pc->fresh);
 	*cframe = pc->cframe;
 	*current = pc->current;
-	ps->mid_current = pc->mid;
 	*rgp = NULL;
 	*whole = 0;
 	if (pc->len) {
 		rg = new_region(ps);
 		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
-		if (chunk_copied_twice(off)) {
+		if (frames_unmarked(off)) {
 			swap_sized_buf(&ps->chunk_again, &ps->alloc_chunk_again,
 				       &pc->again, &pc->alloc_again);
 			*whole = load_u64(ps->chunk_again, off->chunk_size) >=
@@ -491,7 +411,7 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 			   &whole))
 		return finish_current_chunk(ps, rg, chunk, top, len, whole,
 					    cframe, current, frame);
-	py_sampler_grow_iov(ps, 5 + PY_SHIMS_KEPT);
+	py_sampler_grow_iov(ps, 4 + PY_SHIMS_KEPT);
 	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
 			   (size_t)off->tstate_size);
 	/* The innermost frame before the frames: not newer than they. */
@@ -501,15 +421,10 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 				   cframe + (uint64_t)off->cframe_current_frame,
 				   sizeof(current));
 	if (len) {
-		uint64_t mid = mid_current_addr(ps, tstate, cframe);
-
 		rg = new_region(ps);
 		ensure_buf(&rg->buf, &rg->alloc, len);
 		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
-		if (mid)
-			py_sampler_set_iov(ps, n++, &ps->mid_current, mid,
-					   sizeof(ps->mid_current));
-		if (chunk_copied_twice(off)) {
+		if (frames_unmarked(off)) {
 			ensure_buf(&ps->chunk_again, &ps->alloc_chunk_again,
 				   len);
 			py_sampler_set_iov(ps, n++, ps->chunk_again, chunk,
@@ -546,7 +461,6 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t tsize = (size_t)off->tstate_size, fsize, i, k = 0, nr_iov = 0;
-	uint64_t mid;
 	int r;
 
 	ps->nr_pre_chunks = 0;
@@ -572,7 +486,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	/* Keep the last walk's shims before memos move (shim_memo grows). */
 	start_current_chunk(ps);
-	py_sampler_grow_iov(ps, n * (5 + PY_SHIMS_KEPT));
+	py_sampler_grow_iov(ps, n * (4 + PY_SHIMS_KEPT));
 	for (i = 0; i < n; i++) {
 		const unsigned char *copy = ps->tstate_bufs + i * tsize;
 		struct py_chunk_pre *pc;
@@ -586,7 +500,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		pc->chunk = load_u64(copy, off->tstate_datastack_chunk);
 		pc->top = load_u64(copy, off->tstate_datastack_top);
 		pc->len = chunk_copy_len(pc->chunk, pc->top);
-		pc->cframe = pc->current = pc->mid = 0;
+		pc->cframe = pc->current = 0;
 		pc->nr_side = 0;
 		py_sampler_set_iov(ps, nr_iov++, pc->fresh, pc->tstate, tsize);
 		if (off->tstate_cframe != OFF_NONE &&
@@ -597,16 +511,12 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 			    sizeof(pc->current));
 		if (pc->len) {
 			ensure_buf(&pc->buf, &pc->alloc, pc->len);
-			if (chunk_copied_twice(off))
+			if (frames_unmarked(off))
 				ensure_buf(&pc->again, &pc->alloc_again,
 					   pc->len);
 			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
 					   pc->len);
-			mid = mid_current_addr(ps, pc->tstate, pc->cframe);
-			if (mid)
-				py_sampler_set_iov(ps, nr_iov++, &pc->mid, mid,
-						   sizeof(pc->mid));
-			if (chunk_copied_twice(off))
+			if (frames_unmarked(off))
 				py_sampler_set_iov(ps, nr_iov++, pc->again,
 						   pc->chunk, pc->len);
 		}
@@ -946,7 +856,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	pywalk_loop_init(&lc);
 	while (frame) {
 		struct iframe_seen self = {frame, -1, 1};
-		const unsigned char *f, *f1;
+		const unsigned char *f;
 		uint64_t code;
 		int err = 0, state_ok;
 
@@ -959,10 +869,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			at_base = 1;
 			break;
 		}
-		f1 = iframe_bytes(ps, frame, &self.region, &state_ok, &err);
-		if (!f1)
+		f = iframe_bytes(ps, frame, &self.region, &state_ok, &err);
+		if (!f)
 			return py_read_error(err);
-		f = chunk_frame_copy(ps, f1, self.region);
 		owner = f[off->iframe_owner];
 		code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
 		if (off->owner_cstack != OFF_NONE &&
@@ -984,7 +893,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			if (!code ||
 			    !iframe_live(ps, f, code, &self, &callee,
 					 state_ok) ||
-			    !chunk_frame_steady(ps, f1, self.region, !depth))
+			    !chunk_frame_steady(ps, f, self.region, !depth))
 				return DROP_INVALID;
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)

@@ -266,18 +266,11 @@ struct py_sampler {
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
 	/*
-	 * 3.11+: the newest chunk copied a second time right after the
+	 * 3.11: the newest chunk copied a second time right after the
 	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
 	 */
 	unsigned char *chunk_again;
 	size_t alloc_chunk_again, chunk_again_len;
-	/*
-	 * 3.11+: the thread's innermost frame as read between the chunk's
-	 * two copies (0: none), and whether the walk starts from it, taking
-	 * the chunk's frames from the second copy (see chunk_frame_steady)
-	 */
-	uint64_t mid_current;
-	int use_again;
 	/*
 	 * 3.12+: per thread state, the C-stack shim frames its last walk
 	 * read on their own (the one at the bottom is there for the
@@ -301,7 +294,7 @@ struct py_sampler {
 	 * (pyframe_prefetch); each taken by the thread's walk.
 	 */
 	struct py_chunk_pre {
-		uint64_t tstate, cframe, current, mid, chunk, top;
+		uint64_t tstate, cframe, current, chunk, top;
 		size_t len; /* of the chunk's copy, 0 when none */
 		unsigned char *fresh, *buf, *again, *side;
 		size_t alloc, alloc_again; /* of buf, of again */

@@ -180,11 +180,12 @@ def stack_problem(frames, root, allowed, key):
 
 
 # Samples of a run that may show a caller its callee never had (see
-# check_stacks).
+# check_stacks): up to 3.10, a couple; from 3.11, a share of them.
 RESIDUAL_WRONG_CALLERS = 2
+RESIDUAL_WRONG_SHARE_311 = 0.01
 
 
-def check_stacks(stacks, root, allowed, key, describe):
+def check_stacks(stacks, root, allowed, key, describe, frame_objects=True):
     bad = {}
     total = 0
     for frames, count in stacks:
@@ -193,18 +194,24 @@ def check_stacks(stacks, root, allowed, key, describe):
         if why:
             bad.setdefault(why, []).append((frames, count))
     # A stack cut short (one that does not start at the thread's first
-    # frame) is never allowed.  A caller is taken only from a copy made
-    # while its callee's link to it held, but a frame that returned and
-    # was reused by the same code, called from the same place, between
-    # two copies made microseconds apart cannot be told from the same
-    # call without stopping the thread: a couple of such samples in a
-    # run are tolerated (none seen in 8 x 10^5 samples of callgraph.py;
-    # before these checks, one in 10^4 on 3.6 to 3.10 and one in 5000 on
-    # 3.12 to 3.15 at 5 kHz on a loaded machine).
+    # frame) is never allowed.  Up to 3.10 (frame objects) a caller is
+    # taken only from a copy made while its callee's link to it held, but
+    # a frame that returned and was reused by the same code, called from
+    # the same place, between two copies made microseconds apart cannot
+    # be told from the same call without stopping the thread: a couple of
+    # such samples in a run are tolerated (none seen in 6 x 10^5 samples
+    # of callgraph.py; before, one in 10^4).  From 3.11 a frame popped
+    # from the data stack and its place reused by one of the same size
+    # between the copy of its caller and its own still can (about one
+    # sample in 2500 to 20000 of callgraph.py at 5 to 10 kHz on a loaded
+    # machine): a small share is tolerated.
     wrong_edges = sum(c for why, v in bad.items() for _, c in v
                       if "never makes that call" in why)
     cut = sum(c for v in bad.values() for _, c in v) - wrong_edges
-    if cut or wrong_edges > RESIDUAL_WRONG_CALLERS:
+    allowed_wrong = (RESIDUAL_WRONG_CALLERS if frame_objects else
+                     max(RESIDUAL_WRONG_CALLERS,
+                         RESIDUAL_WRONG_SHARE_311 * total))
+    if cut or wrong_edges > allowed_wrong:
         nbad = sum(c for v in bad.values() for _, c in v)
         lines = []
         for why, items in sorted(bad.items(), key=lambda kv: -sum(
@@ -269,7 +276,8 @@ def test_record_generators_whole_stacks(spyc, python, targets, tmp_path):
                           may_drop=True)
     stacks = parse_folded(out)
     check_kept(summary, stacks, 200, 3, res.describe())
-    check_stacks(stacks, root, allowed, name_file, res.describe())
+    check_stacks(stacks, root, allowed, name_file, res.describe(),
+                 frame_objects=tuple(python.version_info[:2]) < (3, 11))
     seen = set(f[0] for frames, _ in stacks for f in frames)
     missing = [w for w in GEN_WORKLOADS if w not in seen]
     assert not missing, (
@@ -339,7 +347,8 @@ def test_record_call_graph(spyc, python, targets, tmp_path):
         "expected\n%s" % (
             summary.samples, summary.dropped, rate * duration, want,
             res.describe()))
-    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe())
+    check_stacks(stacks, root, allowed, lambda f: f[0], res.describe(),
+                 frame_objects=tuple(python.version_info[:2]) < (3, 11))
     gen_file = t.info["generated_file"]
     for frames, _ in stacks:
         for f in frames[2:]:
