@@ -151,8 +151,8 @@ static int heights_dense(const struct py_span *sp, uint32_t h)
 /*
  * Group m's known frames by address into the regions a batch read
  * copies (m->spans): frames at most SPAN_GAP_MAX bytes apart, whose
- * heights make a run, share one.
- * Each span is copied twice in a row, and the spans go callees first
+ * heights make a run, share one.  Each span is copied twice in a row,
+ * and the spans go callees first
  * (by their highest frame), so that a caller is mostly in the same span
  * as its callee or a later one.  Each known frame's two copies are then
  * at its at and at2 in the spans' bytes.  Only when the set of frames
@@ -234,33 +234,18 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 			       struct py_frame_batch *b)
 {
 	size_t fs = (size_t)ps->rt->off->frame_size, n = 0, i;
-	size_t base = first ? fs : 0;
+	size_t base = first ? fs : 0, nk, bytes;
 
 	plan_spans(ps, m);
-	if (!with_known) {
-		ALLOC_GROW(b->addrs, 1, b->alloc_addrs);
-		ALLOC_GROW(b->at, 1, b->alloc_at);
-		ALLOC_GROW(b->at2, 1, b->alloc_at2);
-		ALLOC_GROW(b->known, 1, b->alloc_known);
-		if (fs > b->alloc_buf) {
-			free(b->buf);
-			b->alloc_buf = fs;
-			b->buf = xmalloc(b->alloc_buf);
-		}
-		b->addrs[0] = first;
-		b->at[0] = 0;
-		b->at2[0] = SIZE_MAX;
-		b->known[0] = -1;
-		b->n = 1;
-		return 1;
-	}
-	ALLOC_GROW(b->addrs, m->nr + 1, b->alloc_addrs);
-	ALLOC_GROW(b->at, m->nr + 1, b->alloc_at);
-	ALLOC_GROW(b->at2, m->nr + 1, b->alloc_at2);
-	ALLOC_GROW(b->known, m->nr + 1, b->alloc_known);
-	if (base + m->span_bytes > b->alloc_buf) {
+	nk = with_known ? m->nr : 0;
+	bytes = base + (with_known ? m->span_bytes : 0);
+	ALLOC_GROW(b->addrs, nk + 1, b->alloc_addrs);
+	ALLOC_GROW(b->at, nk + 1, b->alloc_at);
+	ALLOC_GROW(b->at2, nk + 1, b->alloc_at2);
+	ALLOC_GROW(b->known, nk + 1, b->alloc_known);
+	if (bytes > b->alloc_buf) {
 		free(b->buf);
-		b->alloc_buf = (base + m->span_bytes) * 2;
+		b->alloc_buf = bytes * 2;
 		b->buf = xmalloc(b->alloc_buf);
 	}
 	if (first) {
@@ -269,7 +254,7 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 		b->at2[n] = SIZE_MAX;
 		b->known[n++] = -1;
 	}
-	for (i = 0; i < m->nr; i++) {
+	for (i = 0; i < nk; i++) {
 		b->addrs[n] = m->known[i].addr;
 		b->at[n] = base + m->known[i].at;
 		b->at2[n] = base + m->known[i].at2;
@@ -282,9 +267,8 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 /*
  * Point ps->local/remote from index nio on at the regions of batch b
  * that plan_frame_batch made (first, then with_known each of m's spans
- * twice);
- * returns the index after them.  ps->local/remote must have room for
- * 1 + 2 * m->nr_spans.
+ * twice); returns the index after them.  ps->local/remote must have
+ * room for 1 + 2 * m->nr_spans.
  */
 static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 			    const struct py_frame_memo *m, uint64_t first,
@@ -540,9 +524,8 @@ static int innermost_usable(const struct py_sampler *ps, long idx)
  * ps->walk_codes, each one's code), whole when it reached the thread's
  * outermost frame: each frame's height and code (a frame seen with
  * another code than before is of the free list, for good), new frames
- * added, the
- * frames least recently seen forgotten past the depth plus KNOWN_EXTRA,
- * and the rest sorted highest first.
+ * added, the frames least recently seen forgotten past the depth plus
+ * KNOWN_EXTRA, and the rest sorted highest first.
  */
 static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 			 size_t depth, int whole)

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <linux/sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
