@@ -30,6 +30,11 @@
 
 #define DEFAULT_RATE_HZ 100.0
 #define MAX_RATE_HZ 100000.0
+/*
+ * Say so in the summary when at least this share of the stacks kept
+ * was read again after changing mid-read.
+ */
+#define REREAD_NOTE_SHARE 0.05
 /* Exit 1 when more than this share of samples was dropped. */
 #define DROP_TOLERANCE 0.01
 /* --kill-after-duration: how long SIGTERM has before SIGKILL. */
@@ -723,6 +728,20 @@ static void print_summary(struct recorder *r)
 		if (r->opts->native)
 			strbuf_addf(&sb, "; %llu native stacks unmerged",
 				    (unsigned long long)r->unmerged);
+		/*
+		 * Stacks that changed faster than they could be read, read
+		 * again at a later moment: the profile leans to long calls.
+		 */
+		if (sl->ps.walks &&
+		    (double)sl->ps.walks_again >=
+			REREAD_NOTE_SHARE * (double)sl->ps.walks)
+			strbuf_addf(&sb,
+				    "; %.0f%% of stacks read again after "
+				    "changing mid-read: short calls "
+				    "under-counted, --blocking reads them "
+				    "exactly",
+				    100.0 * (double)sl->ps.walks_again /
+					(double)sl->ps.walks);
 		/* The rate asked could not be kept: say by how much. */
 		if (sl->missed) {
 			strbuf_addf(&sb, "; asked %.10g Hz, %llu late",

@@ -684,6 +684,7 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			}
 			/* No frame taken yet: start from the new copy. */
 			pywalk_take_fresh_tstate(ps);
+			ps->moved = 1;
 			frame = load_u64(ps->tstate_buf, off->tstate_frame);
 			if (!frame)
 				goto done;

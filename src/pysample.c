@@ -259,13 +259,17 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 	enum drop_reason why;
 	int attempt, r;
 
+	ps->walks++;
 	for (attempt = 0;; attempt++) {
 		t->first = out->nr_frames;
 		ps->root_frame = 0;
+		ps->moved = attempt;
 		why = pyframe_walk(ps, t->tstate, out);
 		t->root_frame = ps->root_frame;
 		t->omitted = ps->omitted;
 		t->depth = out->nr_frames - t->first;
+		if (!why && ps->moved)
+			ps->walks_again++;
 		if (attempt || (why != DROP_INVALID && why != DROP_READ))
 			return why;
 		out->nr_frames = t->first;
@@ -313,6 +317,10 @@ static enum drop_reason check_roots(struct py_sampler *ps,
 		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
 			      (size_t)ps->rt->off->tstate_size);
 		why = r ? py_read_error(r) : walk_thread(ps, t, out);
+		/* One stack, read again: not a second one. */
+		ps->walks--;
+		if (!why)
+			ps->walks_again++;
 	}
 	if (!why && out->nr_frames > from)
 		why = pyframe_resolve(ps, out, from);

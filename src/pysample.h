@@ -328,6 +328,15 @@ struct py_sampler {
 	/* Frames kept per thread; 0 means PY_DEFAULT_MAX_DEPTH. */
 	size_t max_depth;
 	size_t omitted; /* frames of the walk just done past max_depth */
+	/*
+	 * Thread stacks read, and of those kept how many were read from a
+	 * thread state copied again because the first read tore: the
+	 * stack changed faster than it could be read.  Reading again takes
+	 * a later moment, which favours calls that last: a large share of
+	 * these says short calls are under-counted.
+	 */
+	uint64_t walks, walks_again;
+	int moved; /* the walk just done took a new copy of the thread state */
 	char process_name[16];
 	struct py_task_file {
 		long tid;

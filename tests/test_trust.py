@@ -359,6 +359,68 @@ def test_record_call_graph(spyc, python, targets, tmp_path):
     assert deepest >= 6, "no sample inside the recursion\n" + res.describe()
 
 
+# --- A: the note on stacks read again ---
+
+# The summary's note when many stacks changed while they were read.
+REREAD_RE = re.compile(r"; (\d+)% of stacks read again after changing "
+                       r"mid-read: short calls under-counted, --blocking "
+                       r"reads them exactly[;)]")
+REREAD_NOTE_MIN = 5         # spyc's threshold, in percent
+REREAD_TRIES = 3
+
+
+def reread_note(res):
+    """The share the summary's re-read note gives, in percent, or None."""
+    m = REREAD_RE.search(res.stderr)
+    if m:
+        share = int(m.group(1))
+        assert REREAD_NOTE_MIN <= share <= 100, (
+            "the note's share should be %d..100%%\n%s" % (
+                REREAD_NOTE_MIN, res.describe()))
+        return share
+    return None
+
+
+def test_reread_note_on_short_calls(spyc, python, targets, tmp_path):
+    """callgraph.py read by spyc on another CPU than the target's (so the
+    two run at once and most short calls end mid-read): the summary says
+    how many stacks were read again, that short calls are under-counted,
+    and that --blocking reads them exactly.  Up to 3 runs of 2 s: on a
+    loaded machine the target may be off its CPU for a whole run, and
+    stacks read then never change."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs: spyc and the target on one each")
+    t = targets.start(python, "callgraph.py")
+    os.sched_setaffinity(int(t.pid), {cpus[0]})
+    out = str(tmp_path / "calls.txt")
+    seen = []
+    try:
+        os.sched_setaffinity(0, {cpus[1]})
+        for _ in range(REREAD_TRIES):
+            res, _ = record(spyc, t.pid, out, 2000, 2, "--format", "folded",
+                            may_drop=True)
+            seen.append(res.describe())
+            if reread_note(res) is not None:
+                return
+    finally:
+        os.sched_setaffinity(0, cpus)
+    pytest.fail("no summary said stacks were read again after changing "
+                "mid-read, in %d runs on a target of short calls\n%s" % (
+                    REREAD_TRIES, seen[-1]))
+
+
+def test_no_reread_note_on_steady_stacks(spyc, python, deep_busy, tmp_path):
+    """A thread spinning in one frame at depth 5000 never changes its
+    stack: no note about stacks read again."""
+    wait_busy(deep_busy)
+    out = str(tmp_path / "steady.txt")
+    res, _ = record(spyc, deep_busy.pid, out, 500, 2, "--format", "folded",
+                    "--max-depth", "100")
+    assert reread_note(res) is None, (
+        "a stack that never changes was not read again\n" + res.describe())
+
+
 # --- B: --max-depth ---
 
 def check_deep_target(t):
