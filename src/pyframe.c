@@ -830,6 +830,128 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 	return 1;
 }
 
+/*
+ * A caller and its callee copied with the chunk may not have been a
+ * caller and callee at once: the chunk is copied from low addresses up,
+ * each caller before its callee, and between the two copies the caller
+ * may return and another call of the same size take its place and its
+ * callee's (about one sample in 2500 of a program made of short calls).
+ * What was called from where tells them apart: a frame stopped at one
+ * call instruction has one callee there (or, at a call site that calls
+ * several functions, each one a real callee).  So a pair of the newest
+ * chunk whose caller's instruction was never seen calling the callee's
+ * code is read again after the walk, in one process_vm_readv: first the
+ * thread's data-stack top, then caller and callee in that order.  The
+ * top must still cover the callee (a frame that returned keeps its
+ * bytes, and the same return seen twice would pass otherwise), and both
+ * must be unchanged (caller: code, instruction, caller, and on 3.12 and
+ * 3.13 still calling; callee: code and caller); the call site is then
+ * known for the samples after.  A pair at a known call site costs
+ * nothing more, and a program's call sites are soon all known: the
+ * samples whose pairs cannot be read again (most often a short call
+ * that returned) are dropped while they are learnt.  1 when every pair
+ * holds.
+ */
+static int edges_still_hold(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t hlen = (size_t)off->iframe_size, n = 0, i;
+	unsigned char *b;
+
+	uint64_t chunk_now = 0, top_now = 0;
+
+	if (!ps->nr_edge_checks)
+		return 1;
+	if (!ps->nr_chunks || off->tstate_datastack_chunk == OFF_NONE ||
+	    off->tstate_datastack_top == OFF_NONE)
+		return 0;
+	py_sampler_grow_iov(ps, 2 * ps->nr_edge_checks + 2);
+	if ((2 * ps->nr_edge_checks + 2) * hlen > ps->alloc_edge_buf) {
+		free(ps->edge_buf);
+		ps->alloc_edge_buf = (4 * ps->nr_edge_checks + 4) * hlen;
+		ps->edge_buf = xmalloc(ps->alloc_edge_buf);
+	}
+	/*
+	 * First how far the thread's data stack reaches: frames below its
+	 * top are live (a generator's frame, where the thread may be, lives
+	 * elsewhere), so a frame that returned and was read where the stack
+	 * grew again is not taken for one of them.
+	 */
+	py_sampler_set_iov(ps, 0, &chunk_now,
+			   ps->walk_tstate +
+			       (uint64_t)off->tstate_datastack_chunk,
+			   sizeof(chunk_now));
+	py_sampler_set_iov(ps, 1, &top_now,
+			   ps->walk_tstate +
+			       (uint64_t)off->tstate_datastack_top,
+			   sizeof(top_now));
+	n = 2;
+	for (i = 0; i < ps->nr_edge_checks; i++) {
+		py_sampler_set_iov(ps, n, ps->edge_buf + n * hlen,
+				   ps->edge_checks[i].caller, hlen);
+		n++;
+		py_sampler_set_iov(ps, n, ps->edge_buf + n * hlen,
+				   ps->edge_checks[i].callee, hlen);
+		n++;
+	}
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) != (int)n ||
+	    chunk_now != ps->chunks[0].addr)
+		return 0;
+	for (i = 0, b = ps->edge_buf + 2 * hlen; i < ps->nr_edge_checks; i++) {
+		const struct py_edge_check *c = &ps->edge_checks[i];
+		const unsigned char *caller = b, *callee = b + hlen;
+		int32_t stacktop;
+
+		b += 2 * hlen;
+		if (top_now < c->callee + hlen ||
+		    (load_u64(caller, off->iframe_code) &
+		     ~PY_STACKREF_TAG_MASK) != c->edge.code ||
+		    load_u64(caller, off->iframe_instr) != c->edge.instr ||
+		    load_u64(caller, off->iframe_previous) !=
+			c->caller_previous ||
+		    (load_u64(callee, off->iframe_code) &
+		     ~PY_STACKREF_TAG_MASK) != c->edge.callee ||
+		    load_u64(callee, off->iframe_previous) != c->caller)
+			return 0;
+		if (off->iframe_stacktop != OFF_NONE) {
+			memcpy(&stacktop, caller + off->iframe_stacktop,
+			       sizeof(stacktop));
+			if (stacktop < 0)
+				return 0;
+		}
+	}
+	for (i = 0; i < ps->nr_edge_checks; i++)
+		call_edges_add(&ps->call_edges, &ps->edge_checks[i].edge);
+	return 1;
+}
+
+/*
+ * Note the pair of chunk frames caller (f, at self, running code) and
+ * callee (its code callee_code) for edges_still_hold, unless its call
+ * site is known.
+ */
+static void note_edge(struct py_sampler *ps, const unsigned char *f,
+		      uint64_t self, uint64_t code, uint64_t callee,
+		      uint64_t callee_code)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct py_edge_check *c;
+	struct call_edge e;
+
+	e.code = code;
+	e.instr = load_u64(f, off->iframe_instr);
+	e.callee = callee_code;
+	if (call_edges_has(&ps->call_edges, &e))
+		return;
+	ALLOC_GROW(ps->edge_checks, ps->nr_edge_checks + 1,
+		   ps->alloc_edge_checks);
+	c = &ps->edge_checks[ps->nr_edge_checks++];
+	c->caller = self;
+	c->callee = callee;
+	c->edge = e;
+	c->caller_previous = load_u64(f, off->iframe_previous);
+}
+
 /* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
 static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 						uint64_t tstate,
@@ -838,6 +960,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	size_t first = out->nr_frames;
 	const struct py_offsets *off = ps->rt->off;
 	struct iframe_seen callee = {0, -1, 0};
+	uint64_t callee_code = 0;
 	size_t depth = 0;
 	struct pywalk_loop lc;
 	long owner = -1;
@@ -852,7 +975,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	if (off->tstate_base_frame != OFF_NONE)
 		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
 	ps->walk_frame = frame;
+	ps->walk_tstate = tstate;
 	ps->nr_links = 0;
+	ps->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);
 	while (frame) {
 		struct iframe_seen self = {frame, -1, 1};
@@ -898,6 +1023,10 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)
 				note_link(ps, f, frame);
+			if (callee.addr && self.direct && self.region == 0 &&
+			    callee.region == 0)
+				note_edge(ps, f, frame, code, callee.addr,
+					  callee_code);
 			if (!pywalk_past_limit(ps, depth)) {
 				pywalk_push(ps, out, frame, code, addrq,
 					   off->iframe_is_entry != OFF_NONE &&
@@ -906,6 +1035,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			}
 			depth++;
 			callee = self;
+			callee_code = code;
 			ps->root_frame = frame;
 		}
 		frame = load_u64(f, off->iframe_previous);
@@ -932,7 +1062,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	 */
 	if (!depth && datastack_in_use(ps) == 1)
 		return DROP_INVALID;
-	if (!links_still_hold(ps, tstate))
+	if (!links_still_hold(ps, tstate) || !edges_still_hold(ps))
 		return DROP_INVALID;
 	pywalk_push_omitted(ps, out);
 	return DROP_NONE;

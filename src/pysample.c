@@ -147,6 +147,9 @@ void py_sampler_release(struct py_sampler *ps)
 	frameobj_release(ps);
 	free(ps->links);
 	free(ps->link_buf);
+	call_edges_release(&ps->call_edges);
+	free(ps->edge_checks);
+	free(ps->edge_buf);
 	free(ps->chunk_again);
 	for (i = 0; i < ps->alloc_pre_chunks; i++) {
 		free(ps->pre_chunks[i].fresh);

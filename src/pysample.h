@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "calledge.h"
 #include "pycode.h"
 #include "pyruntime.h"
 
@@ -264,7 +265,21 @@ struct py_sampler {
 	size_t nr_links, alloc_links;
 	unsigned char *link_buf;
 	size_t alloc_link_buf;
-	uint64_t walk_cframe, walk_frame;
+	uint64_t walk_cframe, walk_frame, walk_tstate;
+	/*
+	 * 3.11+: the call sites seen calling (calledge.h), and the caller
+	 * and callee pairs of the walk just done not among them yet, which
+	 * edges_still_hold reads again (see there).
+	 */
+	struct call_edges call_edges;
+	struct py_edge_check {
+		uint64_t caller, callee; /* the frames' addresses */
+		struct call_edge edge;
+		uint64_t caller_previous;
+	} * edge_checks;
+	size_t nr_edge_checks, alloc_edge_checks;
+	unsigned char *edge_buf;
+	size_t alloc_edge_buf;
 	/*
 	 * 3.11: the newest chunk copied a second time right after the
 	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
