@@ -15,6 +15,11 @@
  * one copies the thread state again, with the frame it names.
  */
 #define INNERMOST_READS_MAX 4
+/*
+ * Walks a frame must have been in, always with the same code, before it
+ * is taken for a code object's spare frame (see spare_frame).
+ */
+#define SPARE_RUNS 4
 /* Known frames kept per thread beyond the depth of its last walk. */
 #define KNOWN_EXTRA 32
 /* Height given to frames of a walk that did not reach the outermost. */
@@ -289,15 +294,15 @@ static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 	return nio;
 }
 
-/* Is the frame object at addr one of m's known frames? */
-static int is_known(const struct py_frame_memo *m, uint64_t addr)
+/* Where the frame object at addr is among m's known frames, or -1. */
+static long known_index(const struct py_frame_memo *m, uint64_t addr)
 {
 	size_t i;
 
 	for (i = 0; i < m->nr; i++)
 		if (m->known[i].addr == addr)
-			return 1;
-	return 0;
+			return (long)i;
+	return -1;
 }
 
 /*
@@ -317,7 +322,7 @@ static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t fs = (size_t)off->frame_size, nio = 0;
-	int with_known = !anchor || is_known(m, first);
+	int with_known = !anchor || known_index(m, first) >= 0;
 
 	ps->batch.n = 0;
 	if (!first && !m->nr)
@@ -547,12 +552,17 @@ static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 					break;
 		if ((size_t)at < m->nr) {
 			k = &m->known[at];
-			if (k->code != ps->walk_codes[i])
+			if (k->code != ps->walk_codes[i]) {
 				note_free_frame(ps, k->addr);
+				k->runs = 0;
+			}
+			if (k->runs < SPARE_RUNS)
+				k->runs++;
 		} else {
 			ALLOC_GROW(m->known, m->nr + 1, m->alloc);
 			k = &m->known[m->nr++];
 			k->addr = ps->walk_frames[i];
+			k->runs = 1;
 			m->plan_stale = 1;
 		}
 		k->code = ps->walk_codes[i];
@@ -592,6 +602,29 @@ static void note_walked(struct py_sampler *ps, size_t depth, uint64_t frame,
 }
 
 /*
+ * Is the copy f of the frame object at frame (batch index idx) one of a
+ * code object's spare frame, which only ever runs that code?  Such a
+ * frame's code is known from its address, whatever the moment it was
+ * copied at, and so is its caller's when the caller is one too: a link
+ * between two of them read at any moment is a call the program makes.
+ * A frame seen in SPARE_RUNS walks, always with the code the copy holds,
+ * and never with another (not of the free list, which any call takes
+ * frames from; a generator's frame, which runs one code, passes too).
+ */
+static int spare_frame(const struct py_sampler *ps,
+		       const struct py_frame_memo *m, long idx, uint64_t frame,
+		       const unsigned char *f)
+{
+	long k = ps->batch.known[idx];
+
+	if (k < 0)
+		k = known_index(m, frame);
+	return k >= 0 && !is_free_frame(ps, frame) &&
+	       m->known[k].runs >= SPARE_RUNS &&
+	       load_u64(f, ps->rt->off->frame_code) == m->known[k].code;
+}
+
+/*
  * Frame objects live each on its own in the heap, and are recycled
  * between calls: each code object keeps a spare frame for its next call,
  * and other frames go to a free list, for any call.  So a frame read at
@@ -626,6 +659,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 	/* that frame's link window; the thread state's: every copy */
 	struct link_window w = {0, NO_COPY};
 	unsigned restarts = 0; /* reads for the innermost frame */
+	/* the frame taken last had returned when copied; this one has */
+	int stale = 0, now_stale = 0;
 	struct pywalk_loop lc;
 
 	if (!take_pre_frames(ps, tstate))
@@ -639,15 +674,33 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		size_t copy = NO_COPY;
 		uint64_t code;
 		long idx;
-		int lasti, inside = 0;
+		int lasti, inside = 0, spare;
 
 		why = pywalk_loop_step(&lc, frame);
 		if (why)
 			break;
 		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
-		if (!depth && !innermost_usable(ps, idx))
+		spare = idx >= 0 &&
+			spare_frame(ps, m, idx, frame,
+				    ps->batch.buf + ps->batch.at[idx]);
+		/*
+		 * A frame that returned is taken only above every running one
+		 * (callers outlive their callees), and only when it is a
+		 * spare frame, which still says what it ran and for whom.
+		 */
+		if (spare && (!depth || stale)) {
+			copy = ps->batch.at[idx];
+		} else if (spare) {
+			/* Running (checked below): any copy says its call. */
+			copy = ps->batch.at[idx];
+		} else if (stale) {
+			/* Its callee returned: it may have too, and be reused. */
+			why = DROP_INVALID;
+			break;
+		} else if (!depth && !innermost_usable(ps, idx)) {
 			idx = -1;
-		if (idx >= 0) {
+		}
+		if (idx >= 0 && !spare) {
 			/* The innermost: its first copy, after the state's. */
 			copy = depth ? caller_copy(&ps->batch, idx, &w, &inside)
 				     : ps->batch.at[idx];
@@ -699,7 +752,16 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 				goto done;
 		}
 		f = ps->batch.buf + copy;
-		if (!frame_object_live(off, f, depth)) {
+		if (spare && (!depth || stale) &&
+		    !frame_object_live(off, f, 0)) {
+			/* It returned: a caller is left to say who it was. */
+			if (!load_u64(f, off->frame_back)) {
+				why = DROP_INVALID;
+				break;
+			}
+			now_stale = 1;
+		} else if (!frame_object_live(off, f, stale ? 0 : depth)) {
+			/* Running: held by its call and its callee's link. */
 			why = DROP_INVALID;
 			break;
 		}
@@ -713,6 +775,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 					: (long)lasti * (lasti_units ? 2 : 1),
 				    1);
 		w = frame_window(ps, idx, copy, depth);
+		stale = now_stale;
+		now_stale = 0;
 		note_walked(ps, depth++, frame, idx, code);
 		ps->root_frame = frame;
 		at = idx;

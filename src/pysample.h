@@ -189,6 +189,8 @@ struct py_sampler {
 			size_t at, at2;
 			uint32_t height;
 			uint32_t seen; /* walks, the last one it was in */
+			/* walks it was in with this code, up to a bound */
+			uint32_t runs;
 		} * known;
 		size_t nr, alloc;
 		uint32_t walks;
