@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The set of call sites seen calling (see calledge.h). */
+/* The set of calls seen (see calledge.h). */
 #include "calledge.h"
 
 #include <stdlib.h>
@@ -15,15 +15,13 @@ static size_t edge_hash(const struct call_edge *e)
 {
 	uint64_t h = e->code * 0x9e3779b97f4a7c15ULL;
 
-	h ^= e->instr + 0x632be59bd9b4e019ULL + (h << 6) + (h >> 2);
 	h ^= e->callee * 0xc2b2ae3d27d4eb4fULL + (h << 6) + (h >> 2);
 	return (size_t)(h ^ (h >> 31));
 }
 
 static int edge_eq(const struct call_edge *a, const struct call_edge *b)
 {
-	return a->code == b->code && a->instr == b->instr &&
-	       a->callee == b->callee;
+	return a->code == b->code && a->callee == b->callee;
 }
 
 /* The slot of e, or the empty one where it would go (code 0: empty). */

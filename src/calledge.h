@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The call sites seen calling, on CPython 3.11+: which code a frame
- * stopped at an instruction of some code was seen calling, each pair
- * checked by a read that found both frames still the same.
+ * The calls seen, on CPython 3.11+: which code was seen calling which,
+ * each pair checked once by a read that found both frames still the
+ * same.
  */
 #ifndef SPYC_CALLEDGE_H
 #define SPYC_CALLEDGE_H
@@ -12,7 +12,6 @@
 
 struct call_edge {
 	uint64_t code;	 /* the caller's code object */
-	uint64_t instr;	 /* the caller's instruction (an address) */
 	uint64_t callee; /* the callee's code object */
 };
 

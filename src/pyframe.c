@@ -668,7 +668,8 @@ static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
  * its previous link cleared and would end the chain early.  On 3.12 and
  * 3.13 a frame that called a Python function directly saved its stack
  * depth, and sets it to -1 again when it runs: a frame found running
- * where its callee should be is not that callee's caller any more.
+ * where its callee should be had that callee return (*running is set;
+ * see the walk for what is then taken).
  *
  * 3.14 saves a stack pointer instead and clears it on resuming only in
  * debug builds (_PyFrame_GetStackPointer, pycore_interpframe.h), so a
@@ -689,16 +690,17 @@ static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
  */
 static int iframe_live(struct py_sampler *ps, const unsigned char *f,
 		       uint64_t code, const struct iframe_seen *self,
-		       const struct iframe_seen *callee, int state_ok)
+		       const struct iframe_seen *callee, int state_ok,
+		       int *running)
 {
 	const struct py_offsets *off = ps->rt->off;
 	long owner = f[off->iframe_owner];
 	int32_t stacktop;
 
+	*running = 0;
 	if (callee->addr && self->direct && off->iframe_stacktop != OFF_NONE) {
 		memcpy(&stacktop, f + off->iframe_stacktop, sizeof(stacktop));
-		if (stacktop < 0)
-			return 0;
+		*running = stacktop < 0;
 	}
 	if (self->region >= 0) {
 		const struct pycode *c;
@@ -836,21 +838,18 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
  * each caller before its callee, and between the two copies the caller
  * may return and another call of the same size take its place and its
  * callee's (about one sample in 2500 of a program made of short calls).
- * What was called from where tells them apart: a frame stopped at one
- * call instruction has one callee there (or, at a call site that calls
- * several functions, each one a real callee).  So a pair of the newest
- * chunk whose caller's instruction was never seen calling the callee's
- * code is read again after the walk, in one process_vm_readv: first the
- * thread's data-stack top, then caller and callee in that order.  The
- * top must still cover the callee (a frame that returned keeps its
- * bytes, and the same return seen twice would pass otherwise), and both
- * must be unchanged (caller: code, instruction, caller, and on 3.12 and
- * 3.13 still calling; callee: code and caller); the call site is then
- * known for the samples after.  A pair at a known call site costs
- * nothing more, and a program's call sites are soon all known: the
- * samples whose pairs cannot be read again (most often a short call
- * that returned) are dropped while they are learnt.  1 when every pair
- * holds.
+ * Such a pair is most often of two functions that never call each
+ * other.  So a pair of the newest chunk whose caller's code was never
+ * seen calling the callee's is read again after the walk, in one
+ * process_vm_readv: first the thread's data-stack top, then caller and
+ * callee in that order.  The top must still cover the callee (a frame
+ * that returned keeps its bytes, and the same return seen twice would
+ * pass otherwise), and both must be unchanged (caller: code,
+ * instruction, caller, and on 3.12 and 3.13 still calling; callee: code
+ * and caller); the call is then known for the samples after.  A known
+ * call costs nothing more, and a program's calls are soon all known: the
+ * samples whose pairs cannot be read again (most often a short call that
+ * returned) are dropped while they are learnt.  1 when every pair holds.
  */
 static int edges_still_hold(struct py_sampler *ps)
 {
@@ -906,7 +905,7 @@ static int edges_still_hold(struct py_sampler *ps)
 		if (top_now < c->callee + hlen ||
 		    (load_u64(caller, off->iframe_code) &
 		     ~PY_STACKREF_TAG_MASK) != c->edge.code ||
-		    load_u64(caller, off->iframe_instr) != c->edge.instr ||
+		    load_u64(caller, off->iframe_instr) != c->caller_instr ||
 		    load_u64(caller, off->iframe_previous) !=
 			c->caller_previous ||
 		    (load_u64(callee, off->iframe_code) &
@@ -939,7 +938,6 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	struct call_edge e;
 
 	e.code = code;
-	e.instr = load_u64(f, off->iframe_instr);
 	e.callee = callee_code;
 	if (call_edges_has(&ps->call_edges, &e))
 		return;
@@ -949,6 +947,7 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	c->caller = self;
 	c->callee = callee;
 	c->edge = e;
+	c->caller_instr = load_u64(f, off->iframe_instr);
 	c->caller_previous = load_u64(f, off->iframe_previous);
 }
 
@@ -1008,6 +1007,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 		} else {
 			int32_t tlbc;
 			long addrq = iframe_where(off, f, code, &tlbc);
+			int running;
 
 			self.direct = !shim;
 			shim = 0;
@@ -1017,14 +1017,27 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 */
 			if (!code ||
 			    !iframe_live(ps, f, code, &self, &callee,
-					 state_ok) ||
+					 state_ok, &running) ||
 			    !chunk_frame_steady(ps, f, self.region, !depth))
 				return DROP_INVALID;
+			/*
+			 * 3.12, 3.13: running again, its callee returned
+			 * before it was copied; what the callee's place holds
+			 * is that call, or one made since.  Taken when this
+			 * code was seen calling that one: another frame of
+			 * the same size may have taken this one's place.
+			 */
+			if (running) {
+				struct call_edge e = {code, callee_code};
+
+				if (!call_edges_has(&ps->call_edges, &e))
+					return DROP_INVALID;
+			}
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)
 				note_link(ps, f, frame);
 			if (callee.addr && self.direct && self.region == 0 &&
-			    callee.region == 0)
+			    callee.region == 0 && !running)
 				note_edge(ps, f, frame, code, callee.addr,
 					  callee_code);
 			if (!pywalk_past_limit(ps, depth)) {

@@ -269,15 +269,15 @@ struct py_sampler {
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame, walk_tstate;
 	/*
-	 * 3.11+: the call sites seen calling (calledge.h), and the caller
-	 * and callee pairs of the walk just done not among them yet, which
+	 * 3.11+: the calls seen (calledge.h), and the caller and callee
+	 * pairs of the walk just done not among them yet, which
 	 * edges_still_hold reads again (see there).
 	 */
 	struct call_edges call_edges;
 	struct py_edge_check {
 		uint64_t caller, callee; /* the frames' addresses */
 		struct call_edge edge;
-		uint64_t caller_previous;
+		uint64_t caller_instr, caller_previous;
 	} * edge_checks;
 	size_t nr_edge_checks, alloc_edge_checks;
 	unsigned char *edge_buf;
