@@ -462,6 +462,23 @@ struct pycode *pycode_peek(struct pycode_cache *cache, uint64_t addr)
 	return slot ? *slot : NULL;
 }
 
+struct pycode *pycode_find_instr(struct pycode_cache *cache, uint64_t instr)
+{
+	uint64_t at = (uint64_t)cache->off->code_code_adaptive;
+	size_t i;
+
+	if (cache->off->code_code_adaptive == OFF_NONE)
+		return NULL;
+	for (i = 0; i < cache->size; i++) {
+		struct pycode *c = cache->slots[i];
+
+		if (c && c->code_bytes && instr >= c->addr + at &&
+		    instr - (c->addr + at) < (uint64_t)c->code_bytes)
+			return c;
+	}
+	return NULL;
+}
+
 long pycode_framesize(const struct pycode_cache *cache,
 		      const unsigned char *header)
 {

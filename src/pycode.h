@@ -92,6 +92,12 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 struct pycode *pycode_peek(struct pycode_cache *cache, uint64_t addr);
 
 /*
+ * 3.11+: the cached code object whose bytecode holds the instruction at
+ * address instr, or NULL: no read, a scan of the cache.
+ */
+struct pycode *pycode_find_instr(struct pycode_cache *cache, uint64_t instr);
+
+/*
  * Words on the data stack (3.11+) of a frame of the code object whose
  * first cache->header_len bytes are header, or 0 if unknown.  Pure.
  */

@@ -951,6 +951,32 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	c->caller_previous = load_u64(f, off->iframe_previous);
 }
 
+/*
+ * 3.14+: the code of frame f, which returned before it was copied, or 0.
+ * Returning clears a frame's code (clear_thread_frame in CPython's
+ * Python/ceval.c), but leaves its instruction pointing into its code's
+ * bytecode, at the return: the code object seen before that holds it.
+ * A program made of short calls has most of its innermost frames return
+ * within a read; dropping them would keep the long calls only.
+ */
+static uint64_t returned_code(struct py_sampler *ps, const unsigned char *f)
+{
+	uint64_t instr = load_u64(f, ps->rt->off->iframe_instr);
+	struct py_returned_memo *r =
+	    &ps->returned[(instr * 0x9e3779b97f4a7c15ULL) >> 56 &
+			  (PY_RETURNED_MEMO - 1)];
+	const struct pycode *c;
+
+	if (r->instr == instr && instr)
+		return r->code;
+	c = pycode_find_instr(&ps->codes, instr);
+	if (!c)
+		return 0;
+	r->instr = instr;
+	r->code = c->addr;
+	return c->addr;
+}
+
 /* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
 static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 						uint64_t tstate,
@@ -960,6 +986,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	const struct py_offsets *off = ps->rt->off;
 	struct iframe_seen callee = {0, -1, 0};
 	uint64_t callee_code = 0;
+	/* 3.14+: frames that returned before they were copied (see there) */
+	int returned = 0, callee_returned = 0, returned_above = 1;
 	size_t depth = 0;
 	struct pywalk_loop lc;
 	long owner = -1;
@@ -998,6 +1026,17 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			return py_read_error(err);
 		owner = f[off->iframe_owner];
 		code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+		/*
+		 * 3.14+: the innermost frames may have returned since, the
+		 * callees first: those above every frame that still runs.
+		 */
+		returned = 0;
+		if (!code && returned_above && self.region == 0 &&
+		    off->hexversion >= 0x030e0000) {
+			code = returned_code(ps, f);
+			returned = 1;
+		}
+		returned_above = returned;
 		if (off->owner_cstack != OFF_NONE &&
 		    owner == off->owner_cstack) {
 			/* 3.12+: a C-stack shim starts each eval call. */
@@ -1013,7 +1052,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			shim = 0;
 			/*
 			 * No code: it returned (3.14+ clears it, see
-			 * iframe_live).  Said here, the thread is read again.
+			 * iframe_live) below a frame that still runs, or its
+			 * code is not known.  Said here, the thread is read
+			 * again.
 			 */
 			if (!code ||
 			    !iframe_live(ps, f, code, &self, &callee,
@@ -1023,11 +1064,14 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			/*
 			 * 3.12, 3.13: running again, its callee returned
 			 * before it was copied; what the callee's place holds
-			 * is that call, or one made since.  Taken when this
-			 * code was seen calling that one: another frame of
-			 * the same size may have taken this one's place.
+			 * is that call, or one made since.  3.14+: it or its
+			 * callee returned, and is known by its instruction.
+			 * Taken when this code was seen calling that one:
+			 * another frame of the same size may have taken this
+			 * one's place.
 			 */
-			if (running) {
+			if (running || (callee.addr && (returned ||
+							 callee_returned))) {
 				struct call_edge e = {code, callee_code};
 
 				if (!call_edges_has(&ps->call_edges, &e))
@@ -1037,7 +1081,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			    callee.region != self.region)
 				note_link(ps, f, frame);
 			if (callee.addr && self.direct && self.region == 0 &&
-			    callee.region == 0 && !running)
+			    callee.region == 0 && !running && !returned &&
+			    !callee_returned)
 				note_edge(ps, f, frame, code, callee.addr,
 					  callee_code);
 			if (!pywalk_past_limit(ps, depth)) {
@@ -1049,6 +1094,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			depth++;
 			callee = self;
 			callee_code = code;
+			callee_returned = returned;
 			ps->root_frame = frame;
 		}
 		frame = load_u64(f, off->iframe_previous);

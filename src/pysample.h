@@ -119,6 +119,9 @@ struct py_region {
 	size_t alloc;
 };
 
+/* Slots of py_sampler's memo of returned frames' code (a power of 2). */
+#define PY_RETURNED_MEMO 256
+
 struct py_sampler {
 	const struct pyruntime *rt;
 	struct pycode_cache codes;
@@ -282,6 +285,10 @@ struct py_sampler {
 	size_t nr_edge_checks, alloc_edge_checks;
 	unsigned char *edge_buf;
 	size_t alloc_edge_buf;
+	/* 3.14+: the code objects found for returned frames' instructions */
+	struct py_returned_memo {
+		uint64_t instr, code;
+	} returned[PY_RETURNED_MEMO];
 	/*
 	 * 3.11: the newest chunk copied a second time right after the
 	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
