@@ -154,43 +154,6 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 	return 0;
 }
 
-/*
- * 3.11 frames keep no mark of calling (3.12+ reset stacktop when they
- * run again): a frame popped and its place reused by one of the same
- * size between the copy of its caller and its own looks like a callee.
- */
-static int frames_unmarked(const struct py_offsets *off)
-{
-	return off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000;
-}
-
-/*
- * 3.11: was frame f of the newest chunk (region 0) the same in the
- * second copy, taken right after the first?  Its code and caller, and
- * for a caller (not the running innermost frame) its instruction too.
- * A push and pop that tore the first copy most likely shows here; 1 if
- * steady or not checked.
- */
-static int chunk_frame_steady(struct py_sampler *ps, const unsigned char *f,
-			      long region, int innermost)
-{
-	const struct py_offsets *off = ps->rt->off;
-	const unsigned char *g;
-	size_t at;
-
-	if (region != 0 || !ps->chunk_again_len)
-		return 1;
-	at = (size_t)(f - ps->chunks[0].buf);
-	if (at + (size_t)off->iframe_size > ps->chunk_again_len)
-		return 1;
-	g = ps->chunk_again + at;
-	return load_u64(f, off->iframe_code) == load_u64(g, off->iframe_code) &&
-	       load_u64(f, off->iframe_previous) ==
-		   load_u64(g, off->iframe_previous) &&
-	       (innermost || load_u64(f, off->iframe_instr) ==
-				 load_u64(g, off->iframe_instr));
-}
-
 /* The shim frames remembered for tstate, made if new (3.12+). */
 static struct py_shim_memo *shim_memo(struct py_sampler *ps, uint64_t tstate)
 {
@@ -275,7 +238,6 @@ static void start_current_chunk(struct py_sampler *ps)
 {
 	ps->nr_chunks = 0;
 	ps->next_chunk = 0;
-	ps->chunk_again_len = 0;
 	remember_shims(ps);
 	ps->nr_side = 0;
 	ps->nr_walk_shims = 0;
@@ -283,14 +245,13 @@ static void start_current_chunk(struct py_sampler *ps)
 }
 
 /*
- * After read_current_chunk's copies arrived (whole: every region of
- * their read came whole): take the fresh thread state, and the chunk
- * when its copy holds all of its used part; *frame is the innermost
- * frame per the new copy.  Returns 0 or -errno.
+ * After read_current_chunk's copies arrived: take the fresh thread
+ * state, and the chunk when its copy holds all of its used part; *frame
+ * is the innermost frame per the new copy.  Returns 0 or -errno.
  */
 static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 				uint64_t chunk, uint64_t top, size_t len,
-				int whole, uint64_t cframe, uint64_t current,
+				uint64_t cframe, uint64_t current,
 				uint64_t *frame)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -304,8 +265,6 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 		rg->len = len;
 		ps->nr_chunks = 1;
 		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
-		if (frames_unmarked(off) && whole)
-			ps->chunk_again_len = len;
 	}
 	ps->walk_cframe = 0;
 	if (off->tstate_cframe == OFF_NONE) {
@@ -331,15 +290,13 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 /*
  * The copies pyframe_prefetch made for the thread at tstate, moved
  * to where read_current_chunk puts its own; 1 if there were any (for the
- * same chunk and top as ps->tstate_buf's), else 0.  *whole: the second
- * copy of the chunk (3.11) came whole, as finish_current_chunk needs.
- * The read was shared with the other threads: whether all its regions
+ * same chunk and top as ps->tstate_buf's), else 0.  The read was shared with the other threads: whether all its regions
  * came says nothing of this thread's, and a region that failed reads as
  * zeros, so the copy's own chunk size tells.
  */
 static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 			  uint64_t chunk, uint64_t top, struct py_region **rgp,
-			  uint64_t *cframe, uint64_t *current, int *whole)
+			  uint64_t *cframe, uint64_t *current)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t i, size = (size_t)off->iframe_size;
@@ -360,16 +317,9 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 	*cframe = pc->cframe;
 	*current = pc->current;
 	*rgp = NULL;
-	*whole = 0;
 	if (pc->len) {
 		rg = new_region(ps);
 		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
-		if (frames_unmarked(off)) {
-			swap_sized_buf(&ps->chunk_again, &ps->alloc_chunk_again,
-				       &pc->again, &pc->alloc_again);
-			*whole = load_u64(ps->chunk_again, off->chunk_size) >=
-				 top - chunk;
-		}
 		*rgp = rg;
 	}
 	if (off->owner_cstack != OFF_NONE) {
@@ -401,16 +351,15 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 	uint64_t chunk, top, cframe = 0, current = 0;
 	struct py_region *rg = NULL;
 	size_t n = 0, len;
-	int r, whole;
+	int r;
 
 	start_current_chunk(ps);
 	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
 	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
 	len = chunk_copy_len(chunk, top);
-	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current,
-			   &whole))
-		return finish_current_chunk(ps, rg, chunk, top, len, whole,
-					    cframe, current, frame);
+	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current))
+		return finish_current_chunk(ps, rg, chunk, top, len, cframe,
+					    current, frame);
 	py_sampler_grow_iov(ps, 4 + PY_SHIMS_KEPT);
 	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
 			   (size_t)off->tstate_size);
@@ -424,12 +373,6 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 		rg = new_region(ps);
 		ensure_buf(&rg->buf, &rg->alloc, len);
 		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
-		if (frames_unmarked(off)) {
-			ensure_buf(&ps->chunk_again, &ps->alloc_chunk_again,
-				   len);
-			py_sampler_set_iov(ps, n++, ps->chunk_again, chunk,
-					   len);
-		}
 	}
 	if (off->owner_cstack != OFF_NONE) {
 		size_t i, size = (size_t)off->iframe_size;
@@ -449,8 +392,8 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
 	if (r < 0)
 		return r;
-	return finish_current_chunk(ps, rg, chunk, top, len, (size_t)r == n,
-				    cframe, current, frame);
+	return finish_current_chunk(ps, rg, chunk, top, len, cframe, current,
+				    frame);
 }
 
 /* Most threads whose chunks pyframe_prefetch reads at once. */
@@ -511,14 +454,8 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 			    sizeof(pc->current));
 		if (pc->len) {
 			ensure_buf(&pc->buf, &pc->alloc, pc->len);
-			if (frames_unmarked(off))
-				ensure_buf(&pc->again, &pc->alloc_again,
-					   pc->len);
 			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
 					   pc->len);
-			if (frames_unmarked(off))
-				py_sampler_set_iov(ps, nr_iov++, pc->again,
-						   pc->chunk, pc->len);
 		}
 		if (off->owner_cstack != OFF_NONE) {
 			const struct py_shim_memo *m =
@@ -1058,8 +995,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 */
 			if (!code ||
 			    !iframe_live(ps, f, code, &self, &callee,
-					 state_ok, &running) ||
-			    !chunk_frame_steady(ps, f, self.region, !depth))
+					 state_ok, &running))
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned

@@ -150,11 +150,9 @@ void py_sampler_release(struct py_sampler *ps)
 	call_edges_release(&ps->call_edges);
 	free(ps->edge_checks);
 	free(ps->edge_buf);
-	free(ps->chunk_again);
 	for (i = 0; i < ps->alloc_pre_chunks; i++) {
 		free(ps->pre_chunks[i].fresh);
 		free(ps->pre_chunks[i].buf);
-		free(ps->pre_chunks[i].again);
 		free(ps->pre_chunks[i].side);
 	}
 	free(ps->pre_chunks);

@@ -290,12 +290,6 @@ struct py_sampler {
 		uint64_t instr, code;
 	} returned[PY_RETURNED_MEMO];
 	/*
-	 * 3.11: the newest chunk copied a second time right after the
-	 * first (same read), len bytes, 0 when not; see chunk_frame_steady.
-	 */
-	unsigned char *chunk_again;
-	size_t alloc_chunk_again, chunk_again_len;
-	/*
 	 * 3.12+: per thread state, the C-stack shim frames its last walk
 	 * read on their own (the one at the bottom is there for the
 	 * thread's life), copied again with its chunk (side_buf, in the
@@ -320,8 +314,8 @@ struct py_sampler {
 	struct py_chunk_pre {
 		uint64_t tstate, cframe, current, chunk, top;
 		size_t len; /* of the chunk's copy, 0 when none */
-		unsigned char *fresh, *buf, *again, *side;
-		size_t alloc, alloc_again; /* of buf, of again */
+		unsigned char *fresh, *buf, *side;
+		size_t alloc; /* of buf */
 		uint64_t side_addrs[PY_SHIMS_KEPT];
 		size_t nr_side;
 		int ready; /* read, not taken yet */
