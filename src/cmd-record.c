@@ -732,7 +732,7 @@ static void print_summary(struct recorder *r)
 		 * Stacks that changed faster than they could be read, read
 		 * again at a later moment: the profile leans to long calls.
 		 */
-		if (sl->ps.walks &&
+		if (!r->opts->stop && sl->ps.walks &&
 		    (double)sl->ps.walks_again >=
 			REREAD_NOTE_SHARE * (double)sl->ps.walks)
 			strbuf_addf(&sb,

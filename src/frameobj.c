@@ -25,11 +25,12 @@
 /* Height given to frames of a walk that did not reach the outermost. */
 #define HEIGHT_UNKNOWN (1u << 30)
 /*
- * Slots of the set of free list frames (a power of two).  CPython's
- * free list holds at most 200 frames (PyFrame_MAXFREELIST); the set is
- * emptied when three quarters full, and learnt again.
+ * Slots of the table of frames seen, with their code (a power of two).
+ * CPython's free list holds at most 200 frames (PyFrame_MAXFREELIST),
+ * and each code object keeps one spare frame; the table is emptied when
+ * three quarters full, and learnt again.
  */
-#define FREE_FRAMES_SLOTS 4096
+#define FRAMES_SEEN_SLOTS 4096
 /*
  * Most bytes between two known frames copied in one region, gap and
  * all: each region of a process_vm_readv costs the kernel about as much
@@ -83,43 +84,67 @@ static int frame_object_live(const struct py_offsets *off,
 	return refcnt >= (depth ? 2 : 1) && running;
 }
 
-/* Where addr is, or would go, in the set of free list frames. */
-static size_t free_frame_slot(const struct py_sampler *ps, uint64_t addr)
+/* Where addr is, or would go, in the table of frames seen. */
+static size_t frame_seen_slot(const struct py_sampler *ps, uint64_t addr)
 {
 	/* Frame objects are 16-byte aligned: mix the bits above. */
 	size_t i = (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ULL >> 52);
 
-	while (ps->free_frames[i] && ps->free_frames[i] != addr)
-		i = (i + 1) & (FREE_FRAMES_SLOTS - 1);
+	while (ps->frames_seen[i].addr && ps->frames_seen[i].addr != addr)
+		i = (i + 1) & (FRAMES_SEEN_SLOTS - 1);
 	return i;
+}
+
+/* What the table says of the frame object at addr, or NULL. */
+static const struct py_frame_seen *frame_seen(const struct py_sampler *ps,
+					      uint64_t addr)
+{
+	const struct py_frame_seen *e;
+
+	if (!ps->frames_seen || !addr)
+		return NULL;
+	e = &ps->frames_seen[frame_seen_slot(ps, addr)];
+	return e->addr == addr ? e : NULL;
 }
 
 /* Is the frame object at addr known to be of the free list? */
 static int is_free_frame(const struct py_sampler *ps, uint64_t addr)
 {
-	return ps->free_frames &&
-	       ps->free_frames[free_frame_slot(ps, addr)] == addr;
+	const struct py_frame_seen *e = frame_seen(ps, addr);
+
+	return e && e->free;
 }
 
-/* The frame object at addr ran several code objects: of the free list. */
-static void note_free_frame(struct py_sampler *ps, uint64_t addr)
+/*
+ * The frame object at addr was seen running code (or having run it): a
+ * frame seen with two codes is of the free list, for good.
+ */
+static void note_frame_code(struct py_sampler *ps, uint64_t addr,
+			    uint64_t code)
 {
-	size_t i;
+	struct py_frame_seen *e;
 
-	if (!addr)
+	if (!addr || !code)
 		return;
-	if (!ps->free_frames)
-		ps->free_frames = xcalloc(FREE_FRAMES_SLOTS,
-					  sizeof(*ps->free_frames));
-	if (ps->nr_free_frames >= FREE_FRAMES_SLOTS / 4 * 3) {
-		memset(ps->free_frames, 0,
-		       FREE_FRAMES_SLOTS * sizeof(*ps->free_frames));
-		ps->nr_free_frames = 0;
+	if (!ps->frames_seen)
+		ps->frames_seen = xcalloc(FRAMES_SEEN_SLOTS,
+					  sizeof(*ps->frames_seen));
+	if (ps->nr_frames_seen >= FRAMES_SEEN_SLOTS / 4 * 3) {
+		memset(ps->frames_seen, 0,
+		       FRAMES_SEEN_SLOTS * sizeof(*ps->frames_seen));
+		ps->nr_frames_seen = 0;
 	}
-	i = free_frame_slot(ps, addr);
-	if (!ps->free_frames[i]) {
-		ps->free_frames[i] = addr;
-		ps->nr_free_frames++;
+	e = &ps->frames_seen[frame_seen_slot(ps, addr)];
+	if (!e->addr) {
+		e->addr = addr;
+		e->code = code;
+		e->runs = 1;
+		ps->nr_frames_seen++;
+	} else if (e->code != code) {
+		e->code = code;
+		e->free = 1;
+	} else if (e->runs < SPARE_RUNS) {
+		e->runs++;
 	}
 }
 
@@ -552,19 +577,13 @@ static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 					break;
 		if ((size_t)at < m->nr) {
 			k = &m->known[at];
-			if (k->code != ps->walk_codes[i]) {
-				note_free_frame(ps, k->addr);
-				k->runs = 0;
-			}
-			if (k->runs < SPARE_RUNS)
-				k->runs++;
 		} else {
 			ALLOC_GROW(m->known, m->nr + 1, m->alloc);
 			k = &m->known[m->nr++];
 			k->addr = ps->walk_frames[i];
-			k->runs = 1;
 			m->plan_stale = 1;
 		}
+		note_frame_code(ps, k->addr, ps->walk_codes[i]);
 		k->code = ps->walk_codes[i];
 		k->height = base + (uint32_t)(depth - 1 - i);
 		k->seen = m->walks;
@@ -607,21 +626,18 @@ static void note_walked(struct py_sampler *ps, size_t depth, uint64_t frame,
  * frame's code is known from its address, whatever the moment it was
  * copied at, and so is its caller's when the caller is one too: a link
  * between two of them read at any moment is a call the program makes.
- * A frame seen in SPARE_RUNS walks, always with the code the copy holds,
- * and never with another (not of the free list, which any call takes
- * frames from; a generator's frame, which runs one code, passes too).
+ * A frame seen SPARE_RUNS times (walked, or named by the thread state),
+ * always with the code the copy holds, and never with another (not of
+ * the free list, which any call takes frames from; a generator's frame,
+ * which runs one code, passes too).
  */
-static int spare_frame(const struct py_sampler *ps,
-		       const struct py_frame_memo *m, long idx, uint64_t frame,
+static int spare_frame(const struct py_sampler *ps, uint64_t frame,
 		       const unsigned char *f)
 {
-	long k = ps->batch.known[idx];
+	const struct py_frame_seen *e = frame_seen(ps, frame);
 
-	if (k < 0)
-		k = known_index(m, frame);
-	return k >= 0 && !is_free_frame(ps, frame) &&
-	       m->known[k].runs >= SPARE_RUNS &&
-	       load_u64(f, ps->rt->off->frame_code) == m->known[k].code;
+	return e && !e->free && e->runs >= SPARE_RUNS &&
+	       load_u64(f, ps->rt->off->frame_code) == e->code;
 }
 
 /*
@@ -680,8 +696,14 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		if (why)
 			break;
 		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
+		/* Named by the thread state: seen, taken or not. */
+		if (!depth && idx >= 0)
+			note_frame_code(ps, frame,
+					load_u64(ps->batch.buf +
+						     ps->batch.at[idx],
+						 off->frame_code));
 		spare = idx >= 0 &&
-			spare_frame(ps, m, idx, frame,
+			spare_frame(ps, frame,
 				    ps->batch.buf + ps->batch.at[idx]);
 		/*
 		 * A frame that returned is taken only above every running one
@@ -735,7 +757,25 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 				copy = ps->batch.at[0];
 				break;
 			}
-			/* No frame taken yet: start from the new copy. */
+			/*
+			 * No frame taken yet: the one the thread state named,
+			 * copied again (first in the batch), if it can be
+			 * taken now; else start from the new copy of the
+			 * thread state.
+			 */
+			note_frame_code(ps, frame,
+					load_u64(ps->batch.buf +
+						     ps->batch.at[0],
+						 off->frame_code));
+			if (spare_frame(ps, frame,
+					ps->batch.buf + ps->batch.at[0]) ||
+			    innermost_usable(ps, 0)) {
+				idx = 0;
+				copy = ps->batch.at[0];
+				spare = spare_frame(ps, frame,
+						    ps->batch.buf + copy);
+				break;
+			}
 			pywalk_take_fresh_tstate(ps);
 			ps->moved = 1;
 			frame = load_u64(ps->tstate_buf, off->tstate_frame);
@@ -817,7 +857,7 @@ void frameobj_release(struct py_sampler *ps)
 	batch_release(&ps->batch);
 	free(ps->anchor_buf);
 	free(ps->by_addr);
-	free(ps->free_frames);
+	free(ps->frames_seen);
 	free(ps->walk_frames);
 	free(ps->walk_known);
 	free(ps->walk_codes);

@@ -192,8 +192,6 @@ struct py_sampler {
 			size_t at, at2;
 			uint32_t height;
 			uint32_t seen; /* walks, the last one it was in */
-			/* walks it was in with this code, up to a bound */
-			uint32_t runs;
 		} * known;
 		size_t nr, alloc;
 		uint32_t walks;
@@ -228,13 +226,17 @@ struct py_sampler {
 	} batch;
 	unsigned char *anchor_buf; /* the frame a batch read starts from */
 	/*
-	 * Up to 3.10: the addresses of frame objects seen running several
-	 * code objects (frames of the free list, not one code object's
-	 * spare frame), any thread's: an open-addressing set (see
-	 * frameobj.c), 0 for an empty slot.
+	 * Up to 3.10: frame objects seen, any thread's, each with its code
+	 * (a frame seen with several is of the free list, not one code
+	 * object's spare frame): an open-addressing table (see frameobj.c),
+	 * address 0 for an empty slot.
 	 */
-	uint64_t *free_frames;
-	size_t nr_free_frames;
+	struct py_frame_seen {
+		uint64_t addr, code;
+		uint32_t runs; /* times seen with that code, up to a bound */
+		uint32_t free; /* seen with another code: of the free list */
+	} * frames_seen;
+	size_t nr_frames_seen;
 	/* scratch for planning spans: known frames by address */
 	struct py_addr_index {
 		uint64_t addr;
