@@ -28,8 +28,10 @@ MIN_CHAIN_SHARE = 0.95
 # The documented summary line, exactly:
 #  spyc: 1234 samples, 5 dropped (5 torn reads), 12.34 s at 99.8 Hz -> out.json
 # with the parenthesis only when something was dropped, and optionally why
-# sampling ended, in parentheses after the file name (with, when the rate
-# asked could not be kept, "; asked R Hz, N late": the slots skipped).
+# sampling ended, in parentheses after the file name (with, when 5% or more
+# of the stacks kept were read again after changing mid-read, "; N% of
+# stacks read again ...", and when the rate asked could not be kept,
+# "; asked R Hz, N late": the slots skipped).
 SUMMARY_RE = re.compile(
     r"^spyc: (?P<samples>\d+) samples"
     r", (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?"
@@ -41,6 +43,8 @@ SUMMARY_RE = re.compile(
     r"(?:; (?P<stopped>the target is stopped by a signal: left stopped"
     r"|the target was stopped by a signal for a while))?"
     r"(?:; (?P<unmerged>\d+) native stacks unmerged)?"
+    r"(?:; (?P<reread>\d+)% of stacks read again after changing mid-read: "
+    r"short calls under-counted, --blocking reads them exactly)?"
     r"(?:; asked (?P<asked>[0-9.e+]+) Hz, (?P<late>\d+) late)?\))?$")
 # What the other tests accept, so that a wording slip in the summary (checked
 # on its own by test_summary_line_format) does not hide everything else: the
