@@ -1138,6 +1138,9 @@ def snapshot_spyc():
     snapdir = tempfile.mkdtemp(prefix="spyc-bench-bin-")
     copy = os.path.join(snapdir, "spyc")
     shutil.copy2(SPYC, copy)
+    # spyc looks for its GPU agent beside itself.
+    if os.path.exists(AGENT):
+        shutil.copy2(AGENT, os.path.join(snapdir, os.path.basename(AGENT)))
     spyc_exe = copy
     return snapdir
 
