@@ -706,17 +706,14 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			spare_frame(ps, frame,
 				    ps->batch.buf + ps->batch.at[idx]);
 		/*
-		 * A frame that returned is taken only above every running one
-		 * (callers outlive their callees), and only when it is a
-		 * spare frame, which still says what it ran and for whom.
+		 * A spare frame's copy, made at any moment, says its call
+		 * (running or, above every running frame, returned: see
+		 * below).  Another frame whose callee returned may have
+		 * returned too, and been reused by any call.
 		 */
-		if (spare && (!depth || stale)) {
-			copy = ps->batch.at[idx];
-		} else if (spare) {
-			/* Running (checked below): any copy says its call. */
+		if (spare) {
 			copy = ps->batch.at[idx];
 		} else if (stale) {
-			/* Its callee returned: it may have too, and be reused. */
 			why = DROP_INVALID;
 			break;
 		} else if (!depth && !innermost_usable(ps, idx)) {
@@ -792,6 +789,11 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 				goto done;
 		}
 		f = ps->batch.buf + copy;
+		/*
+		 * A frame that returned is taken only above every running one
+		 * (callers outlive their callees), and only when it is a
+		 * spare frame, which still says what it ran and for whom.
+		 */
 		if (spare && (!depth || stale) &&
 		    !frame_object_live(off, f, 0)) {
 			/* It returned: a caller is left to say who it was. */
