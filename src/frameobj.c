@@ -119,16 +119,15 @@ static int is_free_frame(const struct py_sampler *ps, uint64_t addr)
  * The frame object at addr was seen running code (or having run it): a
  * frame seen with two codes is of the free list, for good.
  */
-static void note_frame_code(struct py_sampler *ps, uint64_t addr,
-			    uint64_t code)
+static void note_frame_code(struct py_sampler *ps, uint64_t addr, uint64_t code)
 {
 	struct py_frame_seen *e;
 
 	if (!addr || !code)
 		return;
 	if (!ps->frames_seen)
-		ps->frames_seen = xcalloc(FRAMES_SEEN_SLOTS,
-					  sizeof(*ps->frames_seen));
+		ps->frames_seen =
+		    xcalloc(FRAMES_SEEN_SLOTS, sizeof(*ps->frames_seen));
 	if (ps->nr_frames_seen >= FRAMES_SEEN_SLOTS / 4 * 3) {
 		memset(ps->frames_seen, 0,
 		       FRAMES_SEEN_SLOTS * sizeof(*ps->frames_seen));
@@ -543,9 +542,9 @@ static struct link_window frame_window(const struct py_sampler *ps, long idx,
  */
 static int innermost_usable(const struct py_sampler *ps, long idx)
 {
-	return idx >= 0 && frame_object_live(ps->rt->off,
-					     ps->batch.buf + ps->batch.at[idx],
-					     0);
+	return idx >= 0 &&
+	       frame_object_live(ps->rt->off, ps->batch.buf + ps->batch.at[idx],
+				 0);
 }
 
 /*
@@ -698,13 +697,13 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
 		/* Named by the thread state: seen, taken or not. */
 		if (!depth && idx >= 0)
-			note_frame_code(ps, frame,
-					load_u64(ps->batch.buf +
-						     ps->batch.at[idx],
-						 off->frame_code));
-		spare = idx >= 0 &&
-			spare_frame(ps, frame,
-				    ps->batch.buf + ps->batch.at[idx]);
+			note_frame_code(
+			    ps, frame,
+			    load_u64(ps->batch.buf + ps->batch.at[idx],
+				     off->frame_code));
+		spare =
+		    idx >= 0 &&
+		    spare_frame(ps, frame, ps->batch.buf + ps->batch.at[idx]);
 		/*
 		 * A spare frame's copy, made at any moment, says its call
 		 * (running or, above every running frame, returned: see
@@ -760,10 +759,10 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			 * taken now; else start from the new copy of the
 			 * thread state.
 			 */
-			note_frame_code(ps, frame,
-					load_u64(ps->batch.buf +
-						     ps->batch.at[0],
-						 off->frame_code));
+			note_frame_code(
+			    ps, frame,
+			    load_u64(ps->batch.buf + ps->batch.at[0],
+				     off->frame_code));
 			if (spare_frame(ps, frame,
 					ps->batch.buf + ps->batch.at[0]) ||
 			    innermost_usable(ps, 0)) {

@@ -290,9 +290,10 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 /*
  * The copies pyframe_prefetch made for the thread at tstate, moved
  * to where read_current_chunk puts its own; 1 if there were any (for the
- * same chunk and top as ps->tstate_buf's), else 0.  The read was shared with the other threads: whether all its regions
- * came says nothing of this thread's, and a region that failed reads as
- * zeros, so the copy's own chunk size tells.
+ * same chunk and top as ps->tstate_buf's), else 0.  The read was shared
+ * with the other threads: whether all its regions came says nothing of
+ * this thread's, and a region that failed reads as zeros, so the copy's
+ * own chunk size tells.
  */
 static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 			  uint64_t chunk, uint64_t top, struct py_region **rgp,
@@ -400,7 +401,7 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 #define PREFETCH_THREADS_MAX 64
 
 void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
-			     const int *walk, size_t n)
+		      const int *walk, size_t n)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t tsize = (size_t)off->tstate_size, fsize, i, k = 0, nr_iov = 0;
@@ -792,9 +793,8 @@ static int edges_still_hold(struct py_sampler *ps)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t hlen = (size_t)off->iframe_size, n = 0, i;
-	unsigned char *b;
-
 	uint64_t chunk_now = 0, top_now = 0;
+	unsigned char *b;
 
 	if (!ps->nr_edge_checks)
 		return 1;
@@ -863,8 +863,8 @@ static int edges_still_hold(struct py_sampler *ps)
 
 /*
  * Note the pair of chunk frames caller (f, at self, running code) and
- * callee (its code callee_code) for edges_still_hold, unless its call
- * site is known.
+ * callee (its code callee_code) for edges_still_hold, unless the call
+ * is known.
  */
 static void note_edge(struct py_sampler *ps, const unsigned char *f,
 		      uint64_t self, uint64_t code, uint64_t callee,
@@ -993,9 +993,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * code is not known.  Said here, the thread is read
 			 * again.
 			 */
-			if (!code ||
-			    !iframe_live(ps, f, code, &self, &callee,
-					 state_ok, &running))
+			if (!code || !iframe_live(ps, f, code, &self, &callee,
+						  state_ok, &running))
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned
@@ -1006,8 +1005,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * another frame of the same size may have taken this
 			 * one's place.
 			 */
-			if (running || (callee.addr && (returned ||
-							 callee_returned))) {
+			if (running ||
+			    (callee.addr && (returned || callee_returned))) {
 				struct call_edge e = {code, callee_code};
 
 				if (!call_edges_has(&ps->call_edges, &e))
@@ -1023,8 +1022,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 					  callee_code);
 			if (!pywalk_past_limit(ps, depth)) {
 				pywalk_push(ps, out, frame, code, addrq,
-					   off->iframe_is_entry != OFF_NONE &&
-					       f[off->iframe_is_entry]);
+					    off->iframe_is_entry != OFF_NONE &&
+						f[off->iframe_is_entry]);
 				ps->tlbcs[out->nr_frames - 1] = tlbc;
 			}
 			depth++;
@@ -1086,13 +1085,13 @@ void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
 		int units = ps->codes.kind == LINETABLE_310 ? 2 : 1;
 
 		pywalk_push(ps, out, 0, code_word,
-			   lasti < 0 ? -1 : (long)lasti * units, 1);
+			    lasti < 0 ? -1 : (long)lasti * units, 1);
 		return;
 	}
 	code = code_word & ~PY_STACKREF_TAG_MASK;
 	start = code + (uint64_t)off->code_code_adaptive;
 	pywalk_push(ps, out, 0, code,
-		   pos_word >= start ? (long)(pos_word - start) : -1, 0);
+		    pos_word >= start ? (long)(pos_word - start) : -1, 0);
 }
 
 enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
