@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the set of calls seen (calledge): add, find, grow, bound. */
+#include <stdint.h>
+
+#include "calledge.h"
+
+#include "check.h"
+
+/* An edge of a made-up program: code objects 16 bytes apart, as real. */
+static struct call_edge edge(uint64_t caller, uint64_t callee)
+{
+	struct call_edge e = {0x7f0000000000ULL + caller * 16,
+			      0x7f0000000000ULL + callee * 16};
+
+	return e;
+}
+
+static void test_add_find(void)
+{
+	struct call_edges ce = {0};
+	struct call_edge ab = edge(1, 2), ba = edge(2, 1), zero = {0, 5};
+
+	CHECK(!call_edges_has(&ce, &ab));
+	call_edges_add(&ce, &ab);
+	CHECK(call_edges_has(&ce, &ab));
+	/* A pair is directed: who calls whom. */
+	CHECK(!call_edges_has(&ce, &ba));
+	/* Added twice, held once. */
+	call_edges_add(&ce, &ab);
+	CHECK(ce.nr == 1);
+	/* Code 0 is no code (an empty slot): never held. */
+	call_edges_add(&ce, &zero);
+	CHECK(!call_edges_has(&ce, &zero));
+	CHECK(ce.nr == 1);
+	call_edges_release(&ce);
+	CHECK(!ce.slots && !ce.nr && !ce.cap);
+}
+
+static void test_grow_keeps_all(void)
+{
+	struct call_edges ce = {0};
+	uint64_t i, n = 5000;
+	int all = 1;
+
+	for (i = 0; i < n; i++) {
+		struct call_edge e = edge(i, i + 1);
+
+		call_edges_add(&ce, &e);
+	}
+	CHECK(ce.nr == n);
+	/* At most half full after growing. */
+	CHECK(2 * ce.nr <= ce.cap);
+	for (i = 0; i < n; i++) {
+		struct call_edge e = edge(i, i + 1), f = edge(i + 1, i);
+
+		all &= call_edges_has(&ce, &e) && !call_edges_has(&ce, &f);
+	}
+	CHECK(all);
+	call_edges_release(&ce);
+}
+
+/* Past its bound the set is emptied and learnt again: memory bounded. */
+static void test_bounded(void)
+{
+	struct call_edges ce = {0};
+	struct call_edge last = edge(0, 0);
+	size_t most = 0;
+	uint64_t i;
+
+	for (i = 0; i < (1u << 20) + 10; i++) {
+		last = edge(i, 7);
+		call_edges_add(&ce, &last);
+		if (ce.cap > most)
+			most = ce.cap;
+	}
+	CHECK(most <= (1u << 20));
+	CHECK(ce.nr < (1u << 20) / 2 + 1);
+	CHECK(call_edges_has(&ce, &last));
+	call_edges_release(&ce);
+}
+
+int main(void)
+{
+	test_add_find();
+	test_grow_keeps_all();
+	test_bounded();
+	return failed;
+}
