@@ -583,7 +583,6 @@ static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 			m->plan_stale = 1;
 		}
 		note_frame_code(ps, k->addr, ps->walk_codes[i]);
-		k->code = ps->walk_codes[i];
 		k->height = base + (uint32_t)(depth - 1 - i);
 		k->seen = m->walks;
 	}
@@ -637,6 +636,19 @@ static int spare_frame(const struct py_sampler *ps, uint64_t frame,
 
 	return e && !e->free && e->runs >= SPARE_RUNS &&
 	       load_u64(f, ps->rt->off->frame_code) == e->code;
+}
+
+/*
+ * The innermost frame, at frame, whose copy is the batch's idx: noted
+ * as seen, taken or not (frames of short calls are seldom taken, and
+ * must become known all the same); 1 if it is a spare frame.
+ */
+static int note_innermost(struct py_sampler *ps, uint64_t frame, long idx)
+{
+	const unsigned char *f = ps->batch.buf + ps->batch.at[idx];
+
+	note_frame_code(ps, frame, load_u64(f, ps->rt->off->frame_code));
+	return spare_frame(ps, frame, f);
 }
 
 /*
@@ -695,15 +707,10 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		if (why)
 			break;
 		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
-		/* Named by the thread state: seen, taken or not. */
-		if (!depth && idx >= 0)
-			note_frame_code(
-			    ps, frame,
-			    load_u64(ps->batch.buf + ps->batch.at[idx],
-				     off->frame_code));
-		spare =
-		    idx >= 0 &&
-		    spare_frame(ps, frame, ps->batch.buf + ps->batch.at[idx]);
+		spare = idx >= 0 &&
+			(depth ? spare_frame(ps, frame,
+					     ps->batch.buf + ps->batch.at[idx])
+			       : note_innermost(ps, frame, idx));
 		/*
 		 * A spare frame's copy, made at any moment, says its call
 		 * (running or, above every running frame, returned: see
@@ -759,17 +766,10 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			 * taken now; else start from the new copy of the
 			 * thread state.
 			 */
-			note_frame_code(
-			    ps, frame,
-			    load_u64(ps->batch.buf + ps->batch.at[0],
-				     off->frame_code));
-			if (spare_frame(ps, frame,
-					ps->batch.buf + ps->batch.at[0]) ||
-			    innermost_usable(ps, 0)) {
+			spare = note_innermost(ps, frame, 0);
+			if (spare || innermost_usable(ps, 0)) {
 				idx = 0;
 				copy = ps->batch.at[0];
-				spare = spare_frame(ps, frame,
-						    ps->batch.buf + copy);
 				break;
 			}
 			pywalk_take_fresh_tstate(ps);

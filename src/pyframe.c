@@ -737,11 +737,7 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 	if (!ps->nr_links)
 		return 1;
 	py_sampler_grow_iov(ps, ps->nr_links + 2);
-	if (ps->nr_links * hlen > ps->alloc_link_buf) {
-		free(ps->link_buf);
-		ps->alloc_link_buf = ps->nr_links * hlen * 2;
-		ps->link_buf = xmalloc(ps->alloc_link_buf);
-	}
+	ensure_buf(&ps->link_buf, &ps->alloc_link_buf, ps->nr_links * hlen);
 	if (ps->walk_cframe)
 		py_sampler_set_iov(ps, n++, &cframe_now,
 				   tstate + (uint64_t)off->tstate_cframe,
@@ -789,12 +785,11 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
  * samples whose pairs cannot be read again (most often a short call that
  * returned) are dropped while they are learnt.  1 when every pair holds.
  */
-static int edges_still_hold(struct py_sampler *ps)
+static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t hlen = (size_t)off->iframe_size, n = 0, i;
 	uint64_t chunk_now = 0, top_now = 0;
-	unsigned char *b;
 
 	if (!ps->nr_edge_checks)
 		return 1;
@@ -802,43 +797,36 @@ static int edges_still_hold(struct py_sampler *ps)
 	    off->tstate_datastack_top == OFF_NONE)
 		return 0;
 	py_sampler_grow_iov(ps, 2 * ps->nr_edge_checks + 2);
-	if ((2 * ps->nr_edge_checks + 2) * hlen > ps->alloc_edge_buf) {
-		free(ps->edge_buf);
-		ps->alloc_edge_buf = (4 * ps->nr_edge_checks + 4) * hlen;
-		ps->edge_buf = xmalloc(ps->alloc_edge_buf);
-	}
+	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf,
+		   2 * ps->nr_edge_checks * hlen);
 	/*
 	 * First how far the thread's data stack reaches: frames below its
 	 * top are live (a generator's frame, where the thread may be, lives
 	 * elsewhere), so a frame that returned and was read where the stack
 	 * grew again is not taken for one of them.
 	 */
-	py_sampler_set_iov(ps, 0, &chunk_now,
-			   ps->walk_tstate +
-			       (uint64_t)off->tstate_datastack_chunk,
+	py_sampler_set_iov(ps, n++, &chunk_now,
+			   tstate + (uint64_t)off->tstate_datastack_chunk,
 			   sizeof(chunk_now));
-	py_sampler_set_iov(ps, 1, &top_now,
-			   ps->walk_tstate +
-			       (uint64_t)off->tstate_datastack_top,
+	py_sampler_set_iov(ps, n++, &top_now,
+			   tstate + (uint64_t)off->tstate_datastack_top,
 			   sizeof(top_now));
-	n = 2;
 	for (i = 0; i < ps->nr_edge_checks; i++) {
-		py_sampler_set_iov(ps, n, ps->edge_buf + n * hlen,
-				   ps->edge_checks[i].caller, hlen);
-		n++;
-		py_sampler_set_iov(ps, n, ps->edge_buf + n * hlen,
-				   ps->edge_checks[i].callee, hlen);
-		n++;
+		unsigned char *b = ps->edge_buf + 2 * i * hlen;
+
+		py_sampler_set_iov(ps, n++, b, ps->edge_checks[i].caller, hlen);
+		py_sampler_set_iov(ps, n++, b + hlen, ps->edge_checks[i].callee,
+				   hlen);
 	}
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) != (int)n ||
 	    chunk_now != ps->chunks[0].addr)
 		return 0;
-	for (i = 0, b = ps->edge_buf + 2 * hlen; i < ps->nr_edge_checks; i++) {
+	for (i = 0; i < ps->nr_edge_checks; i++) {
 		const struct py_edge_check *c = &ps->edge_checks[i];
-		const unsigned char *caller = b, *callee = b + hlen;
+		const unsigned char *caller = ps->edge_buf + 2 * i * hlen;
+		const unsigned char *callee = caller + hlen;
 		int32_t stacktop;
 
-		b += 2 * hlen;
 		if (top_now < c->callee + hlen ||
 		    (load_u64(caller, off->iframe_code) &
 		     ~PY_STACKREF_TAG_MASK) != c->edge.code ||
@@ -939,7 +927,6 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	if (off->tstate_base_frame != OFF_NONE)
 		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
 	ps->walk_frame = frame;
-	ps->walk_tstate = tstate;
 	ps->nr_links = 0;
 	ps->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);
@@ -1056,7 +1043,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	 */
 	if (!depth && datastack_in_use(ps) == 1)
 		return DROP_INVALID;
-	if (!links_still_hold(ps, tstate) || !edges_still_hold(ps))
+	if (!links_still_hold(ps, tstate) || !edges_still_hold(ps, tstate))
 		return DROP_INVALID;
 	pywalk_push_omitted(ps, out);
 	return DROP_NONE;

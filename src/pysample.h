@@ -187,7 +187,6 @@ struct py_sampler {
 		 */
 		struct py_known_frame {
 			uint64_t addr;
-			uint64_t code; /* the code it ran when last seen */
 			/* its two copies' offsets in the spans' bytes */
 			size_t at, at2;
 			uint32_t height;
@@ -272,7 +271,7 @@ struct py_sampler {
 	size_t nr_links, alloc_links;
 	unsigned char *link_buf;
 	size_t alloc_link_buf;
-	uint64_t walk_cframe, walk_frame, walk_tstate;
+	uint64_t walk_cframe, walk_frame;
 	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which
