@@ -918,7 +918,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	long owner = -1;
 	int shim = 0; /* a C-stack shim since the last Python frame */
 	uint64_t frame, base = 0;
-	int at_base = 0;
+	int at_base = 0, last_entry = 0;
 	int r = read_current_chunk(ps, tstate, &frame);
 
 	if (r)
@@ -1007,10 +1007,11 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			    !callee_returned)
 				note_edge(ps, f, frame, code, callee.addr,
 					  callee_code);
+			last_entry = off->iframe_is_entry != OFF_NONE &&
+				     f[off->iframe_is_entry];
 			if (!pywalk_past_limit(ps, depth)) {
 				pywalk_push(ps, out, frame, code, addrq,
-					    off->iframe_is_entry != OFF_NONE &&
-						f[off->iframe_is_entry]);
+					    last_entry);
 				ps->tlbcs[out->nr_frames - 1] = tlbc;
 			}
 			depth++;
@@ -1025,13 +1026,21 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	 * The chain of a thread ends at its first frame: the shim of its
 	 * first eval call (3.12+), or a frame of its own (3.11), and on
 	 * 3.15 at the base frame below that shim, the thread's own.  Ending
-	 * anywhere else, such as at a generator, it was cut mid-read.
+	 * anywhere else, such as at a generator, it was cut mid-read.  On
+	 * 3.11 that first frame is an entry frame (_PyEval_EvalFrameDefault
+	 * sets is_entry): a frame just pushed has is_entry cleared and its
+	 * previous link not yet set, so it holds what the slot held before,
+	 * 0 where a local of an older frame was unbound (owner 0 is the
+	 * thread's, so the owner cannot tell).
 	 */
 	if (depth) {
 		long root = off->owner_cstack != OFF_NONE ? off->owner_cstack
 							  : off->owner_thread;
 
 		if (root != OFF_NONE && owner != root)
+			return DROP_INVALID;
+		if (off->owner_cstack == OFF_NONE &&
+		    off->iframe_is_entry != OFF_NONE && !last_entry)
 			return DROP_INVALID;
 		if (base && !at_base)
 			return DROP_INVALID;
