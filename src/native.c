@@ -27,7 +27,6 @@
 /* Addresses in no known module make spyc re-read the maps at most this often.
  */
 #define REREPORT_NS 1000000000ULL
-#define NR_PAGES 16u
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
 			    int *status);
@@ -48,8 +47,6 @@ static struct native_thread *find_thread(struct native_unwinder *nu, long tid)
 static int read_word(struct native_unwinder *nu, uint64_t addr, uint64_t *val)
 {
 	struct native_thread *t = nu->current;
-	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
-	unsigned int i;
 
 	/* Unwinders chase garbage too: compare without overflow. */
 	if (t && addr >= t->stack_lo && t->stack_len >= 8 &&
@@ -57,22 +54,7 @@ static int read_word(struct native_unwinder *nu, uint64_t addr, uint64_t *val)
 		memcpy(val, t->stack + (addr - t->stack_lo), 8);
 		return 0;
 	}
-	if (addr - page > PAGE_BYTES - 8)
-		return proc_read(nu->pid, addr, val, 8);
-	for (i = 0; i < NR_PAGES; i++)
-		if (nu->pages[i] == page)
-			break;
-	if (i == NR_PAGES) {
-		i = nu->next_page++ % NR_PAGES;
-		if (proc_read(nu->pid, page, nu->page_data + i * PAGE_BYTES,
-			      PAGE_BYTES)) {
-			nu->pages[i] = 0;
-			return proc_read(nu->pid, addr, val, 8);
-		}
-		nu->pages[i] = page;
-	}
-	memcpy(val, nu->page_data + i * PAGE_BYTES + (addr - page), 8);
-	return 0;
+	return unwindmem_read(&nu->mem, addr, val);
 }
 
 static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
@@ -200,7 +182,7 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	}
 	nu->syms_size = 1024;
 	nu->syms = xcalloc(nu->syms_size, sizeof(*nu->syms));
-	nu->page_data = xmalloc(NR_PAGES * PAGE_BYTES);
+	unwindmem_init(&nu->mem, rt->pid);
 	return 0;
 }
 
@@ -234,22 +216,29 @@ void native_release(struct native_unwinder *nu)
 		dwfl_end(nu->dwfl);
 	if (nu->as)
 		unw_destroy_addr_space(nu->as);
-	free(nu->page_data);
+	unwindmem_release(&nu->mem);
 	memset(nu, 0, sizeof(*nu));
 }
 
-/* Stop one thread; 0 if stopped, -1 if it is gone or cannot be. */
-static int stop_one(struct native_unwinder *nu, struct native_thread *t)
+/*
+ * Ask one thread to stop; 0 if asked, -1 if it is gone or cannot be
+ * (t->stopped says whether it must be detached).
+ */
+static int interrupt_one(struct native_thread *t)
 {
-	int status;
-
 	t->pending_signal = 0;
 	t->captured = 0;
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
 		return -1;
 	t->stopped = 1; /* attached: must be detached whatever happens */
-	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
-		return -1;
+	return ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) ? -1 : 0;
+}
+
+/* Wait until an interrupted thread stops; 0 if it did, -1 if it exited. */
+static int wait_stopped(struct native_thread *t)
+{
+	int status;
+
 	for (;;) {
 		pid_t r = waitpid((pid_t)t->tid, &status, __WALL);
 
@@ -268,38 +257,53 @@ static int stop_one(struct native_unwinder *nu, struct native_thread *t)
 			t->pending_signal = WSTOPSIG(status);
 		break;
 	}
-	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
-		return -1;
-	return 0;
+	return ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) ? -1 : 0;
 }
 
-/* Copy the top of a stopped thread's stack: one read, shrinking on a fault. */
+/* Let go of thread i of nu, which could not be captured. */
+static void drop_thread(struct native_unwinder *nu, size_t i)
+{
+	struct native_thread *t = &nu->threads[i], keep;
+
+	if (t->stopped)
+		ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
+	t->stopped = 0;
+	/* The last one takes its place; its stack buffer comes along. */
+	keep = *t;
+	*t = nu->threads[--nu->nr_threads];
+	nu->threads[nu->nr_threads] = keep;
+}
+
+/*
+ * Copy the top of a stopped thread's stack in one read, which ends
+ * early where the stack's mapping does (the main thread near the top of
+ * its stack).
+ */
 static void copy_stack(struct native_unwinder *nu, struct native_thread *t)
 {
-	size_t len = STACK_COPY_BYTES;
+	ssize_t n;
 
-	if (t->stack_alloc < len) {
+	if (t->stack_alloc < STACK_COPY_BYTES) {
 		free(t->stack);
-		t->stack = xmalloc(len);
-		t->stack_alloc = len;
+		t->stack = xmalloc(STACK_COPY_BYTES);
+		t->stack_alloc = STACK_COPY_BYTES;
 	}
 	t->stack_lo = t->regs.rsp - RED_ZONE;
-	for (; len >= PAGE_BYTES; len /= 2) {
-		/* Stop at the end of the stack's mapping. */
-		if (!proc_read(nu->pid, t->stack_lo, t->stack, len)) {
-			t->stack_len = len;
-			return;
-		}
-	}
-	t->stack_len = 0;
+	n = proc_read_some(nu->pid, t->stack_lo, t->stack, STACK_COPY_BYTES);
+	t->stack_len = n > 0 ? (size_t)n : 0;
 }
 
 size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 {
-	size_t i, stopped = 0;
+	size_t i;
 
 	native_resume_all(nu);
 	nu->nr_threads = 0;
+	/*
+	 * All are asked first, then waited for: they stop at once, each
+	 * held for about the time of one stop, and spyc seldom has to
+	 * sleep in waitpid for any but the first.
+	 */
 	for (i = 0; i < n; i++) {
 		struct native_thread *t;
 		size_t old = nu->alloc_threads;
@@ -313,22 +317,24 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 				   sizeof(*nu->threads));
 		t = &nu->threads[nu->nr_threads++];
 		t->tid = tids[i];
-		if (stop_one(nu, t)) {
-			if (t->stopped)
-				ptrace(PTRACE_DETACH, t->tid, 0,
-				       t->pending_signal);
-			t->stopped = 0;
-			nu->nr_threads--;
+		if (interrupt_one(t))
+			drop_thread(nu, nu->nr_threads - 1);
+	}
+	for (i = 0; i < nu->nr_threads;) {
+		struct native_thread *t = &nu->threads[i];
+
+		if (wait_stopped(t)) {
+			drop_thread(nu, i);
 			continue;
 		}
 		/* Only an unwinder needs the stack (not --blocking). */
 		if (nu->as)
 			copy_stack(nu, t);
 		t->captured = 1;
-		stopped++;
+		i++;
 	}
-	memset(nu->pages, 0, sizeof(nu->pages));
-	return stopped;
+	unwindmem_new_stop(&nu->mem);
+	return nu->nr_threads;
 }
 
 void native_resume_all(struct native_unwinder *nu)

@@ -11,6 +11,7 @@
 
 #include "pysample.h"
 #include "pyruntime.h"
+#include "unwindmem.h"
 
 /* Deepest native stack followed. */
 #define NATIVE_MAX_DEPTH 512
@@ -58,9 +59,7 @@ struct native_unwinder {
 	size_t nr_threads, alloc_threads;
 	struct native_thread *current; /* being unwound */
 	void *upt;	    /* _UPT_create(): finds the unwind tables */
-	uint64_t pages[16]; /* a small cache of target pages */
-	unsigned char *page_data;
-	unsigned int next_page;
+	struct unwindmem mem; /* the target's memory beside the stacks */
 	uint64_t last_report; /* when the module list was last refreshed */
 };
 

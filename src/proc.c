@@ -132,6 +132,19 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {buf, len};
+	struct iovec remote = {(void *)(uintptr_t)addr, len};
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	proc_counts.remote_reads++;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return n < 0 ? -errno : n;
+}
+
 /* Reads proc_read_stable() makes before it gives up. */
 #define STABLE_TRIES 8
 

@@ -47,6 +47,12 @@ extern struct proc_counts proc_counts;
  * short read).  Never blocks the target.
  */
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/*
+ * Read up to len bytes at addr of pid into buf, stopping where the
+ * mapping ends.  Returns the bytes read, or a negative errno as
+ * proc_read when not even the first page could be read.
+ */
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /*
  * Read data that does not change once the target has written it (a

@@ -18,8 +18,11 @@
 
 /* A launched program that stays non-Python this long is not Python. */
 #define LAUNCH_GIVE_UP_NS (10ULL * 1000000000ULL)
-/* How long attaching waits for a starting interpreter to tell its version. */
-#define ATTACH_WAIT_NS (2ULL * 1000000000ULL)
+/*
+ * How long attaching waits for a starting interpreter to tell its
+ * version: the dynamic loader of a loaded machine can take seconds.
+ */
+#define ATTACH_WAIT_NS (10ULL * 1000000000ULL)
 /* How long an "unsupported" answer must last while a program starts. */
 #define LAUNCH_SETTLE_NS (500ULL * 1000000ULL)
 /* How often to look for the interpreter while a program starts. */
