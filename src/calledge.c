@@ -25,37 +25,39 @@ static int edge_eq(const struct call_edge *a, const struct call_edge *b)
 }
 
 /* The slot of e, or the empty one where it would go (code 0: empty). */
-static struct call_edge *edge_slot(const struct call_edges *ce,
-				   const struct call_edge *e)
+static struct call_edge_slot *edge_slot(const struct call_edges *ce,
+					const struct call_edge *e)
 {
 	size_t i = edge_hash(e) & (ce->cap - 1);
 
-	while (ce->slots[i].code && !edge_eq(&ce->slots[i], e))
+	while (ce->slots[i].edge.code && !edge_eq(&ce->slots[i].edge, e))
 		i = (i + 1) & (ce->cap - 1);
 	return &ce->slots[i];
 }
 
 int call_edges_has(const struct call_edges *ce, const struct call_edge *e)
 {
-	return ce->cap && e->code && edge_slot(ce, e)->code;
+	return ce->cap && e->code &&
+	       edge_slot(ce, e)->checks >= (ce->checks ? ce->checks : 1);
 }
 
 static void grow(struct call_edges *ce)
 {
-	struct call_edge *old = ce->slots;
+	struct call_edge_slot *old = ce->slots;
 	size_t i, old_cap = ce->cap;
 
 	ce->cap = old_cap ? old_cap * 2 : CALL_EDGES_FIRST;
 	ce->slots = xcalloc(ce->cap, sizeof(*ce->slots));
 	for (i = 0; i < old_cap; i++)
-		if (old[i].code)
-			*edge_slot(ce, &old[i]) = old[i];
+		if (old[i].edge.code)
+			*edge_slot(ce, &old[i].edge) = old[i];
 	free(old);
 }
 
-void call_edges_add(struct call_edges *ce, const struct call_edge *e)
+void call_edges_add(struct call_edges *ce, const struct call_edge *e,
+		    uint32_t stamp)
 {
-	struct call_edge *s;
+	struct call_edge_slot *s;
 
 	if (!e->code)
 		return;
@@ -69,9 +71,15 @@ void call_edges_add(struct call_edges *ce, const struct call_edge *e)
 		}
 	}
 	s = edge_slot(ce, e);
-	if (!s->code) {
-		*s = *e;
+	if (!s->edge.code) {
+		s->edge = *e;
+		s->checks = 1;
+		s->stamp = stamp;
 		ce->nr++;
+	} else if (s->stamp != stamp) {
+		s->stamp = stamp;
+		if (s->checks < UINT32_MAX)
+			s->checks++;
 	}
 }
 

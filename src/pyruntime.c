@@ -506,6 +506,16 @@ static int choose_offsets(struct pyruntime *rt)
 			    "cannot read _PyRuntime of pid %d: %s",
 			    (int)rt->pid, strerror(-r));
 	/*
+	 * No cookie yet: the loader has reserved libpython's span but not
+	 * mapped its data segment there (what is read is other bytes of
+	 * the file, or zeros), and the interpreter has not started.
+	 */
+	if (memcmp(raw, DEBUG_COOKIE, 8))
+		return fail(rt, PYRT_NOT_READY,
+			    "pid %d's _PyRuntime holds no _Py_DebugOffsets "
+			    "(not loaded yet, or not CPython)",
+			    (int)rt->pid);
+	/*
 	 * Whether the target is free-threaded is its own word, not its file
 	 * name's: _Py_DebugOffsets.free_threaded.  Its layout of
 	 * _Py_DebugOffsets is that of the build with the GIL (the struct is

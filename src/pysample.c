@@ -113,6 +113,9 @@ void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 	/* Room for what a generator keeps before its frame, too. */
 	ps->frame_buf = xcalloc(1, (size_t)frame_len + PY_FRAME_PREFIX_MAX);
 	ps->pthread_tid_at = -1;
+	/* 3.11: nothing tells a frame being pushed (see calledge.h). */
+	if (off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000)
+		ps->call_edges.checks = CALL_EDGE_CHECKS_UNGUARDED;
 }
 
 void py_sampler_release(struct py_sampler *ps)
@@ -141,6 +144,11 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->tlbc_slots);
 	free(ps->headers);
 	free(ps->codes_read);
+	free(ps->code_pre.codes);
+	free(ps->code_pre.regions);
+	free(ps->code_pre.buf);
+	free(ps->pre_idents);
+	free(ps->pre_tids);
 	free(ps->local);
 	free(ps->remote);
 	free(ps->tids);
@@ -241,7 +249,7 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		    out->threads[i].ident + (uint64_t)ps->pthread_tid_at, 4);
 		nio++;
 	}
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+	if (!nio || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;
 	for (i = 0; i < nio; i++)
 		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
@@ -365,19 +373,38 @@ static size_t prefetch_threads(struct py_sampler *ps)
 	const struct py_offsets *off = ps->rt->off;
 	size_t n = ps->nr_pre, size = (size_t)off->tstate_size, i;
 	uint64_t head_addr = interp_head_addr(ps->rt), interp = 0, next;
+	size_t nio;
 	long lo, hi;
 
 	if (!n || !head_addr)
 		return 0;
 	interp_head_span(off, &lo, &hi);
-	py_sampler_grow_iov(ps, n + 2);
+	py_sampler_grow_iov(ps, 2 * n + 2);
 	py_sampler_set_iov(ps, 0, &interp, head_addr, sizeof(interp));
 	py_sampler_set_iov(ps, 1, ps->pre_head, ps->pre_interp + (uint64_t)lo,
 			   (size_t)(hi + 8 - lo));
 	for (i = 0; i < n; i++)
 		py_sampler_set_iov(ps, i + 2, ps->tstate_bufs + i * size,
 				   ps->pre_tstates[i], size);
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n + 2) !=
+	nio = n + 2;
+	/*
+	 * Up to 3.10, each thread's tid too, from its struct pthread: good
+	 * when the thread state still names that pthread_t (new_thread).
+	 */
+	if (off->tstate_native_thread_id == OFF_NONE &&
+	    ps->pthread_tid_at >= 0) {
+		for (i = 0; i < n; i++) {
+			ps->pre_tids[i] = 0;
+			if (ps->pre_idents[i])
+				py_sampler_set_iov(
+				    ps, nio++, &ps->pre_tids[i],
+				    ps->pre_idents[i] +
+					(uint64_t)ps->pthread_tid_at,
+				    sizeof(ps->pre_tids[i]));
+		}
+	}
+	/* Regions that failed read as zeros: no tid, and no link holds. */
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <
 		(int)(n + 2) ||
 	    interp != ps->pre_interp ||
 	    load_u64(ps->pre_head, off->interp_next - lo) ||
@@ -405,6 +432,8 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 	if (!interp || !nr)
 		return;
 	ALLOC_GROW(ps->pre_tstates, nr, ps->alloc_pre);
+	ALLOC_GROW(ps->pre_idents, nr, ps->alloc_pre_idents);
+	ALLOC_GROW(ps->pre_tids, nr, ps->alloc_pre_tids);
 	if (ps->alloc_tstate_bufs < nr) {
 		free(ps->tstate_bufs);
 		ps->tstate_bufs = xmalloc(nr * size);
@@ -412,8 +441,10 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 	}
 	if (!ps->pre_head)
 		ps->pre_head = xmalloc(INTERP_HEAD_MAX);
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
 		ps->pre_tstates[i] = out->threads[i].tstate;
+		ps->pre_idents[i] = out->threads[i].ident;
+	}
 	ps->pre_interp = interp;
 	ps->nr_pre = nr;
 }
@@ -424,6 +455,7 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
  * its frames are not wanted.
  */
 static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
+				    uint64_t ident, long tid,
 				    struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -436,6 +468,9 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	    off->tstate_native_thread_id == OFF_NONE
 		? 0
 		: (long)load_u64(ps->tstate_buf, off->tstate_native_thread_id);
+	/* A tid read beside this copy, of the struct pthread it names. */
+	if (!t->tid && ident && ident == t->ident && tid > 0)
+		t->tid = tid;
 	t->tstate = tstate;
 	t->state = THREAD_UNKNOWN;
 	t->holds_gil = 0;
@@ -453,7 +488,7 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
 				   struct py_sample *out)
 {
-	struct py_thread *t = new_thread(ps, tstate, out);
+	struct py_thread *t = new_thread(ps, tstate, 0, 0, out);
 
 	return t->skipped ? DROP_NONE : walk_thread(ps, t, out);
 }
@@ -474,7 +509,9 @@ static enum drop_reason add_prefetched(struct py_sampler *ps, size_t n,
 	for (i = 0; i < n; i++) {
 		memcpy(ps->tstate_buf, ps->tstate_bufs + i * tsize, tsize);
 		ps->pre_walk[i] =
-		    !new_thread(ps, ps->pre_tstates[i], out)->skipped;
+		    !new_thread(ps, ps->pre_tstates[i], ps->pre_idents[i],
+				ps->pre_tids[i], out)
+			 ->skipped;
 	}
 	pyframe_prefetch(ps, ps->pre_tstates, ps->pre_walk, n);
 	for (i = 0; i < n; i++) {
@@ -543,7 +580,8 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 	return DROP_NONE;
 }
 
-enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
+static enum drop_reason sample_threads(struct py_sampler *ps,
+				       struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t interp;
@@ -557,6 +595,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	/* Copies left by a sample that was dropped are stale now. */
 	ps->nr_pre_chunks = 0;
 	ps->nr_pre_frames = 0;
+	ps->code_pre.ready = 0;
 	out->nr_threads = 0;
 	out->nr_frames = 0;
 	out->nr_tasks = 0;
@@ -601,4 +640,16 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 			pyasync_stacks(ps, ps->async, out, ps->async_all);
 	}
 	return DROP_NONE;
+}
+
+enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
+{
+	enum drop_reason why;
+
+	ps->sample_stamp++;
+	why = sample_threads(ps, out);
+
+	/* Only this sample's frames may take what was read with them. */
+	ps->code_pre.ready = 0;
+	return why;
 }

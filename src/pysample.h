@@ -135,6 +135,14 @@ struct py_sampler {
 	uint64_t pre_interp;
 	uint64_t *pre_tstates;
 	size_t nr_pre, alloc_pre;
+	/*
+	 * Up to 3.10 (no native id in the thread state): each one's
+	 * pthread_t as last seen, and the tid its struct pthread held when
+	 * read again with the thread states; 0 when not read.
+	 */
+	uint64_t *pre_idents;
+	int32_t *pre_tids;
+	size_t alloc_pre_idents, alloc_pre_tids;
 	unsigned char *tstate_bufs;
 	size_t alloc_tstate_bufs;
 	unsigned char *pre_head;
@@ -173,6 +181,21 @@ struct py_sampler {
 		struct pycode *code; /* once looked up, else NULL */
 	} * codes_read;
 	size_t alloc_codes_read;
+	/*
+	 * The code headers the last sample read (its distinct codes, where
+	 * each one's header lies, the regions read), read again with the
+	 * next sample's frames (pyframe_prefetch_codes): when that sample
+	 * runs no other code, it reads no header on its own.
+	 */
+	struct py_code_pre {
+		struct py_code_read *codes;
+		size_t nr, alloc;
+		struct iovec *regions; /* remote addresses and lengths */
+		size_t nr_regions, alloc_regions;
+		unsigned char *buf; /* the regions' copies, end to end */
+		size_t bytes, alloc_buf;
+		int ready; /* read with this sample's frames, not taken yet */
+	} code_pre;
 	struct iovec *local, *remote;
 	size_t alloc_iov;
 	/*
@@ -202,7 +225,7 @@ struct py_sampler {
 		struct py_span {
 			uint64_t addr;
 			size_t len;
-			size_t from, nr;  /* its frames, in by_addr */
+			size_t from, nr;	  /* its frames, in by_addr */
 			uint32_t highest, lowest; /* its frames' heights */
 		} * spans;
 		size_t nr_spans, alloc_spans, span_bytes;
@@ -355,6 +378,7 @@ struct py_sampler {
 	 * these says short calls are under-counted.
 	 */
 	uint64_t walks, walks_again;
+	uint32_t sample_stamp; /* counts samples: which one a check was in */
 	int moved; /* the walk just done took a new copy of the thread state */
 	char process_name[16];
 	struct py_task_file {

@@ -428,7 +428,9 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
     without stopping it, from another CPU, their share of the innermost
     frames is near the one --blocking (the thread stopped, read exactly)
     gives, not a small part of it (a walk that waits for a frame that
-    lasts keeps the long calls)."""
+    lasts keeps the long calls).  4 s each: a walk takes a caller and
+    callee pair once it has been seen whole (on 3.11 in two samples),
+    and the leaf functions' pairs are learnt in the first moments."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs: spyc and the target on one each")
@@ -440,7 +442,7 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
         for mode in ("--blocking", None):
             out = str(tmp_path / ("%s.txt" % (mode or "plain")))
             extra = ["--format", "folded"] + ([mode] if mode else [])
-            res, summary = record(spyc, t.pid, out, 2000, 2, *extra,
+            res, summary = record(spyc, t.pid, out, 2000, 4, *extra,
                                   may_drop=True)
             stacks = parse_folded(out)
             assert summary.samples >= 100, res.describe()

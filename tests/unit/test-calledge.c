@@ -21,19 +21,38 @@ static void test_add_find(void)
 	struct call_edge ab = edge(1, 2), ba = edge(2, 1), zero = {0, 5};
 
 	CHECK(!call_edges_has(&ce, &ab));
-	call_edges_add(&ce, &ab);
+	/* By default one check holds a pair. */
+	call_edges_add(&ce, &ab, 1);
 	CHECK(call_edges_has(&ce, &ab));
 	/* A pair is directed: who calls whom. */
 	CHECK(!call_edges_has(&ce, &ba));
-	/* Added twice, held once. */
-	call_edges_add(&ce, &ab);
+	/* Added again, held once. */
+	call_edges_add(&ce, &ab, 3);
 	CHECK(ce.nr == 1);
+	CHECK(call_edges_has(&ce, &ab));
 	/* Code 0 is no code (an empty slot): never held. */
-	call_edges_add(&ce, &zero);
+	call_edges_add(&ce, &zero, 1);
+	call_edges_add(&ce, &zero, 2);
 	CHECK(!call_edges_has(&ce, &zero));
 	CHECK(ce.nr == 1);
 	call_edges_release(&ce);
 	CHECK(!ce.slots && !ce.nr && !ce.cap);
+}
+
+/* Where a version needs more checks: one per sample counts. */
+static void test_checks_per_sample(void)
+{
+	struct call_edges ce = {0};
+	struct call_edge ab = edge(1, 2);
+
+	ce.checks = CALL_EDGE_CHECKS_UNGUARDED;
+	call_edges_add(&ce, &ab, 1);
+	call_edges_add(&ce, &ab, 1);
+	CHECK(!call_edges_has(&ce, &ab));
+	call_edges_add(&ce, &ab, 2);
+	CHECK(call_edges_has(&ce, &ab));
+	CHECK(ce.nr == 1);
+	call_edges_release(&ce);
 }
 
 static void test_grow_keeps_all(void)
@@ -45,7 +64,8 @@ static void test_grow_keeps_all(void)
 	for (i = 0; i < n; i++) {
 		struct call_edge e = edge(i, i + 1);
 
-		call_edges_add(&ce, &e);
+		call_edges_add(&ce, &e, 1);
+		call_edges_add(&ce, &e, 2);
 	}
 	CHECK(ce.nr == n);
 	/* At most half full after growing. */
@@ -69,7 +89,8 @@ static void test_bounded(void)
 
 	for (i = 0; i < (1u << 20) + 10; i++) {
 		last = edge(i, 7);
-		call_edges_add(&ce, &last);
+		call_edges_add(&ce, &last, 1);
+		call_edges_add(&ce, &last, 2);
 		if (ce.cap > most)
 			most = ce.cap;
 	}
@@ -82,6 +103,7 @@ static void test_bounded(void)
 int main(void)
 {
 	test_add_find();
+	test_checks_per_sample();
 	test_grow_keeps_all();
 	test_bounded();
 	return failed;
