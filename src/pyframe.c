@@ -987,19 +987,16 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 						  state_ok, &running))
 				return DROP_INVALID;
 			/*
-			 * A frame calls only once it runs.  3.11+ push a frame
-			 * (code set, instruction before its first) before it
-			 * runs and before the caller's link to it is set: one
-			 * read in that moment, under a frame left above it by
-			 * an older call, is no caller.  A direct call is made
-			 * by a CALL, never by the first instruction; through C
-			 * (a shim, or on 3.11 an entry callee, last_entry
-			 * still its) the first may call (RESUME runs signal
-			 * handlers).
+			 * A frame calls only once it runs.  3.11 and 3.12 push
+			 * a frame (code set, instruction before its first, so
+			 * no offset) before it runs and before the caller's
+			 * link to it is set: one read in that moment, under a
+			 * frame left above it by an older call, is no caller.
+			 * (3.13+ start a frame at its first instruction, where
+			 * the trampoline that runs __init__ for a class call
+			 * stays while it calls: no such check there.)
 			 */
-			if (callee.addr && !tlbc &&
-			    (addrq < 0 ||
-			     (addrq == 0 && self.direct && !last_entry)))
+			if (callee.addr && !tlbc && addrq < 0)
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned
