@@ -441,13 +441,11 @@ void frameobj_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	if (!k)
 		return;
-	nio = pyframe_prefetch_codes(ps, nio);
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;
 	for (i = 0; i < k; i++)
 		ps->pre_frames[i].ready = 1;
 	ps->nr_pre_frames = k;
-	ps->code_pre.ready = 1;
 }
 
 /*

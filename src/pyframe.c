@@ -478,14 +478,12 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	if (!k)
 		return;
-	nr_iov = pyframe_prefetch_codes(ps, nr_iov);
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nr_iov);
 	if (r < 0)
 		return;
 	for (i = 0; i < k; i++)
 		ps->pre_chunks[i].ready = 1;
 	ps->nr_pre_chunks = k;
-	ps->code_pre.ready = 1;
 }
 
 /* Copy the next older chunk, up to its saved top; 0 or -1. */
@@ -996,7 +994,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * the trampoline that runs __init__ for a class call
 			 * stays while it calls: no such check there.)
 			 */
-			if (callee.addr && !tlbc && addrq < 0)
+			if (callee.addr && addrq < 0 &&
+			    off->hexversion < 0x030d0000)
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned
@@ -1299,79 +1298,6 @@ static size_t plan_header_reads(struct py_sampler *ps, size_t nr)
 	return nio;
 }
 
-/* Keep the nio regions just read for nr codes: the next prefetch's. */
-static void keep_code_plan(struct py_sampler *ps, size_t nr, size_t nio)
-{
-	struct py_code_pre *cp = &ps->code_pre;
-	size_t i;
-
-	ALLOC_GROW(cp->codes, nr, cp->alloc);
-	ALLOC_GROW(cp->regions, nio, cp->alloc_regions);
-	memcpy(cp->codes, ps->codes_read, nr * sizeof(*cp->codes));
-	memcpy(cp->regions, ps->remote, nio * sizeof(*cp->regions));
-	cp->nr = nr;
-	cp->nr_regions = nio;
-	cp->bytes = 0;
-	for (i = 0; i < nio; i++)
-		cp->bytes += cp->regions[i].iov_len;
-}
-
-size_t pyframe_prefetch_codes(struct py_sampler *ps, size_t nio)
-{
-	struct py_code_pre *cp = &ps->code_pre;
-	size_t i, at = 0;
-
-	cp->ready = 0;
-	if (!cp->nr_regions)
-		return nio;
-	if (cp->alloc_buf < cp->bytes) {
-		free(cp->buf);
-		cp->alloc_buf = cp->bytes * 2;
-		cp->buf = xmalloc(cp->alloc_buf);
-	}
-	py_sampler_grow_iov(ps, nio + cp->nr_regions);
-	for (i = 0; i < cp->nr_regions; i++) {
-		py_sampler_set_iov(ps, nio++, cp->buf + at,
-				   (uint64_t)(uintptr_t)cp->regions[i].iov_base,
-				   cp->regions[i].iov_len);
-		at += cp->regions[i].iov_len;
-	}
-	/* A region that fails reads as zeros: no code's header. */
-	memset(cp->buf, 0, cp->bytes);
-	return nio;
-}
-
-/*
- * Can the nr codes of codes_read take their headers from the copies
- * read with the frames?  When each of them was read there, they do,
- * and ps->headers holds those copies.
- */
-static int take_pre_codes(struct py_sampler *ps, size_t nr)
-{
-	struct py_code_pre *cp = &ps->code_pre;
-	size_t i, j = 0;
-	unsigned char *buf;
-
-	if (!cp->ready)
-		return 0;
-	cp->ready = 0;
-	/* Both lists are sorted by address. */
-	for (i = 0; i < nr; i++) {
-		while (j < cp->nr && cp->codes[j].addr < ps->codes_read[i].addr)
-			j++;
-		if (j == cp->nr || cp->codes[j].addr != ps->codes_read[i].addr)
-			return 0;
-		ps->codes_read[i].at = cp->codes[j].at;
-	}
-	buf = ps->headers;
-	ps->headers = cp->buf;
-	cp->buf = buf;
-	i = ps->alloc_headers;
-	ps->alloc_headers = cp->alloc_buf;
-	cp->alloc_buf = i;
-	return 1;
-}
-
 /* Read the headers of the nr codes of codes_read on their own. */
 static enum drop_reason read_code_headers(struct py_sampler *ps, size_t nr)
 {
@@ -1382,7 +1308,6 @@ static enum drop_reason read_code_headers(struct py_sampler *ps, size_t nr)
 		return py_read_error(r);
 	if ((size_t)r != nio)
 		return DROP_READ;
-	keep_code_plan(ps, nr, nio);
 	return DROP_NONE;
 }
 
@@ -1460,16 +1385,6 @@ enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
 			ps->codes_read[nr++].addr = ps->code_addrs[i];
 	}
 	nr = distinct_codes(ps->codes_read, nr);
-	/*
-	 * Headers read with the frames are of nearly their instant; one
-	 * that does not make a code (freed since, or a region that failed)
-	 * is read again on its own before the sample is given up.
-	 */
-	if (take_pre_codes(ps, nr)) {
-		why = resolve_frames(ps, out, from, nr);
-		if (why != DROP_INVALID)
-			return why;
-	}
 	why = read_code_headers(ps, nr);
 	return why ? why : resolve_frames(ps, out, from, nr);
 }

@@ -144,9 +144,6 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->tlbc_slots);
 	free(ps->headers);
 	free(ps->codes_read);
-	free(ps->code_pre.codes);
-	free(ps->code_pre.regions);
-	free(ps->code_pre.buf);
 	free(ps->pre_idents);
 	free(ps->pre_tids);
 	free(ps->local);
@@ -595,7 +592,6 @@ static enum drop_reason sample_threads(struct py_sampler *ps,
 	/* Copies left by a sample that was dropped are stale now. */
 	ps->nr_pre_chunks = 0;
 	ps->nr_pre_frames = 0;
-	ps->code_pre.ready = 0;
 	out->nr_threads = 0;
 	out->nr_frames = 0;
 	out->nr_tasks = 0;
@@ -648,8 +644,5 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 
 	ps->sample_stamp++;
 	why = sample_threads(ps, out);
-
-	/* Only this sample's frames may take what was read with them. */
-	ps->code_pre.ready = 0;
 	return why;
 }

@@ -181,21 +181,6 @@ struct py_sampler {
 		struct pycode *code; /* once looked up, else NULL */
 	} * codes_read;
 	size_t alloc_codes_read;
-	/*
-	 * The code headers the last sample read (its distinct codes, where
-	 * each one's header lies, the regions read), read again with the
-	 * next sample's frames (pyframe_prefetch_codes): when that sample
-	 * runs no other code, it reads no header on its own.
-	 */
-	struct py_code_pre {
-		struct py_code_read *codes;
-		size_t nr, alloc;
-		struct iovec *regions; /* remote addresses and lengths */
-		size_t nr_regions, alloc_regions;
-		unsigned char *buf; /* the regions' copies, end to end */
-		size_t bytes, alloc_buf;
-		int ready; /* read with this sample's frames, not taken yet */
-	} code_pre;
 	struct iovec *local, *remote;
 	size_t alloc_iov;
 	/*

@@ -54,12 +54,4 @@ void pywalk_push_omitted(struct py_sampler *ps, struct py_sample *out);
  */
 void pywalk_take_fresh_tstate(struct py_sampler *ps);
 
-/*
- * Add the regions of the code headers the last sample read to a
- * prefetch read, as iovecs nio on (ps's iovecs grow as needed); returns
- * the index after them.  Once that read is done, the copies are ready
- * for this sample's pyframe_resolve (ps->code_pre.ready).
- */
-size_t pyframe_prefetch_codes(struct py_sampler *ps, size_t nio);
-
 #endif
