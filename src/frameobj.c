@@ -439,9 +439,7 @@ void frameobj_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		py_sampler_set_iov(ps, nio++, pf->fresh, pf->tstate, tsize);
 		nio = set_batch_iov(ps, nio, m, 0, 1, &pf->batch);
 	}
-	if (!k)
-		return;
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+	if (!k || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;
 	for (i = 0; i < k; i++)
 		ps->pre_frames[i].ready = 1;

@@ -23,7 +23,6 @@
 #define STACK_COPY_BYTES (64u << 10)
 /* x86-64 SysV: leaf functions may use 128 bytes below the stack pointer. */
 #define RED_ZONE 128
-#define PAGE_BYTES 4096u
 /* Addresses in no known module make spyc re-read the maps at most this often.
  */
 #define REREPORT_NS 1000000000ULL

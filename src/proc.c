@@ -115,23 +115,6 @@ out:
 
 struct proc_counts proc_counts;
 
-int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {buf, len};
-	struct iovec remote = {(void *)(uintptr_t)addr, len};
-	ssize_t n;
-
-	if (!len)
-		return 0;
-	proc_counts.remote_reads++;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n != len)
-		return -EFAULT;
-	return 0;
-}
-
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {buf, len};
@@ -143,6 +126,15 @@ ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 	proc_counts.remote_reads++;
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n < 0 ? -errno : n;
+}
+
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = proc_read_some(pid, addr, buf, len);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
 }
 
 /* Reads proc_read_stable() makes before it gives up. */

@@ -1298,33 +1298,32 @@ static size_t plan_header_reads(struct py_sampler *ps, size_t nr)
 	return nio;
 }
 
-/* Read the headers of the nr codes of codes_read on their own. */
-static enum drop_reason read_code_headers(struct py_sampler *ps, size_t nr)
+enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
+				 size_t from)
 {
-	size_t nio = plan_header_reads(ps, nr);
-	int r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
+	const struct py_offsets *off = ps->rt->off;
+	int tlbc = 0;
+	size_t n = out->nr_frames, i, nr = 0, nio;
+	int r;
 
+	if (from >= n)
+		return DROP_NONE;
+	ALLOC_GROW(ps->codes_read, n - from, ps->alloc_codes_read);
+	for (i = from; i < n; i++) {
+		if (ps->entries[i] == ENTRY_PLACEHOLDER)
+			continue;
+		if (!ps->code_addrs[i])
+			return DROP_INVALID;
+		if (!repeats_code(ps, from, i))
+			ps->codes_read[nr++].addr = ps->code_addrs[i];
+	}
+	nr = distinct_codes(ps->codes_read, nr);
+	nio = plan_header_reads(ps, nr);
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
 	if (r < 0)
 		return py_read_error(r);
 	if ((size_t)r != nio)
 		return DROP_READ;
-	return DROP_NONE;
-}
-
-/*
- * The frames from..n of out, their codes and lines, from the headers
- * of the nr codes of codes_read (ps->headers).
- */
-static enum drop_reason resolve_frames(struct py_sampler *ps,
-				       struct py_sample *out, size_t from,
-				       size_t nr)
-{
-	const struct py_offsets *off = ps->rt->off;
-	int tlbc = 0;
-	size_t n = out->nr_frames, i;
-
-	for (i = 0; i < nr; i++)
-		ps->codes_read[i].code = NULL;
 	ALLOC_GROW(out->frames, n, out->alloc_frames);
 	for (i = from; i < n; i++) {
 		struct py_frame *fr = &out->frames[i];
@@ -1365,26 +1364,4 @@ static enum drop_reason resolve_frames(struct py_sampler *ps,
 		fr->line = pycode_line(&ps->codes, fr->code, ps->addrqs[i]);
 	}
 	return tlbc ? resolve_tlbc(ps, out, from) : DROP_NONE;
-}
-
-enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
-				 size_t from)
-{
-	size_t n = out->nr_frames, i, nr = 0;
-	enum drop_reason why;
-
-	if (from >= n)
-		return DROP_NONE;
-	ALLOC_GROW(ps->codes_read, n - from, ps->alloc_codes_read);
-	for (i = from; i < n; i++) {
-		if (ps->entries[i] == ENTRY_PLACEHOLDER)
-			continue;
-		if (!ps->code_addrs[i])
-			return DROP_INVALID;
-		if (!repeats_code(ps, from, i))
-			ps->codes_read[nr++].addr = ps->code_addrs[i];
-	}
-	nr = distinct_codes(ps->codes_read, nr);
-	why = read_code_headers(ps, nr);
-	return why ? why : resolve_frames(ps, out, from, nr);
 }

@@ -388,10 +388,10 @@ static size_t prefetch_threads(struct py_sampler *ps)
 	 * Up to 3.10, each thread's tid too, from its struct pthread: good
 	 * when the thread state still names that pthread_t (new_thread).
 	 */
+	memset(ps->pre_tids, 0, n * sizeof(*ps->pre_tids));
 	if (off->tstate_native_thread_id == OFF_NONE &&
 	    ps->pthread_tid_at >= 0) {
 		for (i = 0; i < n; i++) {
-			ps->pre_tids[i] = 0;
 			if (ps->pre_idents[i])
 				py_sampler_set_iov(
 				    ps, nio++, &ps->pre_tids[i],
@@ -577,8 +577,7 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 	return DROP_NONE;
 }
 
-static enum drop_reason sample_threads(struct py_sampler *ps,
-				       struct py_sample *out)
+enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t interp;
@@ -587,6 +586,7 @@ static enum drop_reason sample_threads(struct py_sampler *ps,
 	size_t n;
 	int r;
 
+	ps->sample_stamp++;
 	/* The previous sample is done with: its replaced code may go. */
 	pycode_cache_collect(&ps->codes);
 	/* Copies left by a sample that was dropped are stale now. */
@@ -636,13 +636,4 @@ static enum drop_reason sample_threads(struct py_sampler *ps,
 			pyasync_stacks(ps, ps->async, out, ps->async_all);
 	}
 	return DROP_NONE;
-}
-
-enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
-{
-	enum drop_reason why;
-
-	ps->sample_stamp++;
-	why = sample_threads(ps, out);
-	return why;
 }

@@ -210,7 +210,7 @@ struct py_sampler {
 		struct py_span {
 			uint64_t addr;
 			size_t len;
-			size_t from, nr;	  /* its frames, in by_addr */
+			size_t from, nr;  /* its frames, in by_addr */
 			uint32_t highest, lowest; /* its frames' heights */
 		} * spans;
 		size_t nr_spans, alloc_spans, span_bytes;
