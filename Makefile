@@ -74,7 +74,7 @@ endif
 # What live tests load into targets: tests/lib/*.c, and the injector's driver.
 TEST_LIB_SRCS = $(wildcard tests/lib/*.c)
 TEST_LIBS = $(TEST_LIB_SRCS:tests/lib/%.c=tests/build/lib/%.so)
-TEST_TOOLS = tests/build/spyc-inject
+TEST_TOOLS = tests/build/spyc-inject tests/build/spyc-sleeploop
 # Stand-ins for CUPTI and the CUDA driver (tests/fakecuda/): --gpu tested
 # end to end where there is no GPU.  Built with CUPTI's headers.
 FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
@@ -140,6 +140,10 @@ tests/build/spyc-inject: tests/tools/spyc-inject.c $(LIB_OBJS)
 	@mkdir -p tests/build
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
 
+tests/build/spyc-sleeploop: tests/tools/spyc-sleeploop.c $(LIB_OBJS)
+	@mkdir -p tests/build
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
+
 tests/build/fakecuda/libcupti.so: tests/fakecuda/cupti.c
 	@mkdir -p tests/build/fakecuda
 	$(CC) $(AGENT_CFLAGS) -shared -o $@ $< -pthread
@@ -158,7 +162,7 @@ live-test: test-tools
 
 test: unit-test live-test
 
-bench: spyc $(AGENT) $(FAKE_CUDA)
+bench: spyc $(AGENT) $(FAKE_CUDA) tests/build/spyc-sleeploop
 	$(PYTHON3) tests/bench.py
 
 stress: spyc

@@ -43,6 +43,11 @@
 #define GPU_DRAIN_PER_TICK (64 * GPUSESSION_BATCH)
 /* Kernels the summary lists. */
 #define GPU_SUMMARY_ROWS 20
+/*
+ * SPYC_STATS: rounds per round timed awake (each timing costs two reads
+ * of the thread CPU clock, system calls that would weigh on the figure).
+ */
+#define STATS_TIMED_EVERY 16
 
 static const char usage_text[] =
     "usage: spyc record [options] --pid PID\n"
@@ -173,10 +178,12 @@ struct recorder {
 	uint64_t threads_read; /* in the samples kept, for SPYC_STATS */
 	/*
 	 * SPYC_STATS: spyc's CPU time awake, from each wakeup to the next
-	 * sleep (ns), apart from what the sleeps and wakeups cost it
+	 * sleep (ns), apart from what the sleeps and wakeups cost it, in
+	 * one round of STATS_TIMED_EVERY (reading the thread CPU clock is
+	 * a system call), and the threads read in those rounds
 	 */
 	int stats;
-	uint64_t awake_cpu_ns;
+	uint64_t rounds, awake_cpu_ns, timed_threads;
 	const char *cwd_now;   /* of the process whose sample is being added */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
@@ -530,7 +537,9 @@ static void sample_loop(struct recorder *r)
 	r->start_unix_ns = realtime_ns();
 	while (!sampleloop_stop) {
 		enum drop_reason why;
-		uint64_t woke = r->stats ? thread_cpu_ns() : 0;
+		int timed = r->stats && r->rounds++ % STATS_TIMED_EVERY == 0;
+		uint64_t woke = timed ? thread_cpu_ns() : 0;
+		uint64_t threads_before = r->threads_read;
 
 		if (r->opts->subprocesses) {
 			r->tree_added = 0;
@@ -572,8 +581,10 @@ static void sample_loop(struct recorder *r)
 		}
 		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 	next:
-		if (r->stats)
+		if (timed) {
 			r->awake_cpu_ns += thread_cpu_ns() - woke;
+			r->timed_threads += r->threads_read - threads_before;
+		}
 		/*
 		 * No sample is due before the deadline: the run still lasts
 		 * until it (at 0.5 Hz, 5 s is 3 samples over 5 s, not 4 s).
@@ -766,6 +777,7 @@ static void print_summary(struct recorder *r)
 static void print_stats(const struct recorder *r)
 {
 	double n = r->threads_read ? (double)r->threads_read : 1.0;
+	double timed = r->timed_threads ? (double)r->timed_threads : 1.0;
 
 	fprintf(stderr,
 		"spyc: stats: %" PRIu64 " process_vm_readv, %" PRIu64
@@ -775,7 +787,7 @@ static void print_stats(const struct recorder *r)
 		proc_counts.remote_reads, proc_counts.file_calls,
 		r->threads_read, (double)proc_counts.remote_reads / n,
 		(double)proc_counts.file_calls / n,
-		(double)r->awake_cpu_ns / 1e3 / n);
+		(double)r->awake_cpu_ns / 1e3 / timed);
 }
 
 /*

@@ -64,7 +64,12 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           each wakeup to the next sleep, by its own
                           thread CPU clock) and the rest: what sleeping
                           and waking up 10000 times a second costs it,
-                          which on a virtual machine can be most of it
+                          which on a virtual machine can be most of it.
+                          And the floor: the CPU time of an empty loop
+                          that sleeps as spyc does, to the same
+                          deadlines (tests/build/spyc-sleeploop), per
+                          wakeup and per thread-sample (shared by the
+                          5 threads of a round)
   own sampler             spyc's CPU per thread-sample on a 3.15 target
                           over that of `python3.15 -m profiling.sampling
                           attach -a -r 10000 -d S --collapsed` on the same
@@ -179,6 +184,7 @@ GOAL_RSS_MB = 50.0          # spyc's RSS after that hour
 # (8 launches each) per run by --quick, the rate, and the slowdown goal (%).
 GPU_TARGET = os.path.join(TARGETS, "bench_gpu.py")
 FAKE_CUDA = os.path.join(TESTS, "build", "fakecuda")
+SLEEPLOOP = os.path.join(TESTS, "build", "spyc-sleeploop")
 AGENT = os.path.join(REPO, "spyc-agent.so")
 GPU_STEPS = {False: 6000, True: 2000}
 GPU_RATE = 100
@@ -877,6 +883,31 @@ def goal_rss(slot, cfg, errors):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def goal_floor(rate, secs, errors):
+    """tests/build/spyc-sleeploop at rate Hz for secs seconds: spyc's
+    pacing with nothing done between wakeups.  Returns its CPU time per
+    wakeup in microseconds, or None when it failed (and errors has a
+    line)."""
+    def run():
+        try:
+            out = subprocess.run([SLEEPLOOP, str(rate), str(secs)],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, timeout=secs + 60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BenchError("spyc-sleeploop: %s" % e)
+        match = re.match(r"wakeups (\d+) cpu_us (\d+)",
+                         out.stdout.decode())
+        if out.returncode or not match or not int(match.group(1)):
+            raise BenchError("spyc-sleeploop exited %d: %s" % (
+                out.returncode, last_line(out.stderr.decode() or
+                                          out.stdout.decode())))
+        return float(match.group(2)) / int(match.group(1))
+
+    progress("  goals: the machine's floor, an empty loop sleeping as spyc "
+             "does at %d Hz, %d s" % (rate, secs))
+    return measure("floor", "spyc-sleeploop", run, errors)
+
+
 def met(ok):
     return "met" if ok else "MISSED"
 
@@ -901,6 +932,7 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
     if versus_slot is not None and versus_name not in runs:
         runs[versus_name] = goal_runs(versus_slot, (GOAL_RATE,), True, cfg,
                                       errors)
+    floor = goal_floor(GOAL_RATE, cfg["goal_secs"], errors)
     rss_slot = newest([slot for _, _, slot in picks if slot is not None])
     rss = goal_rss(rss_slot, cfg, errors) if rss_slot else None
 
@@ -925,6 +957,12 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
                          "%.1f / %.1f %s" % (r["awake"],
                                              r["us"] - r["awake"], MICRO),
                          "", ""])
+        if r and floor is not None:
+            per_round = sum(GOAL_DEEP[1:])
+            rows.append(["  floor: sleeping and waking up alone", "-",
+                         "%.1f %s a wakeup = %.1f %s a thread-sample at %d "
+                         "threads" % (floor, MICRO, floor / per_round, MICRO,
+                                      per_round), "", ""])
     what = "CPU per thread-sample, spyc / %s's own" % versus_name
     goal_text = "%s %.2f%s" % (LE, GOAL_VERSUS, TIMES)
     if versus_slot is None:
@@ -1076,8 +1114,12 @@ def print_goals_table(rows, cfg):
         ("system calls", "per thread read, as spyc counts them "
          "(SPYC_STATS=1)"),
         ("awake", "the part of CPU per spent from each wakeup to the next "
-         "sleep\n(spyc's thread CPU clock); the rest is what sleeping "
-         "and waking\nup costs it, the machine's floor"),
+         "sleep\n(spyc's thread CPU clock, timed in 1 round of 16); the "
+         "rest is what\nsleeping and waking up costs it"),
+        ("floor", "the CPU time of spyc's pacing alone (tests/build/"
+         "spyc-sleeploop:\nsleeps to the same deadlines, does nothing "
+         "between), per wakeup and\nshared by the threads of a round: "
+         "what no sampler on this machine\ncan spend less than"),
         ("own sampler", "spyc's CPU per thread-sample over that of "
          "CPython's own\nsampler on the same process (profiling.sampling "
          "attach -a;\nits start-up measured apart and left out)"),

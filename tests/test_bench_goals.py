@@ -140,3 +140,24 @@ def test_own_sampler_command_line(tmp_path):
     # how it counts a failed read is its own business.
     assert folded_counts(out, "idle") > 0, res.stdout
     assert folded_counts(out, "spin") > 0, res.stdout
+
+
+def test_floor_loop():
+    """tests/build/spyc-sleeploop, the floor row's measure, keeps spyc's
+    grid of deadlines (never more wakeups than slots, late ones skipped),
+    spends CPU time doing it, and parses with bench.py's own code; a bad
+    command line is a usage error."""
+    res = subprocess.run([bench.SLEEPLOOP, "1000", "0.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    words = res.stdout.decode().split()
+    assert words[0] == "wakeups" and words[2] == "cpu_us", words
+    assert 0 < int(words[1]) <= 500, words
+    assert float(words[3]) > 0, words
+    errors = []
+    per_wakeup = bench.goal_floor(1000, 0.5, errors)
+    assert not errors and per_wakeup > 0, (errors, per_wakeup)
+    res = subprocess.run([bench.SLEEPLOOP, "fast"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=60)
+    assert res.returncode == 64 and b"usage" in res.stderr, res
