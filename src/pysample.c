@@ -476,6 +476,7 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	t->depth = t->omitted = 0;
 	t->root_frame = 0;
 	t->is_task = 0;
+	t->sched = 0;
 	t->skipped =
 	    ps->skip_idle && ps->want_state && pystate_known_idle(ps, t);
 	return t;

@@ -70,6 +70,11 @@ struct py_thread {
 	char name[PY_THREAD_NAME_MAX];
 	uint64_t root_frame; /* its outermost Python frame, 0 if unread */
 	int skipped;	     /* idle, so its frames were not read (skip_idle) */
+	/*
+	 * Its scheduler state letter (proc(5): R, S, D, ...) as read for
+	 * this sample, 0 if not read yet: /proc is read once a sample.
+	 */
+	char sched;
 	size_t first;	     /* frames[first .. first+depth) of the sample */
 	size_t depth;	     /* innermost first */
 	/*
@@ -372,6 +377,8 @@ struct py_sampler {
 		char comm[16]; /* its name when first seen (TASK_COMM_LEN) */
 	} * task_files;
 	size_t nr_task_files, alloc_task_files;
+	/* where the next thread's file is likely: threads come in order */
+	size_t task_hint;
 	/* threading's thread names, by thread state, outermost frame, tid */
 	struct py_name_memo {
 		uint64_t tstate, root_frame;

@@ -25,9 +25,17 @@ struct py_task_file *pystate_task(struct py_sampler *ps, long tid)
 	size_t i;
 	int fd;
 
+	/* Each sample asks in the same order as the last: try the next. */
+	i = ps->task_hint;
+	if (i < ps->nr_task_files && ps->task_files[i].tid == tid) {
+		ps->task_hint = i + 1;
+		return &ps->task_files[i];
+	}
 	for (i = 0; i < ps->nr_task_files; i++)
-		if (ps->task_files[i].tid == tid)
+		if (ps->task_files[i].tid == tid) {
+			ps->task_hint = i + 1;
 			return &ps->task_files[i];
+		}
 	/* Threads come and go: start over rather than grow forever. */
 	if (ps->nr_task_files >= PY_MAX_THREADS) {
 		for (i = 0; i < ps->nr_task_files; i++)
@@ -41,6 +49,7 @@ struct py_task_file *pystate_task(struct py_sampler *ps, long tid)
 		return NULL;
 	ALLOC_GROW(ps->task_files, ps->nr_task_files + 1, ps->alloc_task_files);
 	tf = &ps->task_files[ps->nr_task_files++];
+	ps->task_hint = ps->nr_task_files;
 	tf->tid = tid;
 	tf->fd = fd;
 	snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", (int)ps->rt->pid,
@@ -117,7 +126,7 @@ int pystate_known_idle(struct py_sampler *ps, struct py_thread *t)
 	}
 	if (!t->tid)
 		return 0;
-	st = task_state(ps, t->tid);
+	st = t->sched = task_state(ps, t->tid);
 	return st && st != 'R' && st != 'D';
 }
 
@@ -139,7 +148,8 @@ void pystate_annotate(struct py_sampler *ps, struct py_sample *out,
 		t->state = THREAD_UNKNOWN;
 		if (!ps->want_state || !t->tid)
 			continue;
-		st = task_state(ps, t->tid);
+		/* Read before the walk when idle threads are left out. */
+		st = t->sched ? t->sched : task_state(ps, t->tid);
 		if (!st)
 			continue;
 		/* R runs or is runnable; D is in the kernel on its behalf. */

@@ -67,7 +67,8 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           which on a virtual machine can be most of it.
                           And the floor: the CPU time of an empty loop
                           that sleeps as spyc does, to the same
-                          deadlines (tests/build/spyc-sleeploop), per
+                          deadlines (tests/build/spyc-sleeploop), run
+                          right after, the same target running, per
                           wakeup and per thread-sample (shared by the
                           5 threads of a round)
   own sampler             spyc's CPU per thread-sample on a 3.15 target
@@ -96,6 +97,12 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           is extrapolated to an hour at 100 Hz (360000
                           samples), goal < 50 MB; the row says it is
                           extrapolated
+  idle threads left out   from the idle-threads table: `record` (each
+                          thread's /proc/PID/task/TID/stat read, only the
+                          busy thread walked) over `record --idle` (every
+                          thread walked, no /proc): CPU per sample, goal
+                          <= 1, leaving idle threads out costs no more
+                          than the walks it saves
 
   --gpu rows              tests/targets/bench_gpu.py, a loop of 8 "launches"
                           a step through the stand-ins for CUPTI and the
@@ -180,6 +187,9 @@ GOAL_SLOWDOWN = {100: 1.0, 1000: 3.0}   # % more target CPU time, by rate
 RSS_RATE = 1000             # the RSS run: 10 times the samples of 100 Hz
 HOUR_SAMPLES = 100 * 3600   # an hour at 100 Hz
 GOAL_RSS_MB = 50.0          # spyc's RSS after that hour
+# Leaving idle threads out (record) costs no more than walking them
+# (record --idle): CPU per sample, one over the other, on bench_idle.py.
+GOAL_IDLE_SHARE = 1.0
 # --gpu: the fake-CUDA training loop (tests/targets/bench_gpu.py), its steps
 # (8 launches each) per run by --quick, the rate, and the slowdown goal (%).
 GPU_TARGET = os.path.join(TARGETS, "bench_gpu.py")
@@ -624,10 +634,11 @@ def idle_mode_name(options):
 
 
 def bench_idle(slot, cfg, errors):
-    """The rows of the idle-threads table, one per IDLE_MODES, for slot."""
+    """The rows of the idle-threads table, one per IDLE_MODES, for slot,
+    and {mode name: sample_target() or None}."""
     python = slot.interpreter
     nidle, depth = IDLE_DEEP
-    rows = []
+    rows, results = [], {}
     workdir = tempfile.mkdtemp(prefix="spyc-bench-")
     try:
         for options in IDLE_MODES:
@@ -638,13 +649,14 @@ def bench_idle(slot, cfg, errors):
             r = measure(slot.name, name, lambda: sample_target(
                 python, [IDLE, str(nidle), str(depth), str(BUSY_LIFETIME)],
                 cfg["rate_secs"], workdir, options), errors)
+            results[name] = r
             rows.append([slot.name if not rows else "", name] +
                         (["%.0f" % r["rate"], "%.1f%%" % r["drop"],
                           "%.1f" % r["us"], "%.1f" % r["stacks"]] if r
                          else ["error"] * 4))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return rows
+    return rows, results
 
 
 def bench_tree(slot, cfg, errors):
@@ -779,13 +791,15 @@ def goal_versus(python, target, errpath, secs, workdir):
 def goal_runs(slot, rates, versus, cfg, errors):
     """spyc at each of rates on one goal target (bench_busy.py, GOAL_DEEP)
     run by slot's interpreter, then, with versus, that interpreter's own
-    sampler on the same process; returns {rate: goal_spyc() or None,
-    "versus": goal_versus() or None}.  Failures add to errors."""
+    sampler on the same process, and the floor (goal_floor()) while the
+    same target runs, as it does under spyc; returns {rate: goal_spyc()
+    or None, "versus": goal_versus() or None, "floor": goal_floor()}.
+    Failures add to errors."""
     python = slot.interpreter
     depth, busy, idle = GOAL_DEEP
     secs = cfg["goal_secs"]
     results = dict((rate, None) for rate in rates)
-    results["versus"] = None
+    results["versus"] = results["floor"] = None
     workdir = tempfile.mkdtemp(prefix="spyc-bench-")
     errpath = os.path.join(workdir, "target.err")
     try:
@@ -805,6 +819,9 @@ def goal_runs(slot, rates, versus, cfg, errors):
                     slot.name, "goal run at %d Hz" % rate,
                     lambda: goal_spyc(target, errpath, rate, secs, workdir),
                     errors)
+            if GOAL_RATE in rates:
+                results["floor"] = goal_floor(slot.name, GOAL_RATE, secs,
+                                              errors)
             if versus:
                 progress("  %s: goals, python -m profiling.sampling attach "
                          "-a -r %d -d %d on the same target"
@@ -883,11 +900,13 @@ def goal_rss(slot, cfg, errors):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def goal_floor(rate, secs, errors):
+def goal_floor(name, rate, secs, errors):
     """tests/build/spyc-sleeploop at rate Hz for secs seconds: spyc's
-    pacing with nothing done between wakeups.  Returns its CPU time per
-    wakeup in microseconds, or None when it failed (and errors has a
-    line)."""
+    pacing with nothing done between wakeups (run beside the target that
+    spyc samples, which keeps the CPUs as busy as they were then: waking
+    up on an idle CPU costs more).  Returns its CPU time per wakeup in
+    microseconds, or None when it failed (and errors has a line that
+    starts with name)."""
     def run():
         try:
             out = subprocess.run([SLEEPLOOP, str(rate), str(secs)],
@@ -903,18 +922,40 @@ def goal_floor(rate, secs, errors):
                                           out.stdout.decode())))
         return float(match.group(2)) / int(match.group(1))
 
-    progress("  goals: the machine's floor, an empty loop sleeping as spyc "
-             "does at %d Hz, %d s" % (rate, secs))
-    return measure("floor", "spyc-sleeploop", run, errors)
+    progress("  %s: goals, the machine's floor, an empty loop sleeping as "
+             "spyc does at %d Hz, %g s, the same target running"
+             % (name, rate, secs))
+    return measure(name, "spyc-sleeploop", run, errors)
+
+
+def idle_goal_row(slot, results):
+    """The goals row of what leaving idle threads out costs: record's CPU
+    per sample over record --idle's on the idle-threads target, where
+    record reads each thread's /proc/PID/task/TID/stat and walks only the
+    busy thread, and --idle walks every thread without reading /proc."""
+    what = "idle threads left out, CPU per sample"
+    goal_text = "%s %.2f%s of --idle" % (LE, GOAL_IDLE_SHARE, TIMES)
+    if slot is None:
+        return [what, "-", "no slot benchmarked", goal_text, "-"]
+    left_out = results.get(idle_mode_name(()))
+    walked = results.get(idle_mode_name(("--idle",)))
+    if not left_out or not walked or walked["us"] <= 0:
+        return [what, slot.name, "error", goal_text, "error"]
+    ratio = left_out["us"] / walked["us"]
+    return [what, slot.name, "%.1f / %.1f %s = %.2f%s (%d idle + 1 busy)" % (
+        left_out["us"], walked["us"], MICRO, ratio, TIMES, IDLE_DEEP[0]),
+        goal_text, met(ratio <= GOAL_IDLE_SHARE)]
 
 
 def met(ok):
     return "met" if ok else "MISSED"
 
 
-def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
+def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns, idle):
     """The rows of the goals table (see the docstring): measured here,
-    except the slowdowns, which bench_slot() left in cpu_slowdowns."""
+    except the slowdowns, which bench_slot() left in cpu_slowdowns, and
+    the idle filtering's cost, from idle: (the slot of the idle-threads
+    table or None, bench_idle()'s results)."""
     picks = []
     for label, low, high, goal in GOAL_US:
         picks.append((label, goal, newest(
@@ -932,7 +973,6 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
     if versus_slot is not None and versus_name not in runs:
         runs[versus_name] = goal_runs(versus_slot, (GOAL_RATE,), True, cfg,
                                       errors)
-    floor = goal_floor(GOAL_RATE, cfg["goal_secs"], errors)
     rss_slot = newest([slot for _, _, slot in picks if slot is not None])
     rss = goal_rss(rss_slot, cfg, errors) if rss_slot else None
 
@@ -957,9 +997,10 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
                          "%.1f / %.1f %s" % (r["awake"],
                                              r["us"] - r["awake"], MICRO),
                          "", ""])
+        floor = runs[slot.name]["floor"]
         if r and floor is not None:
             per_round = sum(GOAL_DEEP[1:])
-            rows.append(["  floor: sleeping and waking up alone", "-",
+            rows.append(["  floor: sleeping and waking up alone", slot.name,
                          "%.1f %s a wakeup = %.1f %s a thread-sample at %d "
                          "threads" % (floor, MICRO, floor / per_round, MICRO,
                                       per_round), "", ""])
@@ -1004,6 +1045,7 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns):
             pct = 100.0 * (s[0][(rate, False)] - 1)
             rows.append([what, slot.name, "%+.1f%% (noise %.0f%%)" % (
                 pct, 100.0 * s[1]), goal_text, met(pct <= goal)])
+    rows.append(idle_goal_row(*idle))
     what = "spyc RSS after 1 h at 100 Hz"
     goal_text = "< %g MB" % GOAL_RSS_MB
     if rss is None:
@@ -1118,8 +1160,9 @@ def print_goals_table(rows, cfg):
          "rest is what\nsleeping and waking up costs it"),
         ("floor", "the CPU time of spyc's pacing alone (tests/build/"
          "spyc-sleeploop:\nsleeps to the same deadlines, does nothing "
-         "between), per wakeup and\nshared by the threads of a round: "
-         "what no sampler on this machine\ncan spend less than"),
+         "between), beside the\nsame target, per wakeup and shared by "
+         "the threads of a round:\nwhat no sampler that wakes up this "
+         "often can spend less than"),
         ("own sampler", "spyc's CPU per thread-sample over that of "
          "CPython's own\nsampler on the same process (profiling.sampling "
          "attach -a;\nits start-up measured apart and left out)"),
@@ -1130,6 +1173,9 @@ def print_goals_table(rows, cfg):
          "from the interleaved runs\nof the first table; noise: the "
          "spread of the unprofiled CPU\ntimes (a figure within it means "
          "little, met or not)"),
+        ("idle", "record (idle threads left out by their /proc stat) over "
+         "record\n--idle (every thread walked), CPU per sample on the "
+         "idle-threads\ntarget above"),
         ("RSS", "spyc's VmRSS on churn.py (threads, stacks, code objects "
          "that\nkeep changing) at --rate %d, read twice; its growth "
          "per\nsample extrapolated to %d samples" % (RSS_RATE,
@@ -1335,6 +1381,7 @@ def bench(args, cfg, slots, all_slots):
     print_header(cfg, args.quick)
     rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
     tree_rows, goal_rows, cpu_slowdowns = [], [], {}
+    idle_results = {}
     started = time.monotonic()
     try:
         for slot in slots:
@@ -1349,9 +1396,10 @@ def bench(args, cfg, slots, all_slots):
                 native_rows.append(native_row)
         idle_slot = newest(slots)
         if idle_slot is not None:
-            idle_rows = bench_idle(idle_slot, cfg, errors)
+            idle_rows, idle_results = bench_idle(idle_slot, cfg, errors)
             tree_rows = bench_tree(idle_slot, cfg, errors)
-        goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns)
+        goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns,
+                                (idle_slot, idle_results))
         if idle_slot is not None:
             goal_rows += bench_gpu(idle_slot, cfg, args.quick, errors)
     except KeyboardInterrupt:

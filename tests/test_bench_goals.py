@@ -156,8 +156,37 @@ def test_floor_loop():
     assert 0 < int(words[1]) <= 500, words
     assert float(words[3]) > 0, words
     errors = []
-    per_wakeup = bench.goal_floor(1000, 0.5, errors)
+    per_wakeup = bench.goal_floor("test", 1000, 0.5, errors)
     assert not errors and per_wakeup > 0, (errors, per_wakeup)
     res = subprocess.run([bench.SLEEPLOOP, "fast"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, timeout=60)
     assert res.returncode == 64 and b"usage" in res.stderr, res
+
+
+def test_idle_left_out_reads_stat_once(spyc, any_python, tmp_path):
+    """Without --idle, each thread's /proc/PID/task/TID/stat is read once a
+    sample, before its stack (the idle one's stack is not walked, nor
+    written): spyc's own count of /proc calls says at most one per thread
+    per sample, beside a few made once (each thread's name)."""
+    proc = start_goal_target(any_python)
+    try:
+        out = str(tmp_path / "busy.txt")
+        res = spyc.run(["record", "--rate", "400", "--duration", "1",
+                        "--format", "folded", "--pid", proc.pid, "-o", out],
+                       env=target_env({"SPYC_STATS": "1"}))
+        assert proc.poll() is None, "target died while sampled"
+    finally:
+        stop(proc)
+    assert res.returncode in (0, 1), res.describe()
+    summary = bench.SUMMARY_RE.search(res.stderr)
+    stats = bench.STATS_RE.search(res.stderr)
+    assert summary and stats, res.describe()
+    samples = int(summary.group(1))
+    assert samples >= 40, res.describe()
+    threads = BUSY_THREADS + IDLE_THREADS
+    # Each thread's name, /proc/PID/maps and the like: well below what
+    # a second read of each busy thread's stat a sample would add.
+    once = 100
+    assert int(stats.group(2)) <= threads * samples + once, res.describe()
+    assert folded_counts(out, "idle") == 0, res.describe()
+    assert folded_counts(out, "spin") > 0, res.describe()
