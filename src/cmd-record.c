@@ -44,8 +44,9 @@
 /* Kernels the summary lists. */
 #define GPU_SUMMARY_ROWS 20
 /*
- * SPYC_STATS: rounds per round timed awake (each timing costs two reads
- * of the thread CPU clock, system calls that would weigh on the figure).
+ * SPYC_STATS: one round in this many is timed awake (each timing costs
+ * two reads of the thread CPU clock, system calls that would weigh on
+ * the figure they make).
  */
 #define STATS_TIMED_EVERY 16
 
