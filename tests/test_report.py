@@ -238,13 +238,16 @@ def hot_profiles(spyc, newest, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def callgraph_profiles(spyc, newest, tmp_path_factory):
-    """callgraph.py (recursion, many functions) as speedscope and folded."""
+    """callgraph.py (recursion, many functions) as speedscope and folded.
+    6 s each: its calls are so short that on a slow machine the first
+    seconds' reads of its stacks can all tear (dropped, counted) until
+    spyc has learnt its call pairs."""
     d = tmp_path_factory.mktemp("callgraph")
     paths = {}
     for fmt in ("json", "txt"):
         paths[fmt] = str(d / ("cg." + fmt))
         record(spyc, newest, paths[fmt], "callgraph.py",
-               str(d / ("report-%s.json" % fmt)), duration=2,
+               str(d / ("report-%s.json" % fmt)), duration=6,
                extra=["--full-filenames"])
     return paths
 
