@@ -77,6 +77,9 @@ void call_edges_add(struct call_edges *ce, const struct call_edge *e,
 		s->stamp = stamp;
 		ce->nr++;
 	} else if (s->stamp != stamp) {
+		if (ce->window && s->checks < ce->checks &&
+		    stamp - s->stamp > ce->window)
+			s->checks = 0;
 		s->stamp = stamp;
 		if (s->checks < UINT32_MAX)
 			s->checks++;

@@ -27,6 +27,19 @@ struct call_edge {
  */
 #define CALL_EDGE_CHECKS_UNGUARDED 2
 
+/*
+ * Where a pair is read again and again until it holds (3.14+: see
+ * edges_still_hold), now and then a read made across a moment when the
+ * caller's place changed, the target held off its CPU or the copy
+ * interrupted, finds a false one whole: about one a minute on a program
+ * made of short calls, each time in a sample of its own.  So there a
+ * pair is held after two checks, in samples at most CALL_EDGE_WINDOW
+ * apart: a call the program makes comes back within a few samples, a
+ * false pair's second check would have to come that soon.
+ */
+#define CALL_EDGE_CHECKS_POLLED 2
+#define CALL_EDGE_WINDOW 1024
+
 struct call_edge_slot {
 	struct call_edge edge;
 	uint32_t checks; /* samples whose check it passed */
@@ -38,6 +51,11 @@ struct call_edges {
 	struct call_edge_slot *slots;
 	size_t nr, cap;	 /* cap is 0 or a power of two */
 	uint32_t checks; /* checks needed to hold a pair; 0 means 1 */
+	/*
+	 * A check more than window samples after the one before starts
+	 * the count again (0: never), until the pair is held.
+	 */
+	uint32_t window;
 };
 
 /* 1 if the set holds the edge (checked often enough), else 0. */

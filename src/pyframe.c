@@ -767,91 +767,160 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 }
 
 /*
+ * 3.14+: reads of the calls not learnt yet before a sample is given up
+ * (see edges_still_hold); up to 3.13, one.
+ */
+#define EDGE_POLLS 16
+/* Most bytes from a caller's frame to its callee's end read at once. */
+#define EDGE_SPAN_MAX 65536
+
+/*
+ * Does span, a copy of the caller's frame up to the end of its callee's
+ * (one iovec: copied at once, from low addresses up), show the call c,
+ * with top_now the lowest of the thread's data-stack tops read before
+ * and after it?  The caller must be where the walk found it (code,
+ * instruction, its own caller) and have run (not just pushed, with the
+ * bytes of an older frame above it); on 3.12 and 3.13 it must still be
+ * calling (its saved stack depth is -1 once it runs again).  The callee
+ * must be the same code, called by it, and under the top (a frame that
+ * returned keeps its bytes; 3.14+ clears its code).
+ */
+static int call_holds(const struct py_offsets *off,
+		      const struct py_edge_check *c, const unsigned char *span,
+		      uint64_t top_now)
+{
+	size_t hlen = (size_t)off->iframe_size;
+	const unsigned char *callee = span + (c->callee - c->caller);
+	int32_t stacktop, tlbc;
+
+	if ((load_u64(span, off->iframe_code) & ~PY_STACKREF_TAG_MASK) !=
+		c->edge.code ||
+	    load_u64(span, off->iframe_instr) != c->caller_instr ||
+	    load_u64(span, off->iframe_previous) != c->caller_previous ||
+	    (iframe_where(off, span, c->edge.code, &tlbc) <= 0 && !tlbc) ||
+	    (load_u64(callee, off->iframe_code) & ~PY_STACKREF_TAG_MASK) !=
+		c->edge.callee ||
+	    load_u64(callee, off->iframe_previous) != c->caller)
+		return 0;
+	if (off->iframe_stacktop != OFF_NONE) {
+		memcpy(&stacktop, span + off->iframe_stacktop,
+		       sizeof(stacktop));
+		if (stacktop < 0)
+			return 0;
+	}
+	return top_now >= c->callee + hlen;
+}
+
+/*
  * A caller and its callee copied with the chunk may not have been a
- * caller and callee at once: the chunk is copied from low addresses up,
- * each caller before its callee, and between the two copies the caller
- * may return and another call of the same size take its place and its
- * callee's (about one sample in 2500 of a program made of short calls).
- * Such a pair is most often of two functions that never call each
- * other.  So a pair of the newest chunk whose caller's code was never
- * seen calling the callee's is read again after the walk, in one
- * process_vm_readv: first the thread's data-stack top, then caller and
- * callee in that order.  The top must still cover the callee (a frame
- * that returned keeps its bytes, and the same return seen twice would
- * pass otherwise), and both must be unchanged (caller: code,
- * instruction, caller, and on 3.12 and 3.13 still calling; callee: code
- * and caller); the call is then known for the samples after.  A known
- * call costs nothing more, and a program's calls are soon all known: the
- * samples whose pairs cannot be read again (most often a short call that
- * returned) are dropped while they are learnt.  1 when every pair holds.
+ * caller and callee at once: the walk starts from the innermost frame
+ * read before the chunk, which may have returned since, leaving its
+ * bytes above a caller that runs again or another call made in its
+ * caller's place; and between the copies of a caller and its callee the
+ * caller may return and another call of the same size take its place
+ * and its callee's.  Such a pair is most often of two functions that
+ * never call each other.  So a pair of the newest chunk whose caller's
+ * code was never seen calling the callee's is read again after the
+ * walk, in one process_vm_readv: the thread's data-stack chunk and top,
+ * each pair from the caller's frame to the end of its callee's, and the
+ * top again (see call_holds).  A pair that holds is taken for the
+ * samples after; a known call costs nothing more.
+ *
+ * A short call has most often returned by the time the walk is done:
+ * its sample is dropped and the thread read again, which leaves short
+ * calls out for as long as the program's calls are being learnt.  On
+ * 3.14+, where a frame that returned has no code, pairs that did not
+ * hold are read again, up to EDGE_POLLS times, each counted as soon as
+ * it holds (a program's short calls come back within microseconds) and
+ * held after two samples (calledge.h): callgraph.py's calls are learnt
+ * within a second or so, where one read took tens of seconds.  Up to
+ * 3.13 a frame that returned cannot be told from one that runs, and
+ * reading again and again let in, on callgraph.py, a caller that had
+ * returned with the bytes of an older callee above it several times a
+ * minute, too often for two checks to keep out: one read there.  Only
+ * samples with calls not learnt yet pay for this.  1 when every pair
+ * held, at some read.
  */
 static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 {
 	const struct py_offsets *off = ps->rt->off;
-	size_t hlen = (size_t)off->iframe_size, n = 0, i;
-	uint64_t chunk_now = 0, top_now = 0;
+	size_t left = ps->nr_edge_checks, total = 0, n, i, w, poll, at;
+	size_t polls = off->hexversion >= 0x030e0000 ? EDGE_POLLS : 1;
+	long lo, hi;
+	unsigned char head[64], after[64];
+	uint64_t top_now, top_after;
 
-	if (!ps->nr_edge_checks)
+	if (!left)
 		return 1;
 	if (!ps->nr_chunks || off->tstate_datastack_chunk == OFF_NONE ||
 	    off->tstate_datastack_top == OFF_NONE)
 		return 0;
-	py_sampler_grow_iov(ps, 2 * ps->nr_edge_checks + 2);
-	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf,
-		   2 * ps->nr_edge_checks * hlen);
-	/*
-	 * First how far the thread's data stack reaches: frames below its
-	 * top are live (a generator's frame, where the thread may be, lives
-	 * elsewhere), so a frame that returned and was read where the stack
-	 * grew again is not taken for one of them.
-	 */
-	py_sampler_set_iov(ps, n++, &chunk_now,
-			   tstate + (uint64_t)off->tstate_datastack_chunk,
-			   sizeof(chunk_now));
-	py_sampler_set_iov(ps, n++, &top_now,
-			   tstate + (uint64_t)off->tstate_datastack_top,
-			   sizeof(top_now));
-	for (i = 0; i < ps->nr_edge_checks; i++) {
-		unsigned char *b = ps->edge_buf + 2 * i * hlen;
-
-		py_sampler_set_iov(ps, n++, b, ps->edge_checks[i].caller, hlen);
-		py_sampler_set_iov(ps, n++, b + hlen, ps->edge_checks[i].callee,
-				   hlen);
-	}
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) != (int)n ||
-	    chunk_now != ps->chunks[0].addr)
+	/* Both fields in one region: they sit side by side. */
+	lo = off->tstate_datastack_chunk < off->tstate_datastack_top
+		 ? off->tstate_datastack_chunk
+		 : off->tstate_datastack_top;
+	hi = off->tstate_datastack_chunk > off->tstate_datastack_top
+		 ? off->tstate_datastack_chunk
+		 : off->tstate_datastack_top;
+	if (hi + 8 - lo > (long)sizeof(head))
 		return 0;
-	for (i = 0; i < ps->nr_edge_checks; i++) {
+	for (i = 0; i < left; i++) {
 		const struct py_edge_check *c = &ps->edge_checks[i];
-		const unsigned char *caller = ps->edge_buf + 2 * i * hlen;
-		const unsigned char *callee = caller + hlen;
-		int32_t stacktop;
 
-		if (top_now < c->callee + hlen ||
-		    (load_u64(caller, off->iframe_code) &
-		     ~PY_STACKREF_TAG_MASK) != c->edge.code ||
-		    load_u64(caller, off->iframe_instr) != c->caller_instr ||
-		    load_u64(caller, off->iframe_previous) !=
-			c->caller_previous ||
-		    (load_u64(callee, off->iframe_code) &
-		     ~PY_STACKREF_TAG_MASK) != c->edge.callee ||
-		    load_u64(callee, off->iframe_previous) != c->caller)
+		/* Torn addresses can be anything: the callee comes after. */
+		if (c->callee - c->caller > EDGE_SPAN_MAX)
 			return 0;
-		if (off->iframe_stacktop != OFF_NONE) {
-			memcpy(&stacktop, caller + off->iframe_stacktop,
-			       sizeof(stacktop));
-			if (stacktop < 0)
-				return 0;
-		}
+		total += (size_t)(c->callee - c->caller) +
+			 (size_t)off->iframe_size;
 	}
-	for (i = 0; i < ps->nr_edge_checks; i++)
-		call_edges_add(&ps->call_edges, &ps->edge_checks[i].edge,
-			       ps->sample_stamp);
-	return 1;
+	py_sampler_grow_iov(ps, left + 2);
+	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf, total);
+	for (poll = 0; poll < polls && left; poll++) {
+		n = 0;
+		py_sampler_set_iov(ps, n++, head, tstate + (uint64_t)lo,
+				   (size_t)(hi + 8 - lo));
+		for (i = 0, at = 0; i < left; i++) {
+			const struct py_edge_check *c = &ps->edge_checks[i];
+			size_t len = (size_t)(c->callee - c->caller) +
+				     (size_t)off->iframe_size;
+
+			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
+					   c->caller, len);
+			at += len;
+		}
+		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
+				   (size_t)(hi + 8 - lo));
+		if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) !=
+			(int)n ||
+		    load_u64(head, off->tstate_datastack_chunk - lo) !=
+			ps->chunks[0].addr ||
+		    load_u64(after, off->tstate_datastack_chunk - lo) !=
+			ps->chunks[0].addr)
+			return 0;
+		top_now = load_u64(head, off->tstate_datastack_top - lo);
+		top_after = load_u64(after, off->tstate_datastack_top - lo);
+		if (top_after < top_now)
+			top_now = top_after;
+		/* Pairs that held leave the list: the others are read again. */
+		for (i = 0, w = 0, at = 0; i < left; i++) {
+			struct py_edge_check *c = &ps->edge_checks[i];
+			size_t len = (size_t)(c->callee - c->caller) +
+				     (size_t)off->iframe_size;
+
+			if (call_holds(off, c, ps->edge_buf + at, top_now))
+				call_edges_add(&ps->call_edges, &c->edge,
+					       ps->sample_stamp);
+			else
+				ps->edge_checks[w++] = *c;
+			at += len;
+		}
+		left = w;
+	}
+	return !left;
 }
 
 /*
- * Note the pair of chunk frames caller (f, at self, running code) and
+ * Note the pair of chunk frames caller (at self, running code) and
  * callee (its code callee_code) for edges_still_hold, unless the call
  * is known.
  */
@@ -859,7 +928,6 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 		      uint64_t self, uint64_t code, uint64_t callee,
 		      uint64_t callee_code)
 {
-	const struct py_offsets *off = ps->rt->off;
 	struct py_edge_check *c;
 	struct call_edge e;
 
@@ -873,8 +941,8 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	c->caller = self;
 	c->callee = callee;
 	c->edge = e;
-	c->caller_instr = load_u64(f, off->iframe_instr);
-	c->caller_previous = load_u64(f, off->iframe_previous);
+	c->caller_instr = load_u64(f, ps->rt->off->iframe_instr);
+	c->caller_previous = load_u64(f, ps->rt->off->iframe_previous);
 }
 
 /*

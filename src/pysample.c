@@ -116,6 +116,11 @@ void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 	/* 3.11: nothing tells a frame being pushed (see calledge.h). */
 	if (off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000)
 		ps->call_edges.checks = CALL_EDGE_CHECKS_UNGUARDED;
+	/* 3.14+: pairs read again until they hold (see there). */
+	if (off->hexversion >= 0x030e0000) {
+		ps->call_edges.checks = CALL_EDGE_CHECKS_POLLED;
+		ps->call_edges.window = CALL_EDGE_WINDOW;
+	}
 }
 
 void py_sampler_release(struct py_sampler *ps)

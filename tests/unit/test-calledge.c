@@ -55,6 +55,28 @@ static void test_checks_per_sample(void)
 	call_edges_release(&ce);
 }
 
+/*
+ * With a window: two checks held a pair only when they came at most
+ * window samples apart; a check later than that counts as the first.
+ */
+static void test_checks_within_window(void)
+{
+	struct call_edges ce = {0};
+	struct call_edge ab = edge(1, 2);
+
+	ce.checks = CALL_EDGE_CHECKS_POLLED;
+	ce.window = 10;
+	call_edges_add(&ce, &ab, 1);
+	call_edges_add(&ce, &ab, 12);
+	CHECK(!call_edges_has(&ce, &ab));
+	call_edges_add(&ce, &ab, 22);
+	CHECK(call_edges_has(&ce, &ab));
+	/* Held, it stays held however long the program goes without it. */
+	call_edges_add(&ce, &ab, 5000);
+	CHECK(call_edges_has(&ce, &ab));
+	call_edges_release(&ce);
+}
+
 static void test_grow_keeps_all(void)
 {
 	struct call_edges ce = {0};
@@ -104,6 +126,7 @@ int main(void)
 {
 	test_add_find();
 	test_checks_per_sample();
+	test_checks_within_window();
 	test_grow_keeps_all();
 	test_bounded();
 	return failed;
