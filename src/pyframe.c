@@ -779,8 +779,10 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
  * (one iovec: copied at once, from low addresses up), show the call c,
  * with top_now the lowest of the thread's data-stack tops read before
  * and after it?  The caller must be where the walk found it (code,
- * instruction, its own caller) and have run (not just pushed, with the
- * bytes of an older frame above it); on 3.12 and 3.13 it must still be
+ * instruction, its own caller) and not just pushed (up to 3.12 before
+ * its first instruction, with the bytes of an older frame above it;
+ * 3.13+ start at the first, where the trampoline that runs a class's
+ * __init__ stays while it calls); on 3.12 and 3.13 it must still be
  * calling (its saved stack depth is -1 once it runs again).  The callee
  * must be the same code, called by it, and under the top (a frame that
  * returned keeps its bytes; 3.14+ clears its code).
@@ -797,7 +799,7 @@ static int call_holds(const struct py_offsets *off,
 		c->edge.code ||
 	    load_u64(span, off->iframe_instr) != c->caller_instr ||
 	    load_u64(span, off->iframe_previous) != c->caller_previous ||
-	    (iframe_where(off, span, c->edge.code, &tlbc) <= 0 && !tlbc) ||
+	    (iframe_where(off, span, c->edge.code, &tlbc) < 0 && !tlbc) ||
 	    (load_u64(callee, off->iframe_code) & ~PY_STACKREF_TAG_MASK) !=
 		c->edge.callee ||
 	    load_u64(callee, off->iframe_previous) != c->caller)
