@@ -774,6 +774,13 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 /* Most bytes from a caller's frame to its callee's end read at once. */
 #define EDGE_SPAN_MAX 65536
 
+/* Bytes from c's caller's frame to the end of its callee's. */
+static size_t pair_span(const struct py_offsets *off,
+			const struct py_edge_check *c)
+{
+	return (size_t)(c->callee - c->caller) + (size_t)off->iframe_size;
+}
+
 /*
  * Does span, a copy of the caller's frame up to the end of its callee's
  * (one iovec: copied at once, from low addresses up), show the call c,
@@ -847,7 +854,8 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t left = ps->nr_edge_checks, total = 0, n, i, w, poll, at;
-	size_t polls = off->hexversion >= 0x030e0000 ? EDGE_POLLS : 1;
+	/* Polled where two checks close together hold a pair (3.14+). */
+	size_t polls = ps->call_edges.window ? EDGE_POLLS : 1;
 	long lo, hi;
 	unsigned char head[64], after[64];
 	uint64_t top_now, top_after;
@@ -872,8 +880,7 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 		/* Torn addresses can be anything: the callee comes after. */
 		if (c->callee - c->caller > EDGE_SPAN_MAX)
 			return 0;
-		total += (size_t)(c->callee - c->caller) +
-			 (size_t)off->iframe_size;
+		total += pair_span(off, c);
 	}
 	py_sampler_grow_iov(ps, left + 2);
 	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf, total);
@@ -883,12 +890,10 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 				   (size_t)(hi + 8 - lo));
 		for (i = 0, at = 0; i < left; i++) {
 			const struct py_edge_check *c = &ps->edge_checks[i];
-			size_t len = (size_t)(c->callee - c->caller) +
-				     (size_t)off->iframe_size;
 
 			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
-					   c->caller, len);
-			at += len;
+					   c->caller, pair_span(off, c));
+			at += pair_span(off, c);
 		}
 		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
 				   (size_t)(hi + 8 - lo));
@@ -906,8 +911,7 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 		/* Pairs that held leave the list: the others are read again. */
 		for (i = 0, w = 0, at = 0; i < left; i++) {
 			struct py_edge_check *c = &ps->edge_checks[i];
-			size_t len = (size_t)(c->callee - c->caller) +
-				     (size_t)off->iframe_size;
+			size_t len = pair_span(off, c);
 
 			if (call_holds(off, c, ps->edge_buf + at, top_now))
 				call_edges_add(&ps->call_edges, &c->edge,
@@ -930,6 +934,7 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 		      uint64_t self, uint64_t code, uint64_t callee,
 		      uint64_t callee_code)
 {
+	const struct py_offsets *off = ps->rt->off;
 	struct py_edge_check *c;
 	struct call_edge e;
 
@@ -943,8 +948,8 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	c->caller = self;
 	c->callee = callee;
 	c->edge = e;
-	c->caller_instr = load_u64(f, ps->rt->off->iframe_instr);
-	c->caller_previous = load_u64(f, ps->rt->off->iframe_previous);
+	c->caller_instr = load_u64(f, off->iframe_instr);
+	c->caller_previous = load_u64(f, off->iframe_previous);
 }
 
 /*
