@@ -773,22 +773,28 @@ static void print_summary(struct recorder *r)
 
 /*
  * SPYC_STATS: what sampling cost in system calls, per thread read (the
- * threads of the samples kept; dropped reads cost calls too).
+ * threads of the samples kept; dropped reads cost calls too), and how
+ * many thread stacks were walked (each walk of each read, dropped or
+ * not; not with --subprocesses, whose processes each have their own).
  */
 static void print_stats(const struct recorder *r)
 {
 	double n = r->threads_read ? (double)r->threads_read : 1.0;
 	double timed = r->timed_threads ? (double)r->timed_threads : 1.0;
+	char walked[64] = "";
 
+	if (!r->opts->subprocesses)
+		snprintf(walked, sizeof(walked),
+			 "; %" PRIu64 " thread stacks walked", r->sl.ps.walks);
 	fprintf(stderr,
 		"spyc: stats: %" PRIu64 " process_vm_readv, %" PRIu64
 		" /proc calls; %" PRIu64
 		" threads read: %.2f + %.2f calls per thread read; "
-		"%.2f us CPU awake per thread read\n",
+		"%.2f us CPU awake per thread read%s\n",
 		proc_counts.remote_reads, proc_counts.file_calls,
 		r->threads_read, (double)proc_counts.remote_reads / n,
 		(double)proc_counts.file_calls / n,
-		(double)r->awake_cpu_ns / 1e3 / timed);
+		(double)r->awake_cpu_ns / 1e3 / timed, walked);
 }
 
 /*

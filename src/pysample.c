@@ -451,10 +451,23 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 	ps->nr_pre = nr;
 }
 
+/* Whether ps->walk_only, if set, has the thread with this ident. */
+static int walk_wanted(const struct py_sampler *ps, uint64_t ident)
+{
+	size_t i;
+
+	if (!ps->walk_only)
+		return 1;
+	for (i = 0; i < ps->nr_walk_only; i++)
+		if (ps->walk_only[i] == ident)
+			return 1;
+	return 0;
+}
+
 /*
  * Add the thread whose thread state, at tstate, ps->tstate_buf holds a
  * copy of, without walking it; it is marked skipped if it is idle and
- * its frames are not wanted.
+ * its frames are not wanted, or ps->walk_only leaves it out.
  */
 static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 				    uint64_t ident, long tid,
@@ -483,7 +496,8 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	t->is_task = 0;
 	t->sched = 0;
 	t->skipped =
-	    ps->skip_idle && ps->want_state && pystate_known_idle(ps, t);
+	    !walk_wanted(ps, t->ident) ||
+	    (ps->skip_idle && ps->want_state && pystate_known_idle(ps, t));
 	return t;
 }
 

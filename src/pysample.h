@@ -348,6 +348,13 @@ struct py_sampler {
 	 * want_state, when idle stacks will not be used anyway.
 	 */
 	int skip_idle;
+	/*
+	 * When set, only the threads whose idents these are have their
+	 * frames read; the others are added, marked skipped (the second
+	 * read of --native and --blocking: only the threads it stopped).
+	 */
+	const uint64_t *walk_only;
+	size_t nr_walk_only;
 	/* Thread names: threading's, else the OS's (/proc/PID/task/TID/comm) */
 	int want_names;
 	/*

@@ -121,6 +121,7 @@ void sampleloop_release(struct sampleloop *sl)
 		close(sl->mm_fd);
 	sl->mm_fd = -1;
 	free(sl->tids);
+	free(sl->idents);
 	free(sl->before);
 	py_sample_release(&sl->sample);
 	py_sampler_release(&sl->ps);
@@ -372,25 +373,35 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					int gil)
 {
 	struct py_sample *s = &sl->sample;
-	size_t i, n = 0, nr = s->nr_threads;
+	size_t i, n = 0, nr_idents = 0, nr = s->nr_threads;
 	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
 	enum drop_reason why;
 
 	ALLOC_GROW(sl->tids, nr + 1, sl->alloc_tids);
+	ALLOC_GROW(sl->idents, nr + 1, sl->alloc_idents);
 	ALLOC_GROW(sl->before, nr + 1, sl->alloc_before);
-	for (i = 0; i < nr; i++)
-		if (s->threads[i].depth && s->threads[i].tid &&
-		    !s->threads[i].is_task &&
-		    thread_wanted(&s->threads[i], idle, gil))
-			sl->tids[n++] = s->threads[i].tid;
+	for (i = 0; i < nr; i++) {
+		const struct py_thread *t = &s->threads[i];
+
+		if (!t->depth || t->is_task || !thread_wanted(t, idle, gil))
+			continue;
+		sl->idents[nr_idents++] = t->ident;
+		if (t->tid)
+			sl->tids[n++] = t->tid;
+	}
 	if (!n)
 		return DROP_NONE;
 	memcpy(sl->before, s->threads, nr * sizeof(*sl->before));
 	native_stop(nu, sl->tids, n);
 	sl->ps.want_state = sl->ps.want_gil = 0;
+	/* Only the threads this sample keeps: the others stay unread. */
+	sl->ps.walk_only = sl->idents;
+	sl->ps.nr_walk_only = nr_idents;
 	why = py_sampler_sample(&sl->ps, s);
 	/* Registers, stack top and Python frames are copied: let them go. */
 	native_resume_all(nu);
+	sl->ps.walk_only = NULL;
+	sl->ps.nr_walk_only = 0;
 	sl->ps.want_state = want_state;
 	sl->ps.want_gil = want_gil;
 	if (why != DROP_NONE && why != DROP_GONE)

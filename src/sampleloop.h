@@ -50,6 +50,8 @@ struct sampleloop {
 	/* --native: scratch for sampleloop_stop_wanted() */
 	long *tids;
 	size_t alloc_tids;
+	uint64_t *idents; /* of the threads read again */
+	size_t alloc_idents;
 	struct py_thread *before;
 	size_t alloc_before;
 	/*
@@ -146,7 +148,8 @@ int thread_wanted(const struct py_thread *t, int idle, int gil);
 /*
  * --native, after sampleloop_take() returned DROP_NONE: stop just the
  * threads whose stacks are wanted (thread_wanted), then read the Python
- * frames again while they are stopped, so that Python and native frames
+ * frames of those threads alone again while they are stopped (the others
+ * are left unread, as they are not kept), so that Python and native frames
  * are of one instant, keeping each thread's state and GIL from before it
  * was stopped (a stopped thread looks idle).  Returns DROP_NONE, or the
  * reason the new read was dropped (counted).  The threads run again

@@ -190,3 +190,18 @@ def test_idle_left_out_reads_stat_once(spyc, any_python, tmp_path):
     assert int(stats.group(2)) <= threads * samples + once, res.describe()
     assert folded_counts(out, "idle") == 0, res.describe()
     assert folded_counts(out, "spin") > 0, res.describe()
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(bench.FAKE_CUDA,
+                                                    "libcupti.so")),
+                    reason="no tests/build/fakecuda (make test-tools)")
+def test_gpu_baseline_collects(any_python, tmp_path):
+    """The baseline of the agent's own cost (bench_gpu.py alone) makes the
+    stand-in CUPTI collect what the agent has it collect (its 6 activity
+    kinds, a launch callback), where plain collects nothing: otherwise
+    agent over alone would hold CUPTI's work too."""
+    plain, _ = bench.gpu_run(any_python.path, 50, "plain", str(tmp_path))
+    alone, _ = bench.gpu_run(any_python.path, 50, "alone", str(tmp_path))
+    assert plain["launches"] == alone["launches"] == 400
+    assert (plain["kinds"], plain["subscribed"]) == (0, 0), plain
+    assert (alone["kinds"], alone["subscribed"]) == (6, 1), alone

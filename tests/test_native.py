@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import bench
 from conftest import TARGETS, REPO, assert_running, target_env
 from test_record import parse_summary
 
@@ -181,4 +182,35 @@ def test_only_sampled_threads_are_stopped(spyc, python, targets, tmp_path):
         after = context_switches(t.pid)
         assert all((after[n] > before[n]) == stopped for n in idle), (
             options, before, after)
+    assert_running(t.pid)
+
+
+def test_only_sampled_threads_are_read_again(spyc, python, targets,
+                                             tmp_path):
+    """--native and --blocking read again, while they are stopped, the
+    Python stacks of the threads they stopped, and no other: on states.py
+    (one thread running, three blocked) each sample walks two stacks, the
+    running thread's to find it and again once stopped.  Reading every
+    thread again made five a sample."""
+    t = targets.start(python, "states.py", "{report}")
+    # (and its reporter, for a moment)
+    threads = len(os.listdir("/proc/%d/task" % t.pid))
+    assert threads >= 4, "states.py has %d threads, not 4" % threads
+    for option in ("--native", "--blocking"):
+        res = spyc.run(["record", "--pid", t.pid, "--rate", 200,
+                        "--duration", 1, option, "-o",
+                        str(tmp_path / "out.txt")],
+                       env=target_env({"SPYC_STATS": "1"}), timeout=30)
+        res.assert_ok()
+        summary = bench.SUMMARY_RE.search(res.stderr)
+        stats = bench.STATS_RE.search(res.stderr)
+        assert summary and stats and stats.group(7), res.describe()
+        samples, dropped = int(summary.group(1)), int(summary.group(2))
+        walked = int(stats.group(7))
+        assert samples > 0, res.describe()
+        # A dropped read walked too, once or twice; the first read may
+        # walk every thread (before their states are known).
+        assert samples <= walked <= 2 * (samples + dropped) + threads, (
+            "%s: %d stacks walked in %d samples (%d dropped)\n%s"
+            % (option, walked, samples, dropped, res.describe()))
     assert_running(t.pid)

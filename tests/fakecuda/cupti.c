@@ -30,6 +30,8 @@
 #define MAX_CBIDS 1024
 /* Records in what counts as a full buffer (FAKE_CUPTI_NO_FLUSH_PERIOD). */
 #define FULL_BUFFER 4096
+/* fake_collect_alone's buffers: the agent's size. */
+#define ALONE_BUFFER_SIZE (1u << 20)
 
 union fake_record {
 	CUpti_Activity a;
@@ -56,6 +58,7 @@ static int flusher_started;
 static CUpti_CallbackFunc subscriber;
 static void *subscriber_data;
 static unsigned char callback_on[3][MAX_CBIDS]; /* [domain][cbid] */
+static uint64_t alone_records; /* walked by fake_collect_alone's client */
 static CUpti_ActivityThreadIdType thread_id_type;
 
 /* Kernel names outlive the records that point to them: kept forever. */
@@ -71,6 +74,7 @@ EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream);
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
+EXPORT int fake_collect_alone(void);
 
 static uint64_t now(void)
 {
@@ -332,6 +336,73 @@ EXPORT int fake_enabled_kinds(void)
 EXPORT int fake_subscribed(void)
 {
 	return subscriber != NULL;
+}
+
+/*
+ * make bench's baseline for the agent's cost: what any client of CUPTI
+ * asks of it, with nothing done on top.  The activity kinds spyc's agent
+ * enables, its launch callback (one that returns at once), buffers that
+ * are walked and freed.  Call once, instead of loading the agent.
+ */
+static void CUPTIAPI alone_requested(uint8_t **buffer, size_t *size,
+				     size_t *max_records)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 8, ALONE_BUFFER_SIZE))
+		p = NULL;
+	*buffer = p;
+	*size = p ? ALONE_BUFFER_SIZE : 0;
+	*max_records = 0;
+}
+
+static void CUPTIAPI alone_completed(CUcontext ctx, uint32_t stream,
+				     uint8_t *buffer, size_t size,
+				     size_t valid)
+{
+	CUpti_Activity *a = NULL;
+
+	(void)ctx;
+	(void)stream;
+	(void)size;
+	while (buffer && cuptiActivityGetNextRecord(buffer, valid, &a) ==
+			     CUPTI_SUCCESS)
+		alone_records++;
+	free(buffer);
+}
+
+static void CUPTIAPI alone_callback(void *userdata,
+				    CUpti_CallbackDomain domain,
+				    CUpti_CallbackId cbid, const void *data)
+{
+	(void)userdata;
+	(void)domain;
+	(void)cbid;
+	(void)data;
+}
+
+EXPORT int fake_collect_alone(void)
+{
+	static const CUpti_ActivityKind kinds[] = {
+	    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    CUPTI_ACTIVITY_KIND_MEMCPY,
+	    CUPTI_ACTIVITY_KIND_MEMSET,
+	    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	    CUPTI_ACTIVITY_KIND_RUNTIME,
+	    CUPTI_ACTIVITY_KIND_DRIVER,
+	};
+	CUpti_SubscriberHandle sub;
+	size_t i;
+
+	cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	cuptiActivityRegisterCallbacks(alone_requested, alone_completed);
+	for (i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
+		cuptiActivityEnable(kinds[i]);
+	if (cuptiSubscribe(&sub, alone_callback, NULL) != CUPTI_SUCCESS)
+		return -1;
+	cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+			    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+	return 0;
 }
 
 /* What CUPTI exports, as far as the agent uses it. */

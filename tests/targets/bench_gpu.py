@@ -3,11 +3,14 @@
 through the stand-ins for CUPTI and the CUDA driver (tests/fakecuda/, no
 GPU needed) between bits of Python work, from a few frames deep.
 
-  python bench_gpu.py FAKE_DIR STEPS plain|agent
+  python bench_gpu.py FAKE_DIR STEPS plain|alone|agent
 
 agent: start spyc's agent as the CUDA driver would (CUDA_INJECTION64_PATH,
-set by `spyc record --gpu`).  Prints one JSON line: the CPU time of the
-loop (time.process_time), the VmRSS at its end (KiB) and the launches.
+set by `spyc record --gpu`).  alone: no agent, but the stand-in CUPTI
+collects the same activities for a client that does nothing with them
+(fake_collect_alone), so that agent over alone is the agent's own cost.
+Prints one JSON line: the CPU time of the loop (time.process_time), the
+VmRSS at its end (KiB) and the launches.
 """
 import ctypes
 import json
@@ -22,6 +25,8 @@ cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
                               ctypes.c_uint]
 if mode == "agent":
     ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+elif mode == "alone" and cupti.fake_collect_alone() != 0:
+    sys.exit("bench_gpu.py: fake_collect_alone failed")
 launches = 0
 
 
@@ -52,4 +57,6 @@ for _ in range(steps):
     x = forward(x)
 cpu = time.process_time() - start
 print(json.dumps({"cpu": cpu, "rss_kib": vm_rss_kib(),
-                  "launches": launches}))
+                  "launches": launches,
+                  "kinds": cupti.fake_enabled_kinds(),
+                  "subscribed": cupti.fake_subscribed()}))
