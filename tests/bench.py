@@ -40,7 +40,10 @@ calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
 `record --native --idle`: samples/s, drop, us/sample as above, and
 stacks/sample, the number of thread stacks each sample kept (1 when idle
 threads are filtered out, 101 with --idle).  With --blocking and --native,
-those are the threads stopped for each sample.  Last, the cost of following
+those are the threads stopped for each sample.  Then `record` and `record
+--native` on the same target with its 100 idle threads native ones
+instead (libc threads in pause(), no Python in them, as a library's
+workers are): "(native idle)".  Last, the cost of following
 a process tree: `record --subprocesses` at --rate 100000 on an idle parent
 and 8 child processes, each one thread spinning 50 calls deep
 (tests/targets/bench_tree.py): rounds/s (a round reads every process),
@@ -175,6 +178,8 @@ IDLE_DEEP = (100, 50)       # the idle-threads run: idle threads, busy depth
 # spyc options for the rows of the idle-threads table.
 IDLE_MODES = ((), ("--idle",), ("--blocking",), ("--native",),
               ("--native", "--idle"))
+# And on the same target with native threads (no Python) as the idle ones.
+IDLE_NATIVE_MODES = ((), ("--native",))
 # The process-tree run: children (one busy thread each), their depth.
 TREE_DEEP = (8, 50)
 # The goals table.  Its target, bench_busy.py: depth, busy threads, idle
@@ -647,15 +652,19 @@ def bench_idle(slot, cfg, errors):
     nidle, depth = IDLE_DEEP
     rows, results = [], {}
     workdir = tempfile.mkdtemp(prefix="spyc-bench-")
+    runs = [(o, "python") for o in IDLE_MODES] + \
+        [(o, "native") for o in IDLE_NATIVE_MODES]
     try:
-        for options in IDLE_MODES:
+        for options, kind in runs:
             name = idle_mode_name(options)
-            progress("  %s: %d idle threads + 1 x %d deep, %s --rate %d, "
-                     "%.1f s" % (slot.name, nidle, depth, name, MAX_RATE,
-                                 cfg["rate_secs"]))
+            if kind == "native":
+                name += " (native idle)"
+            progress("  %s: %d idle threads (%s) + 1 x %d deep, %s --rate "
+                     "%d, %.1f s" % (slot.name, nidle, kind, depth, name,
+                                     MAX_RATE, cfg["rate_secs"]))
             r = measure(slot.name, name, lambda: sample_target(
-                python, [IDLE, str(nidle), str(depth), str(BUSY_LIFETIME)],
-                cfg["rate_secs"], workdir, options), errors)
+                python, [IDLE, str(nidle), str(depth), str(BUSY_LIFETIME),
+                         kind], cfg["rate_secs"], workdir, options), errors)
             results[name] = r
             rows.append([slot.name if not rows else "", name] +
                         (["%.0f" % r["rate"], "%.1f%%" % r["drop"],
@@ -1312,7 +1321,9 @@ def print_native_table(rows):
 def print_idle_table(rows):
     nidle, depth = IDLE_DEEP
     print("idle threads: %d threads blocked on a threading.Event + 1 "
-          "spinning %d deep, --rate %d:" % (nidle, depth, MAX_RATE))
+          "spinning %d deep, --rate %d\n(native idle: %d threads of libc's "
+          "in pause() instead, no Python in them):"
+          % (nidle, depth, MAX_RATE, nidle))
     print_legend([
         ("samples/s", "sustained"),
         ("drop", "as above"),

@@ -6,6 +6,7 @@ own patterns and count those threads, bench_work.py reports its CPU time
 on every CPython, and CPython 3.15's own sampler takes the command line
 bench.py gives it."""
 
+import json
 import os
 import resource
 import subprocess
@@ -205,3 +206,33 @@ def test_gpu_baseline_collects(any_python, tmp_path):
     assert plain["launches"] == alone["launches"] == 400
     assert (plain["kinds"], plain["subscribed"]) == (0, 0), plain
     assert (alone["kinds"], alone["subscribed"]) == (6, 1), alone
+
+
+def test_native_idle_target(spyc, any_python):
+    """bench_idle.py's native idle threads (the "(native idle)" rows) are
+    there, asleep, and have no Python: spyc sees the spinning thread
+    alone."""
+    nidle = 5
+    proc = subprocess.Popen([any_python.path, bench.IDLE, str(nidle), "10",
+                             "60", "native"], stdout=subprocess.PIPE,
+                            env=target_env())
+    try:
+        line = proc.stdout.readline()
+        assert line == b"ready\n", line
+        tasks = os.listdir("/proc/%d/task" % proc.pid)
+        assert len(tasks) == nidle + 1, tasks
+        states = []
+        for tid in tasks:
+            if int(tid) != proc.pid:
+                with open("/proc/%d/task/%s/stat" % (proc.pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        assert states == ["S"] * nidle, states
+        res = spyc.run(["dump", "--json", "--pid", proc.pid])
+        assert proc.poll() is None, "target died while dumped"
+    finally:
+        stop(proc)
+    assert res.returncode == 0, res.describe()
+    threads = json.loads(res.stdout)["threads"]
+    assert len(threads) == 1, res.describe()
+    assert any(f["name"] == "spin" for f in threads[0]["frames"]), \
+        res.describe()
