@@ -773,9 +773,10 @@ static void print_summary(struct recorder *r)
 
 /*
  * SPYC_STATS: what sampling cost in system calls, per thread read (the
- * threads of the samples kept; dropped reads cost calls too), and how
- * many thread stacks were walked (each walk of each read, dropped or
- * not; not with --subprocesses, whose processes each have their own).
+ * threads of the samples kept; dropped reads cost calls too), how many
+ * thread stacks were walked (each walk of each read, dropped or not; not
+ * with --subprocesses, whose processes each have their own), and the
+ * time spent in process_vm_readv per thread read.
  */
 static void print_stats(const struct recorder *r)
 {
@@ -790,11 +791,13 @@ static void print_stats(const struct recorder *r)
 		"spyc: stats: %" PRIu64 " process_vm_readv, %" PRIu64
 		" /proc calls; %" PRIu64
 		" threads read: %.2f + %.2f calls per thread read; "
-		"%.2f us CPU awake per thread read%s\n",
+		"%.2f us CPU awake per thread read%s; %.2f us in "
+		"process_vm_readv per thread read\n",
 		proc_counts.remote_reads, proc_counts.file_calls,
 		r->threads_read, (double)proc_counts.remote_reads / n,
 		(double)proc_counts.file_calls / n,
-		(double)r->awake_cpu_ns / 1e3 / timed, walked);
+		(double)r->awake_cpu_ns / 1e3 / timed, walked,
+		(double)proc_counts.remote_read_ns / 1e3 / n);
 }
 
 /*
@@ -999,6 +1002,7 @@ int cmd_record(int argc, char **argv)
 
 	gpu_hand_layout(&r);
 	r.stats = getenv("SPYC_STATS") != NULL;
+	proc_counts.timed = r.stats;
 	sample_loop(&r);
 	if (opts.argv)
 		snprintf(who, sizeof(who), "%s", program_name(opts.argv));

@@ -115,6 +115,24 @@ out:
 
 struct proc_counts proc_counts;
 
+/* process_vm_readv, counted (and timed) in proc_counts; errno as it. */
+static ssize_t counted_readv(pid_t pid, const struct iovec *local,
+			     const struct iovec *remote, size_t n)
+{
+	uint64_t start = proc_counts.timed ? now_ns() : 0;
+	ssize_t got;
+	int err;
+
+	proc_counts.remote_reads++;
+	got = process_vm_readv(pid, local, n, remote, n, 0);
+	if (proc_counts.timed) {
+		err = errno;
+		proc_counts.remote_read_ns += now_ns() - start;
+		errno = err;
+	}
+	return got;
+}
+
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {buf, len};
@@ -123,8 +141,7 @@ ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 	if (!len)
 		return 0;
-	proc_counts.remote_reads++;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	n = counted_readv(pid, &local, &remote, 1);
 	return n < 0 ? -errno : n;
 }
 
@@ -191,9 +208,7 @@ int proc_readv(pid_t pid, const struct iovec *local, const struct iovec *remote,
 		size_t batch = n - done < IOV_MAX ? n - done : IOV_MAX;
 		ssize_t got;
 
-		proc_counts.remote_reads++;
-		got = process_vm_readv(pid, local + done, batch, remote + done,
-				       batch, 0);
+		got = counted_readv(pid, local + done, remote + done, batch);
 		size_t i, total = 0;
 
 		if (got < 0) {

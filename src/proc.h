@@ -33,11 +33,15 @@ void proc_maps_release(struct proc_maps *maps);
 /*
  * System calls spyc made to read targets, for its own cost figures
  * (SPYC_STATS): process_vm_readv calls, and those that read /proc
- * files (open, read, close: each counts).
+ * files (open, read, close: each counts).  With timed set, also the
+ * time spent inside process_vm_readv (by CLOCK_MONOTONIC around each
+ * call: a read runs on spyc's CPU time, so this is what reads cost it).
  */
 struct proc_counts {
 	uint64_t remote_reads;
 	uint64_t file_calls;
+	int timed;
+	uint64_t remote_read_ns;
 };
 extern struct proc_counts proc_counts;
 

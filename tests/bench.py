@@ -67,7 +67,11 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           each wakeup to the next sleep, by its own
                           thread CPU clock) and the rest: what sleeping
                           and waking up 10000 times a second costs it,
-                          which on a virtual machine can be most of it.
+                          which on a virtual machine can be most of it,
+                          and of the time awake, how much went by inside
+                          process_vm_readv (the kernel copying the
+                          target's memory; timed around each call by
+                          spyc, from that stats line).
                           And the floor: the CPU time of an empty loop
                           that sleeps as spyc does, to the same
                           deadlines (tests/build/spyc-sleeploop), run
@@ -239,7 +243,9 @@ STATS_RE = re.compile(r"spyc: stats: (\d+) process_vm_readv, (\d+) /proc "
                       r"calls?; (\d+) threads? read: ([0-9.]+) \+ "
                       r"([0-9.]+) calls per thread read"
                       r"(?:; ([0-9.]+) us CPU awake per thread read)?"
-                      r"(?:; (\d+) thread stacks walked)?")
+                      r"(?:; (\d+) thread stacks walked)?"
+                      r"(?:; ([0-9.]+) us in process_vm_readv per thread "
+                      r"read)?")
 LATE_RE = re.compile(r"asked ([0-9.]+) Hz, (\d+) late")
 
 # Every process we start, by pid, so that every path can kill what is left.
@@ -771,6 +777,8 @@ def goal_spyc(target, errpath, rate, secs, workdir):
                        if stats else None),
                 awake=(float(stats.group(6))
                        if stats and stats.group(6) else None),
+                reads=(float(stats.group(8))
+                       if stats and stats.group(8) else None),
                 share=100.0 * float(match.group(4)) / rate,
                 late=int(late.group(2)) if late else 0,
                 core=100.0 * cpu / elapsed)
@@ -1013,6 +1021,9 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns, idle):
                          "%.1f / %.1f %s" % (r["awake"],
                                              r["us"] - r["awake"], MICRO),
                          "", ""])
+        if r and r["reads"] is not None:
+            rows.append(["  of awake, in process_vm_readv", slot.name,
+                         "%.1f %s" % (r["reads"], MICRO), "", ""])
         floor = runs[slot.name]["floor"]
         if r and floor is not None:
             per_round = sum(GOAL_DEEP[1:])
@@ -1181,7 +1192,9 @@ def print_goals_table(rows, cfg):
          "(SPYC_STATS=1)"),
         ("awake", "the part of CPU per spent from each wakeup to the next "
          "sleep\n(spyc's thread CPU clock, timed in 1 round of 16); the "
-         "rest is what\nsleeping and waking up costs it"),
+         "rest is what\nsleeping and waking up costs it; of awake, the "
+         "time inside\nprocess_vm_readv (the kernel's copying, timed "
+         "around each call)"),
         ("floor", "the CPU time of spyc's pacing alone (tests/build/"
          "spyc-sleeploop:\nsleeps to the same deadlines, does nothing "
          "between), beside the\nsame target, per wakeup and shared by "
