@@ -18,6 +18,7 @@
 #include "gpustack.h"
 #include "native.h"
 #include "pyframe.h"
+#include "pyresolve.h"
 #include "outname.h"
 #include "output.h"
 #include "proc.h"
@@ -478,7 +479,7 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 	for (i = 0; i < d->nr; i++)
 		pyframe_push_copied(&r->sl.ps, s, d->frames[i].code,
 				    d->frames[i].pos);
-	if (pyframe_resolve(&r->sl.ps, s, 0) != DROP_NONE) {
+	if (pyresolve_frames(&r->sl.ps, s, 0) != DROP_NONE) {
 		r->gp.launch_unnamed++;
 		return;
 	}

@@ -11,6 +11,7 @@
 #include "elfsym.h"
 #include "proc.h"
 #include "pyframe.h"
+#include "pyresolve.h"
 #include "util.h"
 
 /* The section _asyncio puts its debug offsets in (GENERATE_DEBUG_SECTION
@@ -578,7 +579,7 @@ enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
 				     interp + (uint64_t)ao->interp_tasks_head,
 				     -1, 0);
 	if (!why && out->nr_frames > from)
-		why = pyframe_resolve(ps, out, from);
+		why = pyresolve_frames(ps, out, from);
 	if (!why)
 		link_awaiters(out, &sc);
 	free(sc.raw);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Walking one thread's Python frames, and naming the code they run. */
+/* Walking one thread's Python frames (named by pyresolve.h). */
 #ifndef SPYC_PYFRAME_H
 #define SPYC_PYFRAME_H
 
@@ -54,7 +54,7 @@ enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 /*
  * Append one interpreter frame found elsewhere (a suspended coroutine's,
  * for --async) to out: f is a copy of the frame at frame.  Resolved by
- * pyframe_resolve like the walked ones.
+ * pyresolve_frames like the walked ones.
  */
 void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 		  const unsigned char *f);
@@ -63,18 +63,9 @@ void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
  * Append one frame of a stack the GPU agent copied in the target (see
  * gpu_py_layout): its code word and position word as the frame held
  * them (f_lasti up to 3.10, else the instruction pointer).  Resolved by
- * pyframe_resolve like the walked ones.
+ * pyresolve_frames like the walked ones.
  */
 void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
 			 uint64_t code_word, uint64_t pos_word);
-
-/*
- * Turn the code addresses of the frames walked from frame number from
- * on into out->frames: code objects (read in one batch, through the
- * cache) and lines.  Returns DROP_NONE or why the sample must be
- * dropped.
- */
-enum drop_reason pyframe_resolve(struct py_sampler *ps, struct py_sample *out,
-				 size_t from);
 
 #endif

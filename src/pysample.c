@@ -11,6 +11,7 @@
 #include "proc.h"
 #include "pyasync.h"
 #include "pyframe.h"
+#include "pyresolve.h"
 #include "pygil.h"
 #include "pynames.h"
 #include "pystate.h"
@@ -334,7 +335,7 @@ static enum drop_reason check_roots(struct py_sampler *ps,
 			ps->walks_again++;
 	}
 	if (!why && out->nr_frames > from)
-		why = pyframe_resolve(ps, out, from);
+		why = pyresolve_frames(ps, out, from);
 	for (i = 0; i < out->nr_threads && !why; i++)
 		if (!starts_at_root(out, &out->threads[i]))
 			why = DROP_INVALID;
@@ -637,7 +638,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		if (why)
 			return why;
 	}
-	why = pyframe_resolve(ps, out, 0);
+	why = pyresolve_frames(ps, out, 0);
 	if (!why)
 		why = check_roots(ps, out);
 	if (why)

@@ -163,18 +163,18 @@ struct py_sampler {
 	/*
 	 * Free-threaded builds: the thread-local bytecode copy each frame
 	 * runs (0: the code's own, whose offset addrqs holds; else addrqs
-	 * holds the frame's instruction pointer until pyframe_resolve
+	 * holds the frame's instruction pointer until pyresolve_frames
 	 * finds the copy), and the code's co_tlbc array as last read.
 	 */
 	int32_t *tlbcs;
 	uint64_t *tlbc_arrays;
 	size_t alloc_walk;
-	/* pyframe_resolve's reads of co_tlbc arrays: two words a frame */
+	/* pyresolve_frames's reads of co_tlbc arrays: two words a frame */
 	uint64_t *tlbc_words;
 	size_t *tlbc_slots;
 	size_t alloc_tlbc_words, alloc_tlbc_slots;
 	/*
-	 * pyframe_resolve: the distinct code objects of the frames it
+	 * pyresolve_frames: the distinct code objects of the frames it
 	 * resolves, by address, each one's header read once however many
 	 * frames run it; headers holds the copies.
 	 */

@@ -27,9 +27,12 @@ void pywalk_loop_init(struct pywalk_loop *lc);
  */
 enum drop_reason pywalk_loop_step(struct pywalk_loop *lc, uint64_t addr);
 
+/* ps->entries[] value of the "[N frames not read]" stand-in (code is N). */
+#define PYWALK_PLACEHOLDER 2
+
 /*
  * Note a frame of the walk at the end of out, in ps's scratch, for
- * pyframe_resolve: where it is (frame, 0 for a stand-in), its code's
+ * pyresolve_frames: where it is (frame, 0 for a stand-in), its code's
  * address, its instruction's offset (addrq, -1 unknown).  entry: the
  * frame is the first one its C-level evaluation call ran (always up to
  * 3.10, where each frame has its own call).

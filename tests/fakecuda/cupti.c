@@ -357,22 +357,20 @@ static void CUPTIAPI alone_requested(uint8_t **buffer, size_t *size,
 }
 
 static void CUPTIAPI alone_completed(CUcontext ctx, uint32_t stream,
-				     uint8_t *buffer, size_t size,
-				     size_t valid)
+				     uint8_t *buffer, size_t size, size_t valid)
 {
 	CUpti_Activity *a = NULL;
 
 	(void)ctx;
 	(void)stream;
 	(void)size;
-	while (buffer && cuptiActivityGetNextRecord(buffer, valid, &a) ==
-			     CUPTI_SUCCESS)
+	while (buffer &&
+	       cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
 		alone_records++;
 	free(buffer);
 }
 
-static void CUPTIAPI alone_callback(void *userdata,
-				    CUpti_CallbackDomain domain,
+static void CUPTIAPI alone_callback(void *userdata, CUpti_CallbackDomain domain,
 				    CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
