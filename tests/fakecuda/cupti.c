@@ -341,8 +341,9 @@ EXPORT int fake_subscribed(void)
 /*
  * make bench's baseline for the agent's cost: what any client of CUPTI
  * asks of it, with nothing done on top.  The activity kinds spyc's agent
- * enables, its launch callback (one that returns at once), buffers that
- * are walked and freed.  Call once, instead of loading the agent.
+ * enables (agent/agent.c's kinds[]: test_gpu_baseline_collects checks
+ * that they agree), a launch callback that returns at once, buffers
+ * that are walked and freed.  Call once, instead of loading the agent.
  */
 static void CUPTIAPI alone_requested(uint8_t **buffer, size_t *size,
 				     size_t *max_records)
