@@ -11,9 +11,9 @@
 #include "proc.h"
 #include "pyasync.h"
 #include "pyframe.h"
-#include "pyresolve.h"
 #include "pygil.h"
 #include "pynames.h"
+#include "pyresolve.h"
 #include "pystate.h"
 #include "util.h"
 
@@ -452,16 +452,23 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 	ps->nr_pre = nr;
 }
 
-/* Whether ps->walk_only, if set, has the thread with this ident. */
+/* Whether ps->walk_only (sorted), if set, has the thread with ident. */
 static int walk_wanted(const struct py_sampler *ps, uint64_t ident)
 {
-	size_t i;
+	size_t lo = 0, hi = ps->nr_walk_only;
 
 	if (!ps->walk_only)
 		return 1;
-	for (i = 0; i < ps->nr_walk_only; i++)
-		if (ps->walk_only[i] == ident)
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ps->walk_only[mid] == ident)
 			return 1;
+		if (ps->walk_only[mid] < ident)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return 0;
 }
 

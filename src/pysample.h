@@ -349,9 +349,10 @@ struct py_sampler {
 	 */
 	int skip_idle;
 	/*
-	 * When set, only the threads whose idents these are have their
-	 * frames read; the others are added, marked skipped (the second
-	 * read of --native and --blocking: only the threads it stopped).
+	 * When set, only the threads whose idents these are (sorted, low
+	 * to high) have their frames read; the others are added, marked
+	 * skipped (the second read of --native and --blocking: only the
+	 * threads it stopped).
 	 */
 	const uint64_t *walk_only;
 	size_t nr_walk_only;
