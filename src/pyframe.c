@@ -884,10 +884,11 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 				   (size_t)(hi + 8 - lo));
 		for (i = 0, at = 0; i < left; i++) {
 			const struct py_edge_check *c = &ps->edge_checks[i];
+			size_t len = pair_span(off, c);
 
 			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
-					   c->caller, pair_span(off, c));
-			at += pair_span(off, c);
+					   c->caller, len);
+			at += len;
 		}
 		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
 				   (size_t)(hi + 8 - lo));

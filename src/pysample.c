@@ -452,24 +452,27 @@ static void remember_threads(struct py_sampler *ps, uint64_t interp,
 	ps->nr_pre = nr;
 }
 
-/* Whether ps->walk_only (sorted), if set, has the thread with ident. */
+static int compare_idents(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void py_sampler_walk_only(struct py_sampler *ps, uint64_t *idents, size_t n)
+{
+	if (idents)
+		qsort(idents, n, sizeof(*idents), compare_idents);
+	ps->walk_only = idents;
+	ps->nr_walk_only = idents ? n : 0;
+}
+
+/* Whether ps->walk_only, if set, has the thread with this ident. */
 static int walk_wanted(const struct py_sampler *ps, uint64_t ident)
 {
-	size_t lo = 0, hi = ps->nr_walk_only;
-
-	if (!ps->walk_only)
-		return 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ps->walk_only[mid] == ident)
-			return 1;
-		if (ps->walk_only[mid] < ident)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return !ps->walk_only ||
+	       bsearch(&ident, ps->walk_only, ps->nr_walk_only,
+		       sizeof(*ps->walk_only), compare_idents);
 }
 
 /*

@@ -348,12 +348,7 @@ struct py_sampler {
 	 * want_state, when idle stacks will not be used anyway.
 	 */
 	int skip_idle;
-	/*
-	 * When set, only the threads whose idents these are (sorted, low
-	 * to high) have their frames read; the others are added, marked
-	 * skipped (the second read of --native and --blocking: only the
-	 * threads it stopped).
-	 */
+	/* py_sampler_walk_only's idents, sorted; NULL: every thread */
 	const uint64_t *walk_only;
 	size_t nr_walk_only;
 	/* Thread names: threading's, else the OS's (/proc/PID/task/TID/comm) */
@@ -414,6 +409,15 @@ void py_sampler_release(struct py_sampler *ps);
  */
 enum drop_reason py_sampler_sample(struct py_sampler *ps,
 				   struct py_sample *out);
+
+/*
+ * Read the frames of only the threads with these n idents in the samples
+ * that follow (the second read of --native and --blocking: only the
+ * threads it stopped); the others are added, marked skipped.  idents is
+ * sorted in place and must outlive those samples; NULL: every thread
+ * again.
+ */
+void py_sampler_walk_only(struct py_sampler *ps, uint64_t *idents, size_t n);
 
 /* For the sampler's own files: room for n regions in ps->local/remote. */
 void py_sampler_grow_iov(struct py_sampler *ps, size_t n);

@@ -368,13 +368,6 @@ int thread_wanted(const struct py_thread *t, int idle, int gil)
 	return idle || t->state == THREAD_RUNNING || t->state == THREAD_UNKNOWN;
 }
 
-static int compare_idents(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					struct native_unwinder *nu, int idle,
 					int gil)
@@ -402,14 +395,11 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	native_stop(nu, sl->tids, n);
 	sl->ps.want_state = sl->ps.want_gil = 0;
 	/* Only the threads this sample keeps: the others stay unread. */
-	qsort(sl->idents, nr_idents, sizeof(*sl->idents), compare_idents);
-	sl->ps.walk_only = sl->idents;
-	sl->ps.nr_walk_only = nr_idents;
+	py_sampler_walk_only(&sl->ps, sl->idents, nr_idents);
 	why = py_sampler_sample(&sl->ps, s);
 	/* Registers, stack top and Python frames are copied: let them go. */
 	native_resume_all(nu);
-	sl->ps.walk_only = NULL;
-	sl->ps.nr_walk_only = 0;
+	py_sampler_walk_only(&sl->ps, NULL, 0);
 	sl->ps.want_state = want_state;
 	sl->ps.want_gil = want_gil;
 	if (why != DROP_NONE && why != DROP_GONE)

@@ -213,4 +213,18 @@ def test_only_sampled_threads_are_read_again(spyc, python, targets,
         assert samples <= walked <= 2 * (samples + dropped) + threads, (
             "%s: %d stacks walked in %d samples (%d dropped)\n%s"
             % (option, walked, samples, dropped, res.describe()))
+        # What was read again is the running thread's stack, and no
+        # blocked one: a read again that left out the wrong thread
+        # would lose it from the profile.
+        counts = {}
+        with open(str(tmp_path / "out.txt"), encoding="utf-8") as f:
+            for line in f:
+                stack, count = line.rstrip("\n").rsplit(" ", 1)
+                for role in ("spinner", "sleeper", "locker"):
+                    if role + " (" in stack:
+                        counts[role] = counts.get(role, 0) + int(count)
+        assert counts.get("spinner", 0) >= samples // 2, (option, counts,
+                                                          res.describe())
+        assert "sleeper" not in counts and "locker" not in counts, (
+            option, counts)
     assert_running(t.pid)
