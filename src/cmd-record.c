@@ -887,6 +887,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	/* Idle threads' stacks are not kept: do not even read them. */
 	ps->skip_idle = !opts->idle && !opts->gil;
 	ps->max_depth = opts->max_depth;
+	ps->stop_reads = opts->stop;
 }
 
 /*

@@ -1389,6 +1389,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->max_depth = opts->max_depth;
 	/* Idle threads count in the header, but their stacks do not. */
 	ps->skip_idle = !opts->idle && !opts->gil;
+	ps->stop_reads = opts->stop;
 }
 
 int cmd_top(int argc, char **argv)

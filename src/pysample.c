@@ -263,7 +263,9 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
  * onto the end of out.  A chain that was torn (it changed while it was
  * read) or could not be read through is read once more from a fresh
  * copy of the thread state: the thread has moved on, and dropping the
- * whole sample instead would bias against code that calls a lot.
+ * whole sample instead would bias against code that calls a lot.  With
+ * ps->stop_reads the thread is left to the read made while it is
+ * stopped (t->torn), which is exact.
  */
 static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 				    struct py_sample *out)
@@ -282,6 +284,15 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->depth = out->nr_frames - t->first;
 		if (!why && ps->moved)
 			ps->walks_again++;
+		t->torn = 0;
+		if ((why == DROP_INVALID || why == DROP_READ) &&
+		    ps->stop_reads) {
+			/* Read again, and exactly, once it is stopped. */
+			out->nr_frames = t->first;
+			t->depth = 0;
+			t->torn = 1;
+			return DROP_NONE;
+		}
 		if (attempt || (why != DROP_INVALID && why != DROP_READ))
 			return why;
 		out->nr_frames = t->first;
@@ -505,6 +516,7 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	t->depth = t->omitted = 0;
 	t->root_frame = 0;
 	t->is_task = 0;
+	t->torn = 0;
 	t->sched = 0;
 	t->skipped =
 	    !walk_wanted(ps, t->ident) ||

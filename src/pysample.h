@@ -88,6 +88,12 @@ struct py_thread {
 	 * of the thread whose ident, tid and name it has.
 	 */
 	int is_task;
+	/*
+	 * With ps->stop_reads: its stack changed while it was read (torn,
+	 * or a read through it failed): not kept (depth 0), left to the
+	 * read made while it is stopped.
+	 */
+	int torn;
 };
 
 struct py_task;
@@ -348,6 +354,12 @@ struct py_sampler {
 	 * want_state, when idle stacks will not be used anyway.
 	 */
 	int skip_idle;
+	/*
+	 * The threads that run are stopped and read again (--native,
+	 * --blocking): a stack torn in this read is left to that one
+	 * (py_thread.torn) rather than the sample dropped.
+	 */
+	int stop_reads;
 	/* py_sampler_walk_only's idents, sorted; NULL: every thread */
 	const uint64_t *walk_only;
 	size_t nr_walk_only;

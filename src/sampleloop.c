@@ -368,13 +368,26 @@ int thread_wanted(const struct py_thread *t, int idle, int gil)
 	return idle || t->state == THREAD_RUNNING || t->state == THREAD_UNKNOWN;
 }
 
+/*
+ * Stops that find a thread handing over from one frame to the next
+ * before the sample is given up: a generator that yielded and has
+ * cleared its link to its caller, but not yet made the caller its
+ * thread's current frame; a frame pushed whose link to its caller is
+ * not set yet (a read through it can fail).  No read can give such a
+ * stack whole, so the threads run on a little and are stopped again:
+ * STOPPED_RUN_NS, then 4, 16, ... times that (about 7 ms in all, time
+ * enough for a thread of a loaded machine to be run).
+ */
+#define STOPPED_TRIES 6
+#define STOPPED_RUN_NS 20000L
+
 enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					struct native_unwinder *nu, int idle,
 					int gil)
 {
 	struct py_sample *s = &sl->sample;
 	size_t i, n = 0, nr_idents = 0, nr = s->nr_threads;
-	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
+	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil, try;
 	enum drop_reason why;
 
 	ALLOC_GROW(sl->tids, nr + 1, sl->alloc_tids);
@@ -383,8 +396,14 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	for (i = 0; i < nr; i++) {
 		const struct py_thread *t = &s->threads[i];
 
-		if (!t->depth || t->is_task || !thread_wanted(t, idle, gil))
+		if ((!t->depth && !t->torn) || t->is_task ||
+		    !thread_wanted(t, idle, gil))
 			continue;
+		/* A torn stack is read only once its thread is stopped. */
+		if (!t->tid && t->torn) {
+			why = DROP_INVALID;
+			goto out;
+		}
 		sl->idents[nr_idents++] = t->ident;
 		if (t->tid)
 			sl->tids[n++] = t->tid;
@@ -392,19 +411,35 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	if (!n)
 		return DROP_NONE;
 	memcpy(sl->before, s->threads, nr * sizeof(*sl->before));
-	native_stop(nu, sl->tids, n);
-	sl->ps.want_state = sl->ps.want_gil = 0;
+	sl->ps.want_state = sl->ps.want_gil = sl->ps.stop_reads = 0;
 	/* Only the threads this sample keeps: the others stay unread. */
 	py_sampler_walk_only(&sl->ps, sl->idents, nr_idents);
-	why = py_sampler_sample(&sl->ps, s);
-	/* Registers, stack top and Python frames are copied: let them go. */
-	native_resume_all(nu);
+	for (try = 0; try < STOPPED_TRIES; try++) {
+		/* Let them run on a little, past the hand-over. */
+		if (try) {
+			struct timespec ts = {0, STOPPED_RUN_NS << (2 * try)};
+
+			nanosleep(&ts, NULL);
+		}
+		native_stop(nu, sl->tids, n);
+		why = py_sampler_sample(&sl->ps, s);
+		/*
+		 * Registers, stack top and Python frames are copied: let them
+		 * go.
+		 */
+		native_resume_all(nu);
+		if (why != DROP_INVALID && why != DROP_READ)
+			break;
+		sl->stopped_again++;
+	}
 	py_sampler_walk_only(&sl->ps, NULL, 0);
 	sl->ps.want_state = want_state;
 	sl->ps.want_gil = want_gil;
+	sl->ps.stop_reads = 1;
+	py_sample_keep_states(s, sl->before, nr);
+out:
 	if (why != DROP_NONE && why != DROP_GONE)
 		sl->dropped[why]++;
-	py_sample_keep_states(s, sl->before, nr);
 	return why;
 }
 

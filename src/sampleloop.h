@@ -43,6 +43,8 @@ struct sampleloop {
 	 */
 	int mm_fd;
 	uint64_t dropped[DROP_NR];
+	/* stops made again: a thread was caught between two frames */
+	uint64_t stopped_again;
 	const char *ended; /* why the target is gone, for messages */
 	int execd;	   /* it is gone by exec'ing another program */
 	/* someone stopped it (SIGSTOP, SIGTSTP) while it was sampled */

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""The accuracy harness: a profile's shares against the truth.
+
+targets/accuracy.py burns the CPU in known functions and measures, in
+process, the thread CPU time each one spent (the truth).  measure() runs
+spyc record over a window that the target brackets with two snapshots
+of those times (SIGUSR1), and returns both sides: for each burning
+function, its share of the samples whose innermost frame is one of the
+burners, and its share of the CPU time they measured.
+
+Used by tests/test_accuracy.py (bounds) and tests/bench.py (the table).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+SUMMARY_RE = re.compile(r"^spyc: (?P<samples>\d+) samples"
+                        r"(?:, (?P<dropped>\d+) dropped"
+                        r"(?: \((?P<why>[^)]*)\))?)?")
+TORN_RE = re.compile(r"(\d+) torn reads")
+FRAME_NAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):\d+\)$")
+
+
+class Measurement(object):
+    def __init__(self, burners, counts, cpu_ns, samples, dropped, torn,
+                 res):
+        self.burners = burners
+        self.counts = counts      # name -> samples with it innermost
+        self.cpu_ns = cpu_ns      # name -> CPU ns it measured
+        self.samples = samples    # kept, as the summary says
+        self.dropped = dropped
+        self.torn = torn
+        self.res = res            # the SpycResult, for messages
+
+    def spyc_share(self, name):
+        total = sum(self.counts.values())
+        return 100.0 * self.counts[name] / total if total else 0.0
+
+    def true_share(self, name):
+        total = sum(self.cpu_ns.values())
+        return 100.0 * self.cpu_ns[name] / total if total else 0.0
+
+    def worst(self, other=None):
+        """(name, points) of the burner whose share is furthest from the
+        truth, or from other's shares when other is a Measurement."""
+        def ref(n):
+            return other.spyc_share(n) if other else self.true_share(n)
+        return max(((n, abs(self.spyc_share(n) - ref(n)))
+                    for n in self.burners), key=lambda x: x[1])
+
+    def table(self, other=None, label="spyc", other_label="truth"):
+        rows = ["  %-10s %8s %8s" % ("function", label, other_label)]
+        for n in self.burners:
+            ref = other.spyc_share(n) if other else self.true_share(n)
+            rows.append("  %-10s %7.1f%% %7.1f%%" % (n, self.spyc_share(n),
+                                                     ref))
+        return "\n".join(rows)
+
+
+def _wait_file(path, proc, timeout):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            raise RuntimeError("accuracy target exited with %s" %
+                               proc.returncode)
+        if time.time() > deadline:
+            raise RuntimeError("accuracy target wrote no %s in %.0f s" %
+                               (os.path.basename(path), timeout))
+        time.sleep(0.01)
+    with open(path) as f:
+        return json.load(f)
+
+
+def innermost_counts(folded_path, burners):
+    """name -> samples whose innermost frame is that burner."""
+    counts = dict((n, 0) for n in burners)
+    with open(folded_path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            leaf = stack.split(";")[-1]
+            m = FRAME_NAME_RE.match(leaf)
+            if m and m.group("name") in counts:
+                counts[m.group("name")] += int(count)
+    return counts
+
+
+def measure(spyc, target, out, rate, duration, extra=(), timeout=120):
+    """Record target (a conftest.Target of accuracy.py, reported) for
+    duration s at rate Hz into out (folded), between two snapshots."""
+    report = target.report_path
+    burners = target.info["burners"]
+    seq = 0
+    snaps = []
+    for when in ("before", "after"):
+        if when == "after":
+            res = spyc.run(["record", "--pid", target.pid, "--rate", rate,
+                            "--duration", duration, "--format", "folded",
+                            "-o", out] + list(extra), timeout=timeout)
+        seq += 1
+        # The signal is handled between two bytecodes: sent again until
+        # the snapshot is there (a lost one cannot hang the test).
+        for _ in range(50):
+            os.kill(target.pid, signal.SIGUSR1)
+            try:
+                snaps.append(_wait_file("%s.%d" % (report, seq),
+                                        target.proc, 0.5))
+                break
+            except RuntimeError:
+                if target.proc.poll() is not None:
+                    raise
+        else:
+            raise RuntimeError("accuracy target took no snapshot")
+    cpu_ns = dict((n, snaps[1]["cpu_ns"][n] - snaps[0]["cpu_ns"][n])
+                  for n in burners)
+    lines = [l for l in res.stderr.splitlines() if l.startswith("spyc: ")]
+    m = SUMMARY_RE.match(lines[-1]) if lines else None
+    samples = int(m.group("samples")) if m else 0
+    dropped = int(m.group("dropped") or 0) if m else 0
+    torn = 0
+    if m and m.group("why"):
+        t = TORN_RE.search(m.group("why"))
+        torn = int(t.group(1)) if t else 0
+    counts = (innermost_counts(out, burners) if os.path.exists(out)
+              else dict((n, 0) for n in burners))
+    return Measurement(burners, counts, cpu_ns, samples, dropped, torn, res)

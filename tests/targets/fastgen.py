@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: MIT
+"""Generator-heavy target: code that lives in short-lived generator
+frames, resumed and suspended every few microseconds (issue 21).
+
+Workloads (argv[1]), each a loop forever:
+- json: json.dumps(doc, indent=1), with the C encoder where the version
+  has one for it (3.13+) and json's pure-Python generators before;
+- pyjson: the same with json's pure-Python encoder forced (a nest of
+  generators and `yield from`, on every version);
+- yield_from: a 5-deep `yield from` chain yielding every item;
+- genexpr: sum() over a generator expression;
+- asyncio: an event loop of short awaits (asyncio.sleep(0));
+- all: a few milliseconds of each in turn.
+
+Usage: fastgen.py WORKLOAD REPORT.json; reports {"pid", "workload"}
+once it runs.  Must run unchanged on CPython 3.6 .. 3.15.
+"""
+
+import asyncio
+import json
+import json.encoder
+import os
+import sys
+
+DOC = dict(("k%d" % i, [i, str(i), {"a": [1, 2, 3], "b": None}])
+           for i in range(40))
+
+
+def json_round():
+    json.dumps(DOC, indent=1)
+
+
+def pyjson_round():
+    keep = json.encoder.c_make_encoder
+    json.encoder.c_make_encoder = None
+    try:
+        json.dumps(DOC, indent=1)
+    finally:
+        json.encoder.c_make_encoder = keep
+
+
+def g5(n):
+    for i in range(n):
+        yield i
+
+
+def g4(n):
+    yield from g5(n)
+
+
+def g3(n):
+    yield from g4(n)
+
+
+def g2(n):
+    yield from g3(n)
+
+
+def g1(n):
+    yield from g2(n)
+
+
+def yield_from_round():
+    return sum(g1(200))
+
+
+def genexpr_round():
+    return sum(x * x for x in range(600))
+
+
+async def short_await():
+    await asyncio.sleep(0)
+
+
+async def awaiter():
+    for _ in range(20):
+        await short_await()
+
+
+def asyncio_round(loop):
+    loop.run_until_complete(awaiter())
+
+
+def main():
+    workload, report = sys.argv[1], sys.argv[2]
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    rounds = {"json": json_round, "pyjson": pyjson_round,
+              "yield_from": yield_from_round, "genexpr": genexpr_round,
+              "asyncio": lambda: asyncio_round(loop)}
+    tmp = report + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": os.getpid(), "workload": workload}, f)
+    os.rename(tmp, report)
+    if workload == "all":
+        order = [rounds[k] for k in sorted(rounds)]
+        while True:
+            for r in order:
+                for _ in range(4):
+                    r()
+    run = rounds[workload]
+    while True:
+        run()
+
+
+main()

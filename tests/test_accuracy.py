@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Profiles that agree with the truth (issue 21), on every CPython slot.
+
+A. The truth measured in process: targets/accuracy.py burns the CPU in
+   slices of a few hundred microseconds, in generators, `yield from`
+   chains, generator expressions, asyncio tasks and plain calls, and
+   each burning function measures its own thread CPU time.  The share of
+   samples spyc puts in each (as the innermost frame) must be its share
+   of that CPU time, read plain and with --blocking.
+B. Code that lives in short-lived generator frames (targets/fastgen.py:
+   json's encoder, C and pure-Python, a 5-deep `yield from` chain,
+   generator expressions, an asyncio loop of short awaits): with
+   --blocking, or --native, the target is stopped while it is read and
+   nothing in its memory can change, so no sample may be dropped as torn;
+   read without stopping, at most 5% are dropped, and the innermost
+   functions' shares agree with a --blocking profile of the same process.
+
+Bounds: shares agree within SHARE_POINTS percentage points, or
+SHARE_SIGMAS standard errors of the share where fewer samples make that
+wider (a sample is one draw: a loaded machine keeps fewer).
+"""
+
+import math
+import os
+import re
+
+import pytest
+
+import accuracy
+
+SHARE_POINTS = 3.0
+SHARE_SIGMAS = 4.5
+# Kept samples, as a share of rate x duration: below this the run says
+# little (a loaded 2-core machine keeps the target off a CPU at times).
+MIN_KEPT_SHARE = 0.3
+PLAIN_MAX_DROPPED = 0.05
+MODES = {"plain": [], "blocking": ["--blocking"]}
+
+
+def bound(p, n):
+    """Allowed distance, in points, of a share p (0..100) of n samples."""
+    if n <= 0:
+        return 100.0
+    se = 100.0 * math.sqrt(max(p, 1.0) / 100.0 *
+                           (1 - min(p, 99.0) / 100.0) / n)
+    return max(SHARE_POINTS, SHARE_SIGMAS * se)
+
+
+def check_kept(m, rate, duration):
+    asked = rate * duration
+    assert m.samples >= MIN_KEPT_SHARE * asked, (
+        "only %d samples kept of %d asked\n%s" % (m.samples, asked,
+                                                   m.res.describe()))
+
+
+# --- A: against the CPU time each function measured ---
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_shares_match_cpu_time(spyc, python, targets, tmp_path, mode):
+    """1 kHz for 3 s of accuracy.py's every workload in turn: each
+    burner's share of the samples is its share of the CPU time it
+    measured for itself."""
+    t = targets.start(python, "accuracy.py", "all")
+    rate, duration = 1000, 3
+    m = accuracy.measure(spyc, t, str(tmp_path / "acc.txt"), rate, duration,
+                         MODES[mode])
+    assert m.res.returncode == 0, m.res.describe()
+    check_kept(m, rate, duration)
+    n = sum(m.counts.values())
+    assert n >= 0.9 * m.samples, (
+        "only %d of %d samples end in a function that burns the CPU\n%s" %
+        (n, m.samples, m.table()))
+    off = [(b, m.spyc_share(b), m.true_share(b)) for b in m.burners
+           if abs(m.spyc_share(b) - m.true_share(b)) >
+           bound(m.true_share(b), n)]
+    assert not off, (
+        "%s on %s: shares off the CPU time measured in process by more "
+        "than %.0f points (or %.1f standard errors) for %s\n%s\n%s" % (
+            mode, python.version, SHARE_POINTS, SHARE_SIGMAS,
+            ", ".join(b for b, _, _ in off), m.table(), m.res.describe()))
+
+
+# --- B: generator-heavy code ---
+
+def leaf_shares(path):
+    """{innermost function name: share of the samples, in points}, n."""
+    counts = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            leaf = re.sub(r" \([^()]*\)$", "", stack.split(";")[-1])
+            counts[leaf] = counts.get(leaf, 0) + int(count)
+    n = sum(counts.values())
+    return dict((k, 100.0 * v / n) for k, v in counts.items()), n
+
+
+def record_fastgen(spyc, pid, out, rate, duration, extra):
+    res = spyc.run(["record", "--pid", pid, "--rate", rate, "--duration",
+                    duration, "--format", "folded", "-o", out] + extra,
+                   timeout=120)
+    lines = [l for l in res.stderr.splitlines() if l.startswith("spyc: ")]
+    m = accuracy.SUMMARY_RE.match(lines[-1]) if lines else None
+    assert m and os.path.exists(out), "no profile\n" + res.describe()
+    return res, int(m.group("samples")), int(m.group("dropped") or 0)
+
+
+@pytest.mark.parametrize("stop", ["--blocking", "--native"])
+def test_stopped_reads_never_torn(spyc, python, targets, tmp_path, stop):
+    """200 Hz for 3 s of fastgen.py's every workload in turn, the target
+    stopped while it is read: no sample dropped, exit 0."""
+    t = targets.start(python, "fastgen.py", "all")
+    out = str(tmp_path / "stopped.txt")
+    res, kept, dropped = record_fastgen(spyc, t.pid, out, 200, 3, [stop])
+    assert dropped == 0 and res.returncode == 0, (
+        "%s on %s: %d samples dropped while the target was stopped "
+        "(its memory cannot change then)\n%s" % (
+            stop, python.version, dropped, res.describe()))
+    assert kept >= MIN_KEPT_SHARE * 600, res.describe()
+
+
+def test_plain_reads_generators(spyc, python, targets, tmp_path):
+    """Read without stopping at 1 kHz for 3 s of fastgen.py's every
+    workload in turn, from the first second of the attach: at most 5%
+    dropped, and each innermost function's share as a --blocking profile
+    of the same process has it."""
+    t = targets.start(python, "fastgen.py", "all")
+    rate, duration = 1000, 3
+    plain = str(tmp_path / "plain.txt")
+    blocking = str(tmp_path / "blocking.txt")
+    res, kept, dropped = record_fastgen(spyc, t.pid, plain, rate, duration,
+                                        [])
+    assert dropped <= PLAIN_MAX_DROPPED * (kept + dropped), (
+        "%s: %d of %d samples dropped reading without stopping "
+        "(at most %.0f%%)\n%s" % (python.version, dropped, kept + dropped,
+                                  100 * PLAIN_MAX_DROPPED, res.describe()))
+    bres, bkept, bdropped = record_fastgen(spyc, t.pid, blocking, rate,
+                                           duration, ["--blocking"])
+    assert bdropped == 0, bres.describe()
+    got, n = leaf_shares(plain)
+    want, bn = leaf_shares(blocking)
+    rows = []
+    for name in sorted(set(got) | set(want)):
+        g, w = got.get(name, 0.0), want.get(name, 0.0)
+        # Both sides are samples: their errors add.
+        p = max(w, 1.0) / 100.0
+        se = 100.0 * math.sqrt(p * (1 - min(p, 0.99)) *
+                               (1.0 / max(n, 1) + 1.0 / max(bn, 1)))
+        if abs(g - w) > max(SHARE_POINTS, SHARE_SIGMAS * se):
+            rows.append("  %-40s plain %5.1f%%  --blocking %5.1f%%" % (
+                name[:40], g, w))
+    assert not rows, (
+        "%s: innermost functions' shares read without stopping are off "
+        "those of --blocking:\n%s\n%s" % (python.version, "\n".join(rows),
+                                           res.describe()))
