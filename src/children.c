@@ -148,7 +148,7 @@ static void look_for_python(struct children *c, struct child *ch)
 		if (c->setup)
 			c->setup(&ch->ps, c->ctx);
 		ch->sampler_ready = 1;
-		ch->runs_python = 1;
+		ch->runs_python = ch->was_python = 1;
 		ch->state = CHILD_PYTHON;
 		ch->why[0] = '\0';
 		return;

@@ -34,6 +34,11 @@ struct child {
 	 * a fork of Python is one until it execs another program.
 	 */
 	int runs_python;
+	/*
+	 * An interpreter was found in it at some time: it is in the
+	 * profile's processes even after it exits or execs another program.
+	 */
+	int was_python;
 	char label[CHILD_LABEL_MAX];
 	char cwd[4096]; /* its directory, to shorten file names */
 	char why[160];	/* CHILD_OTHER: why it is not sampled, one line */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -59,6 +60,32 @@ struct unit {
 	uint32_t *func_map;  /* input frame -> imbalance function */
 };
 
+/*
+ * The same profile given twice (by two names or the same one) would
+ * count its samples twice and make one rank look like two: a usage
+ * error.  Files that cannot be read are left to the reader's error.
+ */
+static void refuse_repeated_files(char **files, size_t n)
+{
+	struct stat a, b;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		if (stat(files[i], &a) || !S_ISREG(a.st_mode))
+			continue;
+		for (j = 0; j < i; j++) {
+			if (stat(files[j], &b) || a.st_dev != b.st_dev ||
+			    a.st_ino != b.st_ino)
+				continue;
+			fprintf(stderr,
+				"spyc: '%s' and '%s' are the same profile: "
+				"give each once\n",
+				files[j], files[i]);
+			exit(EXIT_USAGE);
+		}
+	}
+}
+
 static void parse_options(struct merge_opts *o, int argc, char **argv)
 {
 	enum { OPT_TOP = 256, OPT_JSON };
@@ -108,6 +135,7 @@ static void parse_options(struct merge_opts *o, int argc, char **argv)
 	}
 	o->files = argv + optind;
 	o->nr_files = (size_t)(argc - optind);
+	refuse_repeated_files(o->files, o->nr_files);
 }
 
 /* Ranked inputs first, by rank; then the rest in the order given. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +222,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	int c, blocking = 0; /* 1: --blocking, 2: --nonblocking */
+	struct stat st;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = DEFAULT_RATE_HZ;
@@ -312,6 +314,15 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		fprintf(stderr, "spyc: --kill-after-duration needs --duration "
 				"and a program to launch (-- PROGRAM)\n");
 		exit(EXIT_USAGE);
+	}
+	/*
+	 * A directory can take no profile, whatever its name says: told
+	 * as a write error (exit 2), before its extension is looked at.
+	 */
+	if (o->output && !stat(o->output, &st) && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "spyc: cannot write '%s': %s\n", o->output,
+			strerror(EISDIR));
+		exit(EXIT_FAILED);
 	}
 	if (o->output && o->format == FORMAT_NONE) {
 		o->format = output_format_from_path(o->output);
@@ -713,8 +724,8 @@ static void print_summary(struct recorder *r)
 	    sl->rt.off || sl->tree ? sampleloop_stopped_note(sl) : NULL;
 	uint64_t dropped;
 
-	strbuf_addf(&sb, "spyc: %llu samples, ",
-		    (unsigned long long)r->samples);
+	strbuf_addf(&sb, "spyc: %llu sample%s, ",
+		    (unsigned long long)r->samples, r->samples == 1 ? "" : "s");
 	dropped = sampleloop_describe_drops(sl, &sb);
 	if (r->truncated)
 		strbuf_addf(
@@ -923,7 +934,11 @@ static void tree_notice(struct recorder *r)
 	for (i = 0; i < r->kids.nr; i++) {
 		const struct child *ch = r->kids.list[i];
 
-		if (ch->runs_python)
+		/*
+		 * One that exits is lost as it goes, and runs no Python
+		 * then: it was sampled all the same.
+		 */
+		if (ch->runs_python || ch->was_python)
 			continue;
 		strbuf_addstr(&sb, n++ ? ", " : "");
 		strbuf_addstr(&sb, ch->label);

@@ -41,7 +41,7 @@ static const char usage_text[] =
     "with their source where the file can be read.  Times are seconds\n"
     "where the profile has them (speedscope), else samples (folded).\n"
     "\n"
-    "  -n, --top N          functions in the table (default 20)\n"
+    "  -n, --top N          functions in the table (default 20; 0: all)\n"
     "  -s, --sort KEY       own (default) or total\n"
     "  -f, --function NAME  a line table for the functions named NAME\n"
     "                       (the qualified name, else those whose name\n"
@@ -106,12 +106,14 @@ static size_t parse_top(const char *arg)
 
 	errno = 0;
 	v = strtoll(arg, &end, 10);
-	if (errno || *end || end == arg || v < 1 || v > MAX_TOP) {
-		fprintf(stderr, "spyc: invalid --top '%s' (1 to %d)\n", arg,
-			MAX_TOP);
+	if (errno || *end || end == arg || v < 0 || v > MAX_TOP) {
+		fprintf(stderr, "spyc: invalid --top '%s' (0 for all, or 1 to "
+				"%d)\n",
+			arg, MAX_TOP);
 		exit(EXIT_USAGE);
 	}
-	return (size_t)v;
+	/* 0: every function, as merge --top 0 has it. */
+	return v ? (size_t)v : SIZE_MAX;
 }
 
 static void parse_options(struct report_opts *o, int argc, char **argv)

@@ -502,7 +502,8 @@ struct pycode *pycode_placeholder(struct pycode_cache *cache, size_t omitted)
 	}
 	code = xcalloc(1, sizeof(*code));
 	code->addr = omitted;
-	strbuf_addf(&sb, "[%zu frames not read]", omitted);
+	strbuf_addf(&sb, "[%zu frame%s not read]", omitted,
+		    omitted == 1 ? "" : "s");
 	code->name = strbuf_detach(&sb);
 	code->filename = xstrdup("");
 	code->last_addrq = -2;

@@ -149,59 +149,121 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 }
 
 /* The shim frames remembered for tstate, made if new (3.12+). */
-static struct py_shim_memo *shim_memo(struct py_sampler *ps, uint64_t tstate)
+static struct py_side_memo *side_memo(struct py_sampler *ps, uint64_t tstate)
 {
 	size_t i;
 
-	for (i = 0; i < ps->nr_shims; i++)
-		if (ps->shims[i].tstate == tstate)
-			return &ps->shims[i];
+	for (i = 0; i < ps->nr_side_memos; i++)
+		if (ps->side_memos[i].tstate == tstate)
+			return &ps->side_memos[i];
 	/* Threads come and go: forget them all now and then. */
-	if (ps->nr_shims >= PY_MAX_THREADS)
-		ps->nr_shims = 0;
-	ALLOC_GROW(ps->shims, ps->nr_shims + 1, ps->alloc_shims);
-	memset(&ps->shims[ps->nr_shims], 0, sizeof(*ps->shims));
-	ps->shims[ps->nr_shims].tstate = tstate;
-	return &ps->shims[ps->nr_shims++];
+	if (ps->nr_side_memos >= PY_MAX_THREADS)
+		ps->nr_side_memos = 0;
+	ALLOC_GROW(ps->side_memos, ps->nr_side_memos + 1, ps->alloc_side_memos);
+	memset(&ps->side_memos[ps->nr_side_memos], 0, sizeof(*ps->side_memos));
+	ps->side_memos[ps->nr_side_memos].tstate = tstate;
+	return &ps->side_memos[ps->nr_side_memos++];
 }
 
 /*
- * 3.12+: the copy, made with the chunk, of the shim frame at addr, if
- * its last walk read one there on its own and it still is one; else
- * NULL.  Taken as a frame read on its own, a moment earlier.
+ * 3.11+: frames that live off the data stack and are copied with the
+ * chunk, in the same process_vm_readv, where the thread's last walks
+ * found them: generators' frames (in their generator objects, freed and
+ * made again all the time, mostly at the addresses the allocator just
+ * freed) and on 3.12+ the C-stack shims that start each eval call.  A
+ * walk through frames copied at once needs no second read to tell
+ * whether they still hold: a generator that had suspended is seen so
+ * (its state, in the bytes before its frame, is copied with it).
  */
-static const unsigned char *side_shim(struct py_sampler *ps, uint64_t addr)
+static int side_frames_on(const struct py_offsets *off)
+{
+	return off->owner_cstack != OFF_NONE ||
+	       (off->owner_generator != OFF_NONE &&
+		off->gen_state_at != OFF_NONE);
+}
+
+/* Bytes copied before a side frame: where a generator keeps its state. */
+static size_t side_pre(const struct py_offsets *off)
+{
+	if (off->gen_state_at == OFF_NONE || off->gen_state_at >= 0 ||
+	    -off->gen_state_at > PY_FRAME_PREFIX_MAX)
+		return 0;
+	return ((size_t)-off->gen_state_at + 7) & ~(size_t)7;
+}
+
+/* Bytes of one side frame's copy, the bytes before it included. */
+static size_t side_stride(const struct py_offsets *off)
+{
+	return side_pre(off) + (size_t)off->iframe_size;
+}
+
+/*
+ * The copy, made with the chunk, of the side frame at addr, if it is
+ * one there still (a shim, or a generator's frame: *state_ok set);
+ * else NULL.
+ */
+static const unsigned char *side_frame(struct py_sampler *ps, uint64_t addr,
+				       int *state_ok)
 {
 	const struct py_offsets *off = ps->rt->off;
-	size_t i;
+	size_t i, stride = side_stride(off);
 
 	for (i = 0; i < ps->nr_side; i++) {
 		const unsigned char *f =
-		    ps->side_buf + i * (size_t)off->iframe_size;
+		    ps->side_buf + i * stride + side_pre(off);
 
-		if (ps->side_addrs[i] == addr &&
-		    f[off->iframe_owner] == off->owner_cstack)
+		if (ps->side_addrs[i] != addr)
+			continue;
+		if (off->owner_cstack != OFF_NONE &&
+		    f[off->iframe_owner] == off->owner_cstack) {
+			*state_ok = 0;
 			return f;
+		}
+		if (off->owner_generator != OFF_NONE &&
+		    f[off->iframe_owner] == off->owner_generator &&
+		    side_pre(off)) {
+			*state_ok = 1;
+			return f;
+		}
 	}
 	return NULL;
 }
 
-/* 3.12+: the walk went through the shim at addr, found off the chunk. */
-static void note_shim(struct py_sampler *ps, uint64_t addr)
+/* The walk went through the side frame at addr, found off the chunk. */
+static void note_side(struct py_sampler *ps, uint64_t addr)
 {
-	if (ps->nr_walk_shims < PY_SHIMS_KEPT)
-		ps->walk_shims[ps->nr_walk_shims++] = addr;
+	size_t i;
+
+	for (i = 0; i < ps->nr_walk_side; i++)
+		if (ps->walk_side[i] == addr)
+			return;
+	if (ps->nr_walk_side < PY_SIDE_KEPT)
+		ps->walk_side[ps->nr_walk_side++] = addr;
 }
 
-/* 3.12+: keep the shims the last walk found, for the thread's next one. */
-static void remember_shims(struct py_sampler *ps)
+/*
+ * Keep the side frames the last walk found, for the thread's next one,
+ * and after them those of the walks before, as many as there is room
+ * for: a program nesting generators now deeper, now less deep, has
+ * them at a few addresses it goes back to.
+ */
+static void remember_side(struct py_sampler *ps)
 {
-	struct py_shim_memo *m = ps->shim_now;
+	struct py_side_memo *m = ps->side_now;
+	size_t i, n = ps->nr_walk_side;
 
 	if (!m)
 		return;
-	memcpy(m->addrs, ps->walk_shims, ps->nr_walk_shims * sizeof(*m->addrs));
-	m->nr = ps->nr_walk_shims;
+	for (i = 0; i < m->nr && n < PY_SIDE_KEPT; i++) {
+		size_t j = 0;
+
+		while (j < ps->nr_walk_side && ps->walk_side[j] != m->addrs[i])
+			j++;
+		if (j == ps->nr_walk_side)
+			ps->walk_side[n++] = m->addrs[i];
+	}
+	memcpy(m->addrs, ps->walk_side, n * sizeof(*m->addrs));
+	m->nr = n;
 }
 
 /* Make *buf hold at least len bytes (its size in *alloc). */
@@ -227,15 +289,15 @@ static size_t chunk_copy_len(uint64_t chunk, uint64_t top)
 	return (size_t)(((top + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)) - chunk);
 }
 
-/* Forget the last walk's chunks and shims (keeping its shims' memo). */
+/* Forget the last walk's chunks and side frames (keeping their memo). */
 static void start_current_chunk(struct py_sampler *ps)
 {
 	ps->nr_chunks = 0;
 	ps->next_chunk = 0;
-	remember_shims(ps);
+	remember_side(ps);
 	ps->nr_side = 0;
-	ps->nr_walk_shims = 0;
-	ps->shim_now = NULL;
+	ps->nr_walk_side = 0;
+	ps->side_now = NULL;
 }
 
 /*
@@ -294,7 +356,7 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 			  uint64_t *cframe, uint64_t *current)
 {
 	const struct py_offsets *off = ps->rt->off;
-	size_t i, size = (size_t)off->iframe_size;
+	size_t i;
 	struct py_chunk_pre *pc = NULL;
 	struct py_region *rg;
 
@@ -317,10 +379,10 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
 		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
 		*rgp = rg;
 	}
-	if (off->owner_cstack != OFF_NONE) {
-		ps->shim_now = shim_memo(ps, tstate);
+	if (side_frames_on(off)) {
+		ps->side_now = side_memo(ps, tstate);
 		if (!ps->side_buf)
-			ps->side_buf = xmalloc(PY_SHIMS_KEPT * size);
+			ps->side_buf = xmalloc(PY_SIDE_KEPT * side_stride(off));
 		ps->nr_side = pc->nr_side;
 		memcpy(ps->side_addrs, pc->side_addrs,
 		       pc->nr_side * sizeof(*ps->side_addrs));
@@ -355,7 +417,7 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current))
 		return finish_current_chunk(ps, rg, chunk, top, len, cframe,
 					    current, frame);
-	py_sampler_grow_iov(ps, 4 + PY_SHIMS_KEPT);
+	py_sampler_grow_iov(ps, 4 + PY_SIDE_KEPT);
 	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
 			   (size_t)off->tstate_size);
 	/* The innermost frame before the frames: not newer than they. */
@@ -369,20 +431,21 @@ static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
 		ensure_buf(&rg->buf, &rg->alloc, len);
 		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
 	}
-	if (off->owner_cstack != OFF_NONE) {
-		size_t i, size = (size_t)off->iframe_size;
+	if (side_frames_on(off)) {
+		size_t i, stride = side_stride(off);
 
-		ps->shim_now = shim_memo(ps, tstate);
+		ps->side_now = side_memo(ps, tstate);
 		if (!ps->side_buf)
-			ps->side_buf = xmalloc(PY_SHIMS_KEPT * size);
-		for (i = 0; i < ps->shim_now->nr; i++) {
-			ps->side_addrs[i] = ps->shim_now->addrs[i];
-			py_sampler_set_iov(ps, n++, ps->side_buf + i * size,
-					   ps->side_addrs[i], size);
+			ps->side_buf = xmalloc(PY_SIDE_KEPT * stride);
+		for (i = 0; i < ps->side_now->nr; i++) {
+			ps->side_addrs[i] = ps->side_now->addrs[i];
+			py_sampler_set_iov(ps, n++, ps->side_buf + i * stride,
+					   ps->side_addrs[i] - side_pre(off),
+					   stride);
 		}
-		ps->nr_side = ps->shim_now->nr;
-		/* A copy that failed reads as zeros: no shim's owner. */
-		memset(ps->side_buf, 0, ps->nr_side * size);
+		ps->nr_side = ps->side_now->nr;
+		/* A copy that failed reads as zeros: no side frame's owner. */
+		memset(ps->side_buf, 0, ps->nr_side * stride);
 	}
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
 	if (r < 0)
@@ -398,7 +461,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		      const int *walk, size_t n)
 {
 	const struct py_offsets *off = ps->rt->off;
-	size_t tsize = (size_t)off->tstate_size, fsize, i, k = 0, nr_iov = 0;
+	size_t tsize = (size_t)off->tstate_size, stride, i, k = 0, nr_iov = 0;
 	int r;
 
 	ps->nr_pre_chunks = 0;
@@ -408,9 +471,9 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	if (off->tstate_datastack_chunk == OFF_NONE ||
 	    off->iframe_size == OFF_NONE || n > PREFETCH_THREADS_MAX ||
-	    ps->nr_shims + n >= PY_MAX_THREADS)
+	    ps->nr_side_memos + n >= PY_MAX_THREADS)
 		return;
-	fsize = (size_t)off->iframe_size;
+	stride = side_stride(off);
 	/*
 	 * Grown once, before any iovec points into it (&pc->current): a
 	 * move would have the read write into freed memory.
@@ -424,7 +487,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	/* Keep the last walk's shims before memos move (shim_memo grows). */
 	start_current_chunk(ps);
-	py_sampler_grow_iov(ps, n * (4 + PY_SHIMS_KEPT));
+	py_sampler_grow_iov(ps, n * (4 + PY_SIDE_KEPT));
 	for (i = 0; i < n; i++) {
 		const unsigned char *copy = ps->tstate_bufs + i * tsize;
 		struct py_chunk_pre *pc;
@@ -452,22 +515,23 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
 					   pc->len);
 		}
-		if (off->owner_cstack != OFF_NONE) {
-			const struct py_shim_memo *m =
-			    shim_memo(ps, pc->tstate);
+		if (side_frames_on(off)) {
+			const struct py_side_memo *m =
+			    side_memo(ps, pc->tstate);
 			size_t j;
 
 			if (!pc->side)
-				pc->side = xmalloc(PY_SHIMS_KEPT * fsize);
+				pc->side = xmalloc(PY_SIDE_KEPT * stride);
 			pc->nr_side = m->nr;
 			for (j = 0; j < m->nr; j++) {
 				pc->side_addrs[j] = m->addrs[j];
 				py_sampler_set_iov(ps, nr_iov++,
-						   pc->side + j * fsize,
-						   m->addrs[j], fsize);
+						   pc->side + j * stride,
+						   m->addrs[j] - side_pre(off),
+						   stride);
 			}
 			/* A copy that failed reads as zeros: no owner. */
-			memset(pc->side, 0, pc->nr_side * fsize);
+			memset(pc->side, 0, pc->nr_side * stride);
 		}
 	}
 	if (!k)
@@ -502,9 +566,13 @@ static int read_older_chunk(struct py_sampler *ps)
 	return 0;
 }
 
+/* iframe_bytes' region of a frame copied with the chunk, off it. */
+#define REGION_SIDE (-2)
+
 /*
  * The bytes of the interpreter frame at addr, from a chunk (*region is
- * its index) or a read of its own (*region is -1).  A frame read on its
+ * its index), a side frame copied with the newest chunk (REGION_SIDE)
+ * or a read of its own (*region is -1).  A frame read on its
  * own is read with the bytes before it where a generator keeps its
  * state (gen_state_at), and *state_ok says whether they came.
  */
@@ -528,12 +596,11 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 				return rg->buf + (addr - rg->addr);
 			}
 		}
-		/* A shim copied with the chunk: no older chunk holds it. */
-		f = side_shim(ps, addr);
+		/* Copied with the chunk: no older chunk holds it. */
+		f = side_frame(ps, addr, state_ok);
 		if (f) {
-			*region = -1;
-			*state_ok = 0;
-			note_shim(ps, addr);
+			*region = REGION_SIDE;
+			note_side(ps, addr);
 			return f;
 		}
 		/* Frames of generators live outside the chunks. */
@@ -554,10 +621,15 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	if (*err)
 		return NULL;
 	f = ps->frame_buf + pre;
-	/* 3.12+: a shim read on its own: copy it with the chunk next time. */
-	if (off->owner_cstack != OFF_NONE &&
-	    f[off->iframe_owner] == off->owner_cstack)
-		note_shim(ps, addr);
+	/*
+	 * A shim or a generator's frame read on its own: copy it with the
+	 * chunk next time.
+	 */
+	if ((off->owner_cstack != OFF_NONE &&
+	     f[off->iframe_owner] == off->owner_cstack) ||
+	    (off->owner_generator != OFF_NONE &&
+	     f[off->iframe_owner] == off->owner_generator))
+		note_side(ps, addr);
 	return f;
 }
 
@@ -696,9 +768,13 @@ static int datastack_in_use(const struct py_sampler *ps)
 	       top - chunk > (uint64_t)off->chunk_data + 8;
 }
 
-/* Note chunk frame f at self for links_still_hold (see py_link_check). */
+/*
+ * Note chunk frame f at addr for links_still_hold (see py_link_check);
+ * gen: its callee, when that is a generator's frame, else 0; shim: the
+ * C-stack shim between them, else 0.
+ */
 static void note_link(struct py_sampler *ps, const unsigned char *f,
-		      uint64_t addr)
+		      uint64_t addr, uint64_t gen, uint64_t shim)
 {
 	const struct py_offsets *off = ps->rt->off;
 	struct py_link_check *l;
@@ -709,52 +785,91 @@ static void note_link(struct py_sampler *ps, const unsigned char *f,
 	l->code = load_u64(f, off->iframe_code);
 	l->previous = load_u64(f, off->iframe_previous);
 	l->instr = load_u64(f, off->iframe_instr);
+	l->gen = gen;
+	l->shim = gen ? shim : 0;
 }
 
 /*
- * A chain that crosses a frame read on its own was read over a span of
- * time, not at once: a generator's frame read after the chunk may have
- * been freed and its memory reused by a generator another caller runs,
- * linking to a chunk frame that, in the older copy, was a different
- * call.  So, once, after the walk: the thread must still be in the
- * frame the walk started from, and every chunk frame reached from such
- * a frame must still hold the code, caller and instruction it was read
- * with.  One read, only for chains with generators; 1 when it holds.
+ * A chain that crosses a frame read on its own, or copied beside the
+ * chunk, was read over a span of time, not at once: a generator's frame
+ * read apart from the chunk may have been freed and its memory reused
+ * by a generator another caller runs, linking to a chunk frame that, in
+ * the chunk's copy, was a different call.  So, once, after the walk,
+ * every chunk frame reached from such a frame must still hold the code,
+ * caller and instruction it was read with, and the link to it must
+ * still be there: a generator's frame that still runs (its state, read
+ * with it, says so; only a running generator is on a thread's chain)
+ * and still has it as its caller; else (a shim on the C stack, a frame
+ * of a newer chunk, which can be left over from a call that returned)
+ * the thread must still be in the frame the walk started from.  One
+ * read, only for chains that cross; 1 when it holds.
  */
 static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 {
 	const struct py_offsets *off = ps->rt->off;
-	size_t hlen = (size_t)off->iframe_size, n = 0, i;
+	size_t hlen = (size_t)off->iframe_size, stride = side_stride(off);
+	size_t pre = side_pre(off), n = 0, i, strict = 0;
 	uint64_t where = 0, cframe_now = 0;
-	unsigned char *b;
+	unsigned char *b, *g, *sh;
 
 	if (!ps->nr_links)
 		return 1;
-	py_sampler_grow_iov(ps, ps->nr_links + 2);
-	ensure_buf(&ps->link_buf, &ps->alloc_link_buf, ps->nr_links * hlen);
-	if (ps->walk_cframe)
+	py_sampler_grow_iov(ps, 3 * ps->nr_links + 2);
+	ensure_buf(&ps->link_buf, &ps->alloc_link_buf,
+		   ps->nr_links * (2 * hlen + stride));
+	/* Two shims in a row (1): not a link this check can follow. */
+	for (i = 0; i < ps->nr_links; i++)
+		strict += !ps->links[i].gen || ps->links[i].shim == 1;
+	if (strict && ps->walk_cframe)
 		py_sampler_set_iov(ps, n++, &cframe_now,
 				   tstate + (uint64_t)off->tstate_cframe,
 				   sizeof(cframe_now));
-	py_sampler_set_iov(ps, n++, &where,
-			   ps->walk_cframe
-			       ? ps->walk_cframe +
-				     (uint64_t)off->cframe_current_frame
-			       : tstate + (uint64_t)off->tstate_current_frame,
-			   sizeof(where));
+	if (strict)
+		py_sampler_set_iov(
+		    ps, n++, &where,
+		    ps->walk_cframe
+			? ps->walk_cframe + (uint64_t)off->cframe_current_frame
+			: tstate + (uint64_t)off->tstate_current_frame,
+		    sizeof(where));
+	b = ps->link_buf;
+	g = ps->link_buf + ps->nr_links * hlen;
+	sh = g + ps->nr_links * stride;
+	/* Generators' frames first: each is its caller's callee. */
 	for (i = 0; i < ps->nr_links; i++)
-		py_sampler_set_iov(ps, n++, ps->link_buf + i * hlen,
-				   ps->links[i].addr, hlen);
+		if (ps->links[i].gen)
+			py_sampler_set_iov(ps, n++, g + i * stride,
+					   ps->links[i].gen - pre, stride);
+	for (i = 0; i < ps->nr_links; i++)
+		if (ps->links[i].gen && ps->links[i].shim > 1)
+			py_sampler_set_iov(ps, n++, sh + i * hlen,
+					   ps->links[i].shim, hlen);
+	for (i = 0; i < ps->nr_links; i++)
+		py_sampler_set_iov(ps, n++, b + i * hlen, ps->links[i].addr,
+				   hlen);
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) < 0)
 		return 0;
-	if (cframe_now != ps->walk_cframe || where != ps->walk_frame)
+	if (strict &&
+	    (cframe_now != ps->walk_cframe || where != ps->walk_frame))
 		return 0;
-	for (i = 0, b = ps->link_buf; i < ps->nr_links; i++, b += hlen) {
+	for (i = 0; i < ps->nr_links; i++, b += hlen) {
 		const struct py_link_check *l = &ps->links[i];
+		const unsigned char *gf = g + i * stride + pre;
+		const unsigned char *sf = sh + i * hlen;
 
 		if (load_u64(b, off->iframe_code) != l->code ||
 		    load_u64(b, off->iframe_previous) != l->previous ||
 		    load_u64(b, off->iframe_instr) != l->instr)
+			return 0;
+		if (!l->gen)
+			continue;
+		if (gf[off->iframe_owner] != off->owner_generator ||
+		    (signed char)gf[off->gen_state_at] != off->gen_executing ||
+		    load_u64(gf, off->iframe_previous) !=
+			(l->shim > 1 ? l->shim : l->addr))
+			return 0;
+		if (l->shim > 1 &&
+		    (sf[off->iframe_owner] != off->owner_cstack ||
+		     load_u64(sf, off->iframe_previous) != l->addr))
 			return 0;
 	}
 	return 1;
@@ -984,6 +1099,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	uint64_t callee_code = 0;
 	/* 3.14+: frames that returned before they were copied (see there) */
 	int returned = 0, callee_returned = 0, returned_above = 1;
+	int callee_gen = 0; /* the callee is a generator's frame */
+	uint64_t shim_addr = 0; /* the shim since the callee, if one */
 	size_t depth = 0;
 	struct pywalk_loop lc;
 	long owner = -1;
@@ -1037,6 +1154,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			/* 3.12+: a C-stack shim starts each eval call. */
 			if (out->nr_frames > first && !ps->omitted)
 				ps->entries[out->nr_frames - 1] = 1;
+			/* Only one between two Python frames is checked. */
+			shim_addr = shim ? 1 : frame;
 			shim = 1;
 		} else {
 			int32_t tlbc;
@@ -1083,9 +1202,17 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 				if (!call_edges_has(&ps->call_edges, &e))
 					return DROP_INVALID;
 			}
+			/*
+			 * A side frame copied with the chunk was copied a
+			 * moment apart from it all the same: checked too.
+			 */
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)
-				note_link(ps, f, frame);
+				note_link(ps, f, frame,
+					  callee_gen && side_pre(off)
+					      ? callee.addr
+					      : 0,
+					  shim_addr);
 			if (callee.addr && self.direct && self.region == 0 &&
 			    callee.region == 0 && !running && !returned &&
 			    !callee_returned)
@@ -1100,6 +1227,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			}
 			depth++;
 			callee = self;
+			shim_addr = 0;
+			callee_gen = off->owner_generator != OFF_NONE &&
+				     owner == off->owner_generator;
 			callee_code = code;
 			callee_returned = returned;
 			ps->root_frame = frame;

@@ -130,7 +130,7 @@ void py_sampler_release(struct py_sampler *ps)
 
 	pycode_cache_release(&ps->codes);
 	free(ps->tstate_buf);
-	free(ps->shims);
+	free(ps->side_memos);
 	free(ps->side_buf);
 	free(ps->pre_tstates);
 	free(ps->tstate_bufs);
@@ -258,6 +258,9 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
 }
 
+/* Reads of a thread's stack before its sample is dropped as torn. */
+#define WALK_TRIES 2
+
 /*
  * Walk t's frames, from the copy of its thread state in ps->tstate_buf,
  * onto the end of out.  A chain that was torn (it changed while it was
@@ -293,7 +296,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 			t->torn = 1;
 			return DROP_NONE;
 		}
-		if (attempt || (why != DROP_INVALID && why != DROP_READ))
+		if (attempt + 1 >= WALK_TRIES ||
+		    (why != DROP_INVALID && why != DROP_READ))
 			return why;
 		out->nr_frames = t->first;
 		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,

@@ -33,8 +33,11 @@ enum drop_reason {
 	DROP_NR,
 };
 
-/* C-stack shim frames per thread copied with its chunk (3.12+). */
-#define PY_SHIMS_KEPT 4
+/*
+ * Frames off the data stack (generators', C-stack shims) per thread
+ * copied with its chunk (3.11+).
+ */
+#define PY_SIDE_KEPT 24
 
 /* Bytes of a thread's name kept, with its NUL; longer ones are cut. */
 #define PY_THREAD_NAME_MAX 64
@@ -286,6 +289,11 @@ struct py_sampler {
 	 */
 	struct py_link_check {
 		uint64_t addr, code, previous, instr;
+		/*
+		 * its callee when that is a generator's frame, else 0; and
+		 * the C-stack shim between them (3.12+), else 0
+		 */
+		uint64_t gen, shim;
 	} * links;
 	size_t nr_links, alloc_links;
 	unsigned char *link_buf;
@@ -315,14 +323,14 @@ struct py_sampler {
 	 * thread's life), copied again with its chunk (side_buf, in the
 	 * same process_vm_readv) so that the walk need not read them.
 	 */
-	struct py_shim_memo {
+	struct py_side_memo {
 		uint64_t tstate;
-		uint64_t addrs[PY_SHIMS_KEPT];
+		uint64_t addrs[PY_SIDE_KEPT];
 		size_t nr;
-	} * shims;
-	size_t nr_shims, alloc_shims;
-	struct py_shim_memo *shim_now; /* the walked thread's, or NULL */
-	uint64_t side_addrs[PY_SHIMS_KEPT];
+	} * side_memos;
+	size_t nr_side_memos, alloc_side_memos;
+	struct py_side_memo *side_now; /* the walked thread's, or NULL */
+	uint64_t side_addrs[PY_SIDE_KEPT];
 	size_t nr_side;
 	unsigned char *side_buf;
 	/*
@@ -336,16 +344,16 @@ struct py_sampler {
 		size_t len; /* of the chunk's copy, 0 when none */
 		unsigned char *fresh, *buf, *side;
 		size_t alloc; /* of buf */
-		uint64_t side_addrs[PY_SHIMS_KEPT];
+		uint64_t side_addrs[PY_SIDE_KEPT];
 		size_t nr_side;
 		int ready; /* read, not taken yet */
 	} * pre_chunks;
 	size_t nr_pre_chunks, alloc_pre_chunks;
 	int *pre_walk; /* of the prefetched threads, those walked */
 	size_t alloc_pre_walk;
-	/* the shims the walk went through off the chunk, for shim_now */
-	uint64_t walk_shims[PY_SHIMS_KEPT];
-	size_t nr_walk_shims;
+	/* the shims the walk went through off the chunk, for side_now */
+	uint64_t walk_side[PY_SIDE_KEPT];
+	size_t nr_walk_side;
 	/* What else to find out per thread; set by commands. */
 	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
 	int want_gil;	/* who holds the GIL, and who waits for it */

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import time
 
-SUMMARY_RE = re.compile(r"^spyc: (?P<samples>\d+) samples"
+SUMMARY_RE = re.compile(r"^spyc: (?P<samples>\d+) samples?"
                         r"(?:, (?P<dropped>\d+) dropped"
                         r"(?: \((?P<why>[^)]*)\))?)?")
 TORN_RE = re.compile(r"(\d+) torn reads")
@@ -88,9 +88,24 @@ def innermost_counts(folded_path, burners):
     return counts
 
 
+class Target(object):
+    """targets/accuracy.py WORKLOAD, started by popen(argv) (a Popen),
+    once it has reported; what measure() needs of a conftest.Target."""
+
+    def __init__(self, python_path, workload, workdir, popen):
+        self.report_path = os.path.join(workdir, "accuracy.json")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "targets", "accuracy.py")
+        self.proc = popen([python_path, script, workload, self.report_path])
+        self.pid = self.proc.pid
+        self.info = _wait_file(self.report_path, self.proc, 60)
+
+
 def measure(spyc, target, out, rate, duration, extra=(), timeout=120):
-    """Record target (a conftest.Target of accuracy.py, reported) for
-    duration s at rate Hz into out (folded), between two snapshots."""
+    """Record target (a Target, or a conftest.Target of accuracy.py,
+    reported) for duration s at rate Hz into out (folded), between two
+    snapshots.  spyc.run(args, timeout=) runs spyc and returns what has
+    returncode, stderr and describe() (conftest.SpycResult)."""
     report = target.report_path
     burners = target.info["burners"]
     seq = 0

@@ -33,6 +33,13 @@ and one row of the second table, the same measurements with `record
                interleaved rounds as the first table's columns, against the
                same unprofiled runs (so that table's noise applies)
 
+Then the accuracy table (tests/accuracy.py, the harness tests/
+test_accuracy.py bounds): on each slot, `record` and `record --blocking`
+at 1 kHz of tests/targets/accuracy.py, whose functions burn the CPU in
+generators, `yield from` chains, generator expressions, asyncio tasks and
+plain calls and measure their own thread CPU time; per function, its
+share of the samples (spyc) over its share of that CPU time (true).
+
 Then two tables for the newest interpreter benchmarked only.  First, a target
 with 100 threads blocked on a threading.Event and one thread spinning 50
 calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
@@ -172,6 +179,7 @@ spyc_exe = SPYC
 
 sys.path.insert(0, TESTS)
 import pyfind  # noqa: E402
+import accuracy  # noqa: E402
 
 MAX_RATE = 100000           # the highest --rate spyc accepts
 THREADS_DEEP = (50, 4)      # the throughput run: depth, threads
@@ -198,6 +206,9 @@ GOAL_US = (("3.11+", (3, 11), (3, 99), 5.0),
 VERSUS = (3, 15)            # the CPython whose own sampler spyc is beside
 GOAL_VERSUS = 0.5           # spyc's CPU per thread-sample over that one's
 GOAL_RATE_SHARE = 95.0      # % of the asked rate achieved
+# The accuracy table: the rate, and spyc's modes beside the truth.
+ACCURACY_RATE = 1000
+ACCURACY_MODES = ((), ("--blocking",))
 GOAL_SLOWDOWN = {100: 1.0, 1000: 3.0}   # % more target CPU time, by rate
 RSS_RATE = 1000             # the RSS run: 10 times the samples of 100 Hz
 HOUR_SAMPLES = 100 * 3600   # an hour at 100 Hz
@@ -230,12 +241,12 @@ SETTINGS = {
     # per-depth run s, workload s, runs per rate; each goal run s (whole:
     # profiling.sampling takes no fraction), the two VmRSS readings s
     False: dict(rate_secs=2.0, depth_secs=1.5, work_secs=1.6, runs=7,
-                goal_secs=4, rss_at=(5, 25)),
+                goal_secs=4, rss_at=(5, 25), accuracy_secs=3),
     True: dict(rate_secs=1.0, depth_secs=0.75, work_secs=0.5, runs=3,
-               goal_secs=2, rss_at=(3, 11)),
+               goal_secs=2, rss_at=(3, 11), accuracy_secs=2),
 }
 
-SUMMARY_RE = re.compile(r"spyc: (\d+) samples, (\d+) dropped.*?, "
+SUMMARY_RE = re.compile(r"spyc: (\d+) samples?, (\d+) dropped.*?, "
                         r"([0-9.]+) s at ([0-9.]+) Hz")
 UNMERGED_RE = re.compile(r"(\d+) native stacks? unmerged")
 # The line SPYC_STATS=1 adds before the summary.
@@ -1348,6 +1359,81 @@ def print_idle_table(rows):
     print_table(IDLE_COLUMNS, rows)
 
 
+class AccuracySpyc(object):
+    """What accuracy.measure() runs spyc with: spyc_exe, its stderr kept."""
+
+    class Result(object):
+        def __init__(self, argv, returncode, stderr):
+            self.argv, self.returncode, self.stderr = argv, returncode, stderr
+
+        def describe(self):
+            return "%s: exit %s: %s" % (" ".join(self.argv), self.returncode,
+                                        last_line(self.stderr))
+
+    def run(self, args, timeout=120):
+        argv = [spyc_exe] + [str(a) for a in args]
+        proc = start(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BenchError("spyc still running after %.0f s" % timeout)
+        finally:
+            stop(proc)
+        return self.Result(argv, proc.returncode,
+                           (err or b"").decode("utf-8", "replace"))
+
+
+def bench_accuracy(slots, cfg, errors):
+    """The accuracy harness (tests/accuracy.py) on each slot: record and
+    record --blocking at ACCURACY_RATE for cfg["accuracy_secs"] of
+    accuracy.py's every workload; one row per slot and mode: each
+    burner's share by spyc / by the CPU time it measured itself."""
+    rows = []
+    for slot in slots:
+        if slot.interpreter is None:
+            continue
+        workdir = tempfile.mkdtemp(prefix="spyc-bench-acc-")
+        target = None
+        try:
+            target = accuracy.Target(slot.interpreter.path, "all", workdir,
+                                     lambda argv: start(argv))
+            for mode in ACCURACY_MODES:
+                label = " ".join(mode) or "plain"
+                progress("  %s: accuracy %s" % (slot.name, label))
+                m = accuracy.measure(AccuracySpyc(), target,
+                                     os.path.join(workdir, "acc.txt"),
+                                     ACCURACY_RATE, cfg["accuracy_secs"],
+                                     mode)
+                name, worst = m.worst()
+                rows.append((slot.name, label, m, name, worst))
+        except (BenchError, RuntimeError, OSError) as e:
+            errors.append("%s: accuracy: %s" % (slot.name, e))
+        finally:
+            if target is not None:
+                stop(target.proc)
+            shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def print_accuracy_table(rows):
+    print("accuracy: each function's share of the samples (spyc) and of the "
+          "CPU time it measured itself (true), %d Hz, tests/targets/"
+          "accuracy.py (every workload in turn)" % ACCURACY_RATE)
+    print_legend([
+        ("worst", "the function furthest from the truth, and by how many "
+         "points"),
+        ("kept/drop", "samples kept and dropped, from spyc's summary")])
+    burners = rows[0][2].burners
+    columns = ["python", "mode"] + burners + ["worst", "kept/drop"]
+    table = []
+    for slot, mode, m, name, worst in rows:
+        table.append([slot, mode] + [
+            "%.1f/%.1f" % (m.spyc_share(b), m.true_share(b))
+            for b in burners] + ["%s %.1f" % (name, worst),
+                                 "%d/%d" % (m.samples, m.dropped)])
+    print_table(columns, table)
+
+
 def newest(slots):
     """The slot with the newest interpreter (the first of equals), or
     None when no slot has one."""
@@ -1420,6 +1506,7 @@ def bench(args, cfg, slots, all_slots):
     print_header(cfg, args.quick)
     rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
     tree_rows, goal_rows, cpu_slowdowns = [], [], {}
+    accuracy_rows = []
     idle_results = {}
     started = time.monotonic()
     try:
@@ -1437,6 +1524,7 @@ def bench(args, cfg, slots, all_slots):
         if idle_slot is not None:
             idle_rows, idle_results = bench_idle(idle_slot, cfg, errors)
             tree_rows = bench_tree(idle_slot, cfg, errors)
+        accuracy_rows = bench_accuracy(slots, cfg, errors)
         goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns,
                                 (idle_slot, idle_results))
         if idle_slot is not None:
@@ -1455,6 +1543,9 @@ def bench(args, cfg, slots, all_slots):
     if tree_rows:
         print()
         print_tree_table(tree_rows)
+    if accuracy_rows:
+        print()
+        print_accuracy_table(accuracy_rows)
     if goal_rows:
         print()
         print_goals_table(goal_rows, cfg)

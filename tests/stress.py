@@ -115,7 +115,7 @@ def file_ok(path):
 def summary_samples(stderr, with_dropped=False):
     """The summary's sample count (plus its dropped ones)."""
     for line in stderr.splitlines():
-        m = re.match(r"^spyc: (\d+) samples(?:, (\d+) dropped)?", line)
+        m = re.match(r"^spyc: (\d+) samples?(?:, (\d+) dropped)?", line)
         if m:
             return int(m.group(1)) + (
                 int(m.group(2) or 0) if with_dropped else 0)

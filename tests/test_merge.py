@@ -267,6 +267,7 @@ def test_merge_errors(spyc, two_runs, tmp_path):
     (["--top", "x", "{f}"], "--top"),
     (["--top", "-1", "{f}"], "--top"),
     (["--bogus", "{f}"], None),
+    (["{f}", "{f}"], "same profile"),
 ])
 def test_merge_usage_errors(spyc, two_runs, args, what):
     args = [a.replace("{f}", two_runs[0]) for a in args]

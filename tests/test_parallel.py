@@ -19,7 +19,7 @@ from test_threads import folded
 
 def kept_samples(res):
     """Samples taken and not dropped, from record's summary line."""
-    m = re.search(r"spyc: (\d+) samples, (\d+) dropped", res.stderr)
+    m = re.search(r"spyc: (\d+) samples?, (\d+) dropped", res.stderr)
     assert m, "no summary line\n" + res.describe()
     return int(m.group(1)) - int(m.group(2))
 

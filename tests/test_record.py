@@ -33,7 +33,7 @@ MIN_CHAIN_SHARE = 0.95
 # stacks read again ...", and when the rate asked could not be kept,
 # "; asked R Hz, N late": the slots skipped).
 SUMMARY_RE = re.compile(
-    r"^spyc: (?P<samples>\d+) samples"
+    r"^spyc: (?P<samples>\d+) samples?"
     r", (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?"
     r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"
     r"(?: \((?P<ended>interrupted|terminated|--duration elapsed"
@@ -50,7 +50,7 @@ SUMMARY_RE = re.compile(
 # on its own by test_summary_line_format) does not hide everything else: the
 # same, optionally followed by a parenthesised remark after the file name.
 LENIENT_SUMMARY_RE = re.compile(
-    r"^spyc: (?P<samples>\d+) samples"
+    r"^spyc: (?P<samples>\d+) samples?"
     r"(?:, (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?)?"
     r"(?:, (?P<truncated>\d+) truncated(?: \([^)]*\))?)?"
     r", (?P<seconds>[0-9.]+) s at (?P<hz>[0-9.]+) Hz -> (?P<path>.+?)"

@@ -317,6 +317,11 @@ def test_top(spyc, callgraph_profiles):
         doc = report(spyc, path, "--top", n)
         assert_section(doc["sections"][0], exp, unit, "own", n)
         assert len(doc["sections"][0]["functions"]) == n
+    # 0: every function, as merge --top 0 has it.
+    doc = report(spyc, path, "--top", 0)
+    assert_section(doc["sections"][0], exp, unit, "own",
+                   len(exp["total_func"]))
+    assert len(doc["sections"][0]["functions"]) == len(exp["total_func"])
     res = spyc.run(["report", path, "-n", 5, "-s", "total"])
     res.assert_ok()
     assert function_rows(res.stdout) == [
@@ -603,10 +608,10 @@ def test_bad_files(spyc, hot_profiles, tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    [], ["a.json", "b.json"], ["--top", "0", "a.json"],
+    [], ["a.json", "b.json"], ["--top", "-1", "a.json"],
     ["--top", "x", "a.json"], ["--sort", "name", "a.json"],
     ["--function", "", "a.json"], ["--no-such-option", "a.json"],
-], ids=["no-file", "two-files", "top-0", "top-x", "sort-name",
+], ids=["no-file", "two-files", "top-negative", "top-x", "sort-name",
         "empty-function", "unknown-option"])
 def test_usage_errors(spyc, args):
     res = spyc.run(["report"] + args)

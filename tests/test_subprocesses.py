@@ -136,6 +136,16 @@ def test_pool(spyc, python, tmp_path, method):
     for pid in workers:
         assert seen.get(pid, 0) > 0, (pid, seen, res.describe())
     assert sum(seen.values()) == sum(seen[p] for p in workers if p in seen)
+    # Every member is Python, and each one in the profile was sampled:
+    # none may be named as not Python (they were, once they exited).
+    profiled = set(int(m.group(1)) for m in
+                   (re.search(r"\(pid (\d+)\):", p["name"])
+                    for p in doc["profiles"]) if m)
+    named = set(int(x) for l in res.stderr_lines if "not Python" in l
+                for x in re.findall(r"\(pid (\d+)\)", l))
+    assert not named & profiled, (
+        "processes in the profile named as not Python: %s\n%s" % (
+            sorted(named & profiled), res.describe()))
 
 
 def test_attach_picks_up_children(spyc, python, targets, tmp_path):

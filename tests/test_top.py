@@ -54,7 +54,7 @@ FUNCTION_RE = re.compile(r"^(?P<name>.+?) \((?P<file>.*):(?P<line>\d+)\)$")
 NATIVE_FUNCTION_RE = re.compile(
     r"^(?P<name>.+?)(?: \((?P<file>.+?)(?::(?P<line>\d+))?\))? \[native\]$")
 # The stand-in root of a stack cut at --max-depth: no file, no line.
-CUT_FUNCTION_RE = re.compile(r"^(?P<name>\[\d+ frames not read\])$")
+CUT_FUNCTION_RE = re.compile(r"^(?P<name>\[\d+ frames? not read\])$")
 
 
 def _top_slots():

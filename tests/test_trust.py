@@ -34,12 +34,12 @@ from conftest import (TargetPool, newest_python, parse_dump_text,
                       top_until_snapshots)
 
 FRAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
-NOT_READ_RE = re.compile(r"^\[(?P<k>\d+) frames not read\]$")
+NOT_READ_RE = re.compile(r"^\[(?P<k>\d+) frames? not read\]$")
 # The summary line, with the part this issue adds:
 #   spyc: 1234 samples, 5 dropped (5 torn reads), 1234 truncated (deeper
 #   than --max-depth 4096), 2.00 s at 99.8 Hz -> out.txt (--duration elapsed)
 SUMMARY_RE = re.compile(
-    r"^spyc: (?P<samples>\d+) samples"
+    r"^spyc: (?P<samples>\d+) samples?"
     r"(?:, (?P<dropped>\d+) dropped(?: \((?P<why>[^)]*)\))?)?"
     r"(?:, (?P<truncated>\d+) truncated"
     r" \(deeper than --max-depth (?P<max_depth>\d+)\))?"
@@ -57,7 +57,7 @@ MIN_CLEAN_DUMPS = 25
 
 
 def not_read(k):
-    return "[%d frames not read]" % k
+    return "[%d frame%s not read]" % (k, "" if k == 1 else "s")
 
 
 # --- parsing ---
@@ -411,8 +411,11 @@ LEAF_PREFIX = "cg_leaf"
 # over their share with --blocking, at least (measured with spyc and the
 # target each on its own CPU, the worst case: about 1 up to 3.10, 0.43
 # to 0.72 from 3.11; before frames that returned were taken, 0.01 to
-# 0.4).
-LEAF_SHARE_MIN_RATIO = 0.3
+# 0.4).  On a later day the same machine gave 0.23 to 0.29 on 3.12, the
+# landed binary as well (the leaf calls last a fraction of a
+# microsecond: how many reads they tear depends on the machine's speed
+# that day), so the bar is below that.
+LEAF_SHARE_MIN_RATIO = 0.2
 # Seconds of the read without stopping in test_short_calls_counted; the
 # share is taken over its last quarter, once the leaf pairs are learnt
 # (3.14+: within a second; up to 3.13, on a slow or loaded machine, up
@@ -675,10 +678,12 @@ def test_dump_depth_json(spyc, python, deep_block):
 def test_dump_depth_text(spyc, python, deep_block):
     """dump text at depth 5000: the 4096 innermost frames, then
     '[904 frames not read]', indented like them; --max-depth 100 the
-    same with 100 and 4900; --max-depth 10000 every frame."""
+    same with 100 and 4900; one frame short, '[1 frame not read]';
+    --max-depth 10000 every frame."""
     want = expected_frames(deep_block)
     ident = deep_block.info["main_thread_id"]
     for extra, n in (([], DEFAULT_MAX_DEPTH), (["--max-depth", 100], 100),
+                     (["--max-depth", len(want) - 1], len(want) - 1),
                      (["--max-depth", 10000], DEPTH)):
         res = spyc.run(["dump", "--pid", deep_block.pid] + extra, timeout=30)
         res.assert_ok()
@@ -700,7 +705,7 @@ def test_dump_depth_text(spyc, python, deep_block):
                 "the last line should be %r, is %r\n%s" % (
                     indent.group(0) + not_read(k), lines[-1],
                     res.describe()))
-        assert res.stdout.count("frames not read") == (1 if k else 0), (
+        assert res.stdout.count(" not read]") == (1 if k else 0), (
             res.describe())
 
 
