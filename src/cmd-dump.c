@@ -388,7 +388,10 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 	ps.want_names = 1;
 	ps.max_depth = o->max_depth;
 	ps.async = o->async ? &pa : NULL;
+	/* A stack torn now is read again once its thread is stopped. */
+	ps.stop_reads = o->stop;
 	why = sample_clean(&ps, &sample);
+	ps.stop_reads = 0;
 	if (o->stop && why == DROP_NONE) {
 		/*
 		 * Stop the threads, then read their Python frames again so
@@ -401,13 +404,19 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		for (i = 0; i < n; i++)
 			tids[i] = sample.threads[i].tid;
 		memcpy(before, sample.threads, n * sizeof(*before));
-		native_stop(&nu, tids, n);
 		/* Stopped threads all look idle: keep what they were doing. */
 		ps.want_state = 0;
 		ps.want_gil = 0;
-		why = sample_clean(&ps, &sample);
-		/* Everything is copied: let them go before unwinding. */
-		native_resume_all(&nu);
+		for (i = 0; i < NATIVE_STOP_TRIES; i++) {
+			if (i)
+				native_run_on((int)i);
+			native_stop(&nu, tids, n);
+			why = py_sampler_sample(&ps, &sample);
+			/* Everything is copied: let them go before unwinding. */
+			native_resume_all(&nu);
+			if (why != DROP_INVALID && why != DROP_READ)
+				break;
+		}
 		py_sample_keep_states(&sample, before, n);
 		free(before);
 		free(tids);

@@ -90,6 +90,24 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n);
 void native_resume_all(struct native_unwinder *nu);
 
 /*
+ * Stops that find a thread handing over from one frame to the next
+ * before its sample is given up: a generator that yielded and has
+ * cleared its link to its caller, but not yet made the caller its
+ * thread's current frame; a frame pushed whose link to its caller is
+ * not set yet (a read through it can fail).  No read can give such a
+ * stack whole, so the threads run on a little (native_run_on) and are
+ * stopped again.
+ */
+#define NATIVE_STOP_TRIES 6
+
+/*
+ * Before stop number tries (1, 2, ...) of one sample, with every
+ * thread resumed: let them run 20 us, then 4, 16, ... times that (about
+ * 7 ms in all, time enough for a thread of a loaded machine to be run).
+ */
+void native_run_on(int tries);
+
+/*
  * Unwind a thread captured by the last native_stop() into ips (innermost
  * first), from its copied registers and stack: it need not be stopped
  * any more.  Returns the number of frames, 0 if tid was not captured or

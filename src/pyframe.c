@@ -167,13 +167,14 @@ static struct py_side_memo *side_memo(struct py_sampler *ps, uint64_t tstate)
 
 /*
  * 3.11+: frames that live off the data stack and are copied with the
- * chunk, in the same process_vm_readv, where the thread's last walks
+ * chunk, in the same process_vm_readv, where the thread's last walk
  * found them: generators' frames (in their generator objects, freed and
  * made again all the time, mostly at the addresses the allocator just
  * freed) and on 3.12+ the C-stack shims that start each eval call.  A
- * walk through frames copied at once needs no second read to tell
- * whether they still hold: a generator that had suspended is seen so
- * (its state, in the bytes before its frame, is copied with it).
+ * generator that had suspended is seen so (its state, in the bytes
+ * before its frame, is copied with it); the links from them to the
+ * chunk are checked again after the walk (links_still_hold): the copies
+ * are a moment apart all the same.
  */
 static int side_frames_on(const struct py_offsets *off)
 {
@@ -241,29 +242,15 @@ static void note_side(struct py_sampler *ps, uint64_t addr)
 		ps->walk_side[ps->nr_walk_side++] = addr;
 }
 
-/*
- * Keep the side frames the last walk found, for the thread's next one,
- * and after them those of the walks before, as many as there is room
- * for: a program nesting generators now deeper, now less deep, has
- * them at a few addresses it goes back to.
- */
+/* Keep the side frames the last walk found, for the thread's next one. */
 static void remember_side(struct py_sampler *ps)
 {
 	struct py_side_memo *m = ps->side_now;
-	size_t i, n = ps->nr_walk_side;
 
 	if (!m)
 		return;
-	for (i = 0; i < m->nr && n < PY_SIDE_KEPT; i++) {
-		size_t j = 0;
-
-		while (j < ps->nr_walk_side && ps->walk_side[j] != m->addrs[i])
-			j++;
-		if (j == ps->nr_walk_side)
-			ps->walk_side[n++] = m->addrs[i];
-	}
-	memcpy(m->addrs, ps->walk_side, n * sizeof(*m->addrs));
-	m->nr = n;
+	memcpy(m->addrs, ps->walk_side, ps->nr_walk_side * sizeof(*m->addrs));
+	m->nr = ps->nr_walk_side;
 }
 
 /* Make *buf hold at least len bytes (its size in *alloc). */

@@ -318,10 +318,11 @@ struct py_sampler {
 		uint64_t instr, code;
 	} returned[PY_RETURNED_MEMO];
 	/*
-	 * 3.12+: per thread state, the C-stack shim frames its last walk
-	 * read on their own (the one at the bottom is there for the
-	 * thread's life), copied again with its chunk (side_buf, in the
-	 * same process_vm_readv) so that the walk need not read them.
+	 * 3.11+: per thread state, the frames off the data stack its last
+	 * walk went through (generators', and 3.12+ the C-stack shims, the
+	 * one at the bottom there for the thread's life), copied again with
+	 * its chunk (side_buf, in the same process_vm_readv) so that the
+	 * walk need not read them on their own.
 	 */
 	struct py_side_memo {
 		uint64_t tstate;

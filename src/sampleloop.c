@@ -368,19 +368,6 @@ int thread_wanted(const struct py_thread *t, int idle, int gil)
 	return idle || t->state == THREAD_RUNNING || t->state == THREAD_UNKNOWN;
 }
 
-/*
- * Stops that find a thread handing over from one frame to the next
- * before the sample is given up: a generator that yielded and has
- * cleared its link to its caller, but not yet made the caller its
- * thread's current frame; a frame pushed whose link to its caller is
- * not set yet (a read through it can fail).  No read can give such a
- * stack whole, so the threads run on a little and are stopped again:
- * STOPPED_RUN_NS, then 4, 16, ... times that (about 7 ms in all, time
- * enough for a thread of a loaded machine to be run).
- */
-#define STOPPED_TRIES 6
-#define STOPPED_RUN_NS 20000L
-
 enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					struct native_unwinder *nu, int idle,
 					int gil)
@@ -414,13 +401,10 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	sl->ps.want_state = sl->ps.want_gil = sl->ps.stop_reads = 0;
 	/* Only the threads this sample keeps: the others stay unread. */
 	py_sampler_walk_only(&sl->ps, sl->idents, nr_idents);
-	for (try = 0; try < STOPPED_TRIES; try++) {
+	for (try = 0; try < NATIVE_STOP_TRIES; try++) {
 		/* Let them run on a little, past the hand-over. */
-		if (try) {
-			struct timespec ts = {0, STOPPED_RUN_NS << (2 * try)};
-
-			nanosleep(&ts, NULL);
-		}
+		if (try)
+			native_run_on(try);
 		native_stop(nu, sl->tids, n);
 		why = py_sampler_sample(&sl->ps, s);
 		/*
