@@ -13,6 +13,7 @@
 #include "proc.h"
 #include "pyasync.h"
 #include "pysample.h"
+#include "sampleloop.h"
 #include "util.h"
 
 /* A running target can tear a read; try this many times for a clean one. */
@@ -407,16 +408,8 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		/* Stopped threads all look idle: keep what they were doing. */
 		ps.want_state = 0;
 		ps.want_gil = 0;
-		for (i = 0; i < NATIVE_STOP_TRIES; i++) {
-			if (i)
-				native_run_on((int)i);
-			native_stop(&nu, tids, n);
-			why = py_sampler_sample(&ps, &sample);
-			/* Everything is copied: let them go before unwinding. */
-			native_resume_all(&nu);
-			if (why != DROP_INVALID && why != DROP_READ)
-				break;
-		}
+		/* Everything is copied: they go before unwinding. */
+		why = sampleloop_read_stopped(&nu, &ps, &sample, tids, n);
 		py_sample_keep_states(&sample, before, n);
 		free(before);
 		free(tids);

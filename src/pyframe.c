@@ -148,7 +148,7 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 	return 0;
 }
 
-/* The shim frames remembered for tstate, made if new (3.12+). */
+/* The side frames remembered for tstate, made if new (3.11+). */
 static struct py_side_memo *side_memo(struct py_sampler *ps, uint64_t tstate)
 {
 	size_t i;
@@ -472,7 +472,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		memset(ps->pre_chunks + old, 0,
 		       (ps->alloc_pre_chunks - old) * sizeof(*ps->pre_chunks));
 	}
-	/* Keep the last walk's shims before memos move (shim_memo grows). */
+	/* Keep the last walk's side frames before memos move (they grow). */
 	start_current_chunk(ps);
 	py_sampler_grow_iov(ps, n * (4 + PY_SIDE_KEPT));
 	for (i = 0; i < n; i++) {

@@ -352,7 +352,7 @@ struct py_sampler {
 	size_t nr_pre_chunks, alloc_pre_chunks;
 	int *pre_walk; /* of the prefetched threads, those walked */
 	size_t alloc_pre_walk;
-	/* the shims the walk went through off the chunk, for side_now */
+	/* the side frames the walk went through off the chunk, for side_now */
 	uint64_t walk_side[PY_SIDE_KEPT];
 	size_t nr_walk_side;
 	/* What else to find out per thread; set by commands. */

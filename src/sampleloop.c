@@ -368,13 +368,39 @@ int thread_wanted(const struct py_thread *t, int idle, int gil)
 	return idle || t->state == THREAD_RUNNING || t->state == THREAD_UNKNOWN;
 }
 
+enum drop_reason sampleloop_read_stopped(struct native_unwinder *nu,
+					 struct py_sampler *ps,
+					 struct py_sample *s, const long *tids,
+					 size_t n)
+{
+	enum drop_reason why = DROP_NONE;
+	int try;
+
+	for (try = 0; try < NATIVE_STOP_TRIES; try++) {
+		/* Let them run on a little, past the hand-over. */
+		if (try)
+			native_run_on(try);
+		native_stop(nu, tids, n);
+		why = py_sampler_sample(ps, s);
+		/*
+		 * Registers, stack top and Python frames are copied: let them
+		 * go.
+		 */
+		native_resume_all(nu);
+		if (why != DROP_INVALID && why != DROP_READ)
+			break;
+	}
+	return why;
+}
+
 enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 					struct native_unwinder *nu, int idle,
 					int gil)
 {
 	struct py_sample *s = &sl->sample;
 	size_t i, n = 0, nr_idents = 0, nr = s->nr_threads;
-	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil, try;
+	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
+	int stop_reads = sl->ps.stop_reads;
 	enum drop_reason why;
 
 	ALLOC_GROW(sl->tids, nr + 1, sl->alloc_tids);
@@ -401,25 +427,11 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	sl->ps.want_state = sl->ps.want_gil = sl->ps.stop_reads = 0;
 	/* Only the threads this sample keeps: the others stay unread. */
 	py_sampler_walk_only(&sl->ps, sl->idents, nr_idents);
-	for (try = 0; try < NATIVE_STOP_TRIES; try++) {
-		/* Let them run on a little, past the hand-over. */
-		if (try)
-			native_run_on(try);
-		native_stop(nu, sl->tids, n);
-		why = py_sampler_sample(&sl->ps, s);
-		/*
-		 * Registers, stack top and Python frames are copied: let them
-		 * go.
-		 */
-		native_resume_all(nu);
-		if (why != DROP_INVALID && why != DROP_READ)
-			break;
-		sl->stopped_again++;
-	}
+	why = sampleloop_read_stopped(nu, &sl->ps, s, sl->tids, n);
 	py_sampler_walk_only(&sl->ps, NULL, 0);
 	sl->ps.want_state = want_state;
 	sl->ps.want_gil = want_gil;
-	sl->ps.stop_reads = 1;
+	sl->ps.stop_reads = stop_reads;
 	py_sample_keep_states(s, sl->before, nr);
 out:
 	if (why != DROP_NONE && why != DROP_GONE)

@@ -43,8 +43,6 @@ struct sampleloop {
 	 */
 	int mm_fd;
 	uint64_t dropped[DROP_NR];
-	/* stops made again: a thread was caught between two frames */
-	uint64_t stopped_again;
 	const char *ended; /* why the target is gone, for messages */
 	int execd;	   /* it is gone by exec'ing another program */
 	/* someone stopped it (SIGSTOP, SIGTSTP) while it was sampled */
@@ -146,6 +144,17 @@ uint64_t sampleloop_describe_drops(const struct sampleloop *sl,
  * idle, always; else if it runs on a CPU, or nobody could tell.
  */
 int thread_wanted(const struct py_thread *t, int idle, int gil);
+
+/*
+ * Stop the threads tids[0..n-1], read ps's sample s while they are
+ * stopped, and let them go; a thread caught handing over between two
+ * frames (the read torn or failed) is let run on and stopped again, up
+ * to NATIVE_STOP_TRIES stops.  Returns the last read's drop reason.
+ */
+enum drop_reason sampleloop_read_stopped(struct native_unwinder *nu,
+					 struct py_sampler *ps,
+					 struct py_sample *s, const long *tids,
+					 size_t n);
 
 /*
  * --native, after sampleloop_take() returned DROP_NONE: stop just the
