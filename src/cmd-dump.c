@@ -348,7 +348,9 @@ static enum drop_reason sample_clean(struct py_sampler *ps,
 		struct timespec ts = {0, 2000000};
 
 		why = py_sampler_sample(ps, sample);
-		if (why == DROP_NONE || why == DROP_GONE)
+		/* A live Python has a thread: none found is a torn read. */
+		if ((why == DROP_NONE && sample->nr_threads) ||
+		    why == DROP_GONE)
 			break;
 		nanosleep(&ts, NULL);
 	}
@@ -414,11 +416,16 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		free(before);
 		free(tids);
 	}
-	if (why == DROP_NONE) {
+	if (why == DROP_NONE && sample.nr_threads) {
 		dt = xcalloc(sample.nr_threads + 1, sizeof(*dt));
 		thread_frames(dt, &sample, o->native ? &nu : NULL);
 	}
-	if (why == DROP_GONE) {
+	if (why == DROP_NONE && !sample.nr_threads) {
+		fprintf(stderr,
+			"spyc: found no Python thread in pid %d in %d attempts\n",
+			(int)pid, DUMP_ATTEMPTS);
+		ret = EXIT_DATA_LOST;
+	} else if (why == DROP_GONE) {
 		fprintf(stderr, "spyc: pid %d exited\n", (int)pid);
 		ret = EXIT_FAILED;
 	} else if (why != DROP_NONE) {
