@@ -124,9 +124,16 @@ static void name_threads(struct py_sampler *ps, struct py_sample *out)
 		struct py_task_file *tf = t->tid ? pystate_task(ps, t->tid) : NULL;
 
 		/* A name from threading comes first. */
-		if (!t->name[0] && tf && tf->comm[0] &&
-		    strcmp(tf->comm, ps->process_name))
+		if (t->name[0])
+			continue;
+		if (tf && tf->comm[0] && strcmp(tf->comm, ps->process_name))
 			memcpy(t->name, tf->comm, sizeof(tf->comm));
+		/*
+		 * The process's first thread, where Python starts: threading
+		 * calls it MainThread (its object holds no name spyc reads).
+		 */
+		else if (t->tid == ps->rt->pid)
+			snprintf(t->name, sizeof(t->name), "MainThread");
 	}
 }
 

@@ -217,9 +217,11 @@ def test_thread_names(spyc, python, targets, tmp_path):
     doc, res = spyc.dump_json(t.pid)
     names = dict((th["thread_id"], th["name"]) for th in doc["threads"])
     assert dict((i, names.get(i)) for i in want) == want, names
-    # The main thread keeps the process's name, and threading does not
-    # start it: no name is given.
-    assert names[t.info["main"]] is None, names
+    # The process's first thread keeps the process's OS name, and
+    # threading does not start it: it is called what threading calls it.
+    assert names[t.info["main"]] == "MainThread", names
+    assert doc["threads"][[th["thread_id"] for th in doc["threads"]].index(
+        t.info["main"])]["native_id"] == t.pid, doc["threads"]
     res = spyc.run(["dump", "--pid", t.pid])
     res.assert_ok()
     for ident, name in want.items():
@@ -232,8 +234,9 @@ def test_thread_names(spyc, python, targets, tmp_path):
     out = str(tmp_path / "named.txt")
     record(spyc, t.pid, out, "--idle", "--threads")
     labels = set(frames[0] for frames, _ in folded(out))
-    for name in want.values():
+    for name in list(want.values()) + ["MainThread"]:
         assert any(l.startswith(name + " (tid ") for l in labels), labels
+    assert "MainThread (tid %d)" % t.pid in labels, labels
 
     out = str(tmp_path / "named.json")
     res = spyc.run(["record", "--pid", t.pid, "--duration", 1, "--idle",
@@ -244,6 +247,8 @@ def test_thread_names(spyc, python, targets, tmp_path):
         profiles = [p["name"] for p in json.load(f)["profiles"]]
     for name in want.values():
         assert any(p.startswith(name + " (tid ") for p in profiles), profiles
+    assert any(p.endswith("MainThread (tid %d)" % t.pid)
+               for p in profiles), profiles
 
 
 def test_thread_names_without_offset_tables(spyc, python, targets):

@@ -12,7 +12,7 @@ Every thread waits on an Event.  Threads:
   a Thread subclass with many attributes and a __dict__ of its own;
   a Thread renamed after it started.
 The reporter writes {pid, main, expected: {ident: name}}: the name each
-thread should show, and the main thread's ident (it shows none).
+thread should show, and the main thread's ident (spyc calls it MainThread).
 Must run unchanged on 3.6 .. 3.15.
 """
 
