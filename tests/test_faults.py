@@ -180,11 +180,51 @@ def record(spyc, python, target, tmp_path, what, out_name, *extra):
     if res.returncode == 1:
         assert summary.dropped > 0 or summary.samples == 0, (
             "exit 1 but the summary counts nothing lost\n" + describe)
+    check_drops_said(res, summary, describe)
     assert summary.samples + summary.dropped > 0, (
         "nothing sampled in %s s at %d Hz\n%s" % (SECONDS, RATE_HZ, describe))
     assert os.path.exists(out), "no output written\n" + describe
     assert_target_runs_on(target, describe)
     return summary, out, describe
+
+
+# Exit 1 once more than this share of samples was dropped (spyc's
+# DROP_TOLERANCE), with a warning that says the share.
+DROP_TOLERANCE = 0.03
+DROPS_WARNING_RE = re.compile(
+    r"^spyc: warning: (\d+\.\d)% of samples dropped: any function's share "
+    r"may be off by as many points; most (.+)$")
+
+
+def check_drops_said(res, summary, describe):
+    """Exit 1 and the warning, with the share the summary's counts give,
+    exactly when more than DROP_TOLERANCE of the samples was dropped."""
+    taken = summary.samples + summary.dropped
+    said = [m for m in map(DROPS_WARNING_RE.match, res.stderr_lines) if m]
+    if summary.dropped > DROP_TOLERANCE * taken:
+        assert res.returncode == 1, describe
+        assert len(said) == 1, "no warning of the drops\n" + describe
+        assert said[0].group(1) == "%.1f" % (
+            100.0 * summary.dropped / taken), describe
+    else:
+        assert not said, describe
+        assert res.returncode == (1 if summary.samples == 0 else 0), describe
+
+
+def test_drops_warning(faults_spyc, any_python, targets, tmp_path):
+    """Many reads failing: exit 1 and one warning saying which share of
+    the samples was dropped, why, and what to do, before the summary."""
+    target = targets.start(any_python, "hot.py", 0, "{report}")
+    env, spec = faults_env("read=0.2,garbage=0.2", any_python, "warning")
+    res = faults_spyc.run(["record", "--pid", target.pid, "--rate", 200,
+                           "--duration", 1, "-o", str(tmp_path / "o.txt")],
+                          env=env, timeout=TIMEOUT)
+    describe = assert_survived(res, spec)
+    summary = parse_summary(res.stderr, describe)
+    assert summary.dropped > DROP_TOLERANCE * (
+        summary.samples + summary.dropped), describe
+    check_drops_said(res, summary, describe)
+    assert "--blocking reads stopped threads" in res.stderr, describe
 
 
 def parse_folded_any(path):

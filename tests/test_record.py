@@ -44,7 +44,7 @@ SUMMARY_RE = re.compile(
     r"|the target was stopped by a signal for a while))?"
     r"(?:; (?P<unmerged>\d+) native stacks unmerged)?"
     r"(?:; (?P<reread>\d+)% of stacks read again after changing mid-read: "
-    r"short calls under-counted, --blocking reads them exactly)?"
+    r"short calls may be under-counted)?"
     r"(?:; asked (?P<asked>[0-9.e+]+) Hz, (?P<late>\d+) late)?\))?$")
 # What the other tests accept, so that a wording slip in the summary (checked
 # on its own by test_summary_line_format) does not hide everything else: the
@@ -205,13 +205,13 @@ def chain_share(stacks, chain, full_filenames, startup=False):
 
 
 def assert_exit_ok(code, summary, describe):
-    """spyc exited 0, or 1 because more than 1% of the samples were
+    """spyc exited 0, or 1 because more than 3% of the samples were
     dropped as torn reads (the target kept running while read: a loaded
     machine makes that rare, not impossible, in a short run), which the
     summary must then say, and never a large share."""
     if code == 1 and summary.dropped:
         taken = summary.samples + summary.dropped
-        assert summary.dropped > 0.01 * taken, describe
+        assert summary.dropped > 0.03 * taken, describe
         assert summary.dropped <= 0.1 * taken, describe
         return
     assert code == 0, describe
@@ -416,7 +416,7 @@ def test_record_slow_and_fractional_rates(spyc, any_python, targets,
     res = spyc.run(["record", "--pid", hot.pid, "--duration", duration,
                     "--rate", rate, "-o", out], timeout=60)
     summary = parse_summary(res.stderr, res.describe(), strict=True)
-    # With so few samples, one dropped is more than 1%: exit 1 says so.
+    # With so few samples, one dropped is more than 3%: exit 1 says so.
     assert res.returncode == (1 if summary.dropped else 0), res.describe()
     assert summary.ended == "--duration elapsed", res.describe()
     taken = summary.samples + summary.dropped

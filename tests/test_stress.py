@@ -26,7 +26,7 @@ def test_churn_at_high_rate(spyc, python, tmp_path):
     res = spyc.run(["record", "--rate", "2000", "--full-filenames", "-o",
                     out, "--", python.path, script, ROUNDS],
                    env=target_env(), timeout=300)
-    # 0, or 1 if more than 1% of samples were torn: both are honest.
+    # 0, or 1 if more than 3% of samples were torn: both are honest.
     assert res.returncode in (0, 1), res.describe()
     assert res.stdout == plain.stdout, "profiled target computed otherwise"
     summary = parse_summary(res.stderr, res.describe())

@@ -227,7 +227,7 @@ def name_file(frame):
 
 
 def record(spyc, pid, out, rate, duration, *extra, **kw):
-    """Record; with may_drop, exit 1 (more than 1% dropped) is allowed
+    """Record; with may_drop, exit 1 (more than 3% dropped) is allowed
     too: a target whose stacks change all the time may have many torn
     reads, which are dropped, never kept."""
     res = spyc.run(["record", "--pid", pid, "--rate", rate, "--duration",
@@ -356,8 +356,7 @@ def test_record_call_graph(spyc, python, targets, tmp_path):
 
 # The summary's note when many stacks changed while they were read.
 REREAD_RE = re.compile(r"; (\d+)% of stacks read again after changing "
-                       r"mid-read: short calls under-counted, --blocking "
-                       r"reads them exactly[;)]")
+                       r"mid-read: short calls may be under-counted[;)]")
 REREAD_NOTE_MIN = 5         # spyc's threshold, in percent
 REREAD_TRIES = 3
 
@@ -377,8 +376,8 @@ def reread_note(res):
 def test_reread_note_on_short_calls(spyc, python, targets, tmp_path):
     """callgraph.py read by spyc on another CPU than the target's (so the
     two run at once and most short calls end mid-read): the summary says
-    how many stacks were read again, that short calls are under-counted,
-    and that --blocking reads them exactly.  Up to 3 runs of 2 s: on a
+    how many stacks were read again, and that short calls may be
+    under-counted.  Up to 3 runs of 2 s: on a
     loaded machine the target may be off its CPU for a whole run, and
     stacks read then never change."""
     cpus = sorted(os.sched_getaffinity(0))
