@@ -523,8 +523,12 @@ int pycode_line(struct pycode_cache *cache, struct pycode *code, long addrq)
 	code->last_line =
 	    linetable_addr2line(cache->kind, code->linetable,
 				code->linetable_len, code->firstlineno, addrq);
-	/* Deltas that go below line 0: a line table read torn. */
-	if (code->last_line < 0)
+	/*
+	 * Deltas that go below line 0: a line table read torn.  Line 0:
+	 * 3.11+ put a module's first instruction (RESUME) there, where a
+	 * module that has just started stands: it is at its first line.
+	 */
+	if (code->last_line <= 0)
 		code->last_line = code->firstlineno;
 	code->last_addrq = addrq;
 	return code->last_line;

@@ -19,6 +19,33 @@
 #include "check.h"
 
 
+/*
+ * A 3.12 module just started stands at its RESUME, line 0 in the line
+ * table (compile("x=1\ny=2", "m", "exec")): shown at its first line.
+ */
+static void test_module_start_line(void)
+{
+	static const unsigned char table[] = {0xf0, 0x03, 0x01, 0x01, 0x01,
+					      0x01, 0xd8, 0x02, 0x03, 0x80,
+					      0x01, 0xd8, 0x02, 0x03, 0x81,
+					      0x01};
+	struct pycode_cache cache;
+	struct pycode code;
+
+	memset(&cache, 0, sizeof(cache));
+	memset(&code, 0, sizeof(code));
+	cache.kind = LINETABLE_LOCATIONS;
+	code.linetable = (unsigned char *)table;
+	code.linetable_len = sizeof(table);
+	code.firstlineno = 1;
+	code.last_addrq = -2;
+	CHECK(linetable_addr2line(cache.kind, table, sizeof(table), 1, 0) ==
+	      0);
+	CHECK(pycode_line(&cache, &code, 0) == 1);
+	CHECK(pycode_line(&cache, &code, 2) == 1);
+	CHECK(pycode_line(&cache, &code, 6) == 2);
+}
+
 static void test_utf8(void)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -365,6 +392,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--vectors"))
 		return check_vectors(argv[2]);
 	test_utf8();
+	test_module_start_line();
 	test_maps();
 	test_versions();
 	test_select();
