@@ -192,6 +192,7 @@ struct recorder {
 	int stats;
 	uint64_t rounds, awake_cpu_ns, timed_threads;
 	const char *cwd_now;   /* of the process whose sample is being added */
+	struct source_roots roots; /* what short file names are under */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
 	int timeline_on;
@@ -346,12 +347,14 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 static uint32_t make_frame_id(void *ctx, const struct pycode *code, int line)
 {
 	struct recorder *r = ctx;
-	uint32_t id =
-	    stacks_frame(&r->stacks, code->name,
-			 r->opts->full_filenames
-			     ? code->filename
-			     : short_filename(code->filename, r->cwd_now),
-			 line);
+	const char *file = code->filename;
+	uint32_t id;
+
+	if (!r->opts->full_filenames) {
+		file = short_filename(code->filename, r->cwd_now);
+		source_roots_note(&r->roots, code->filename, file);
+	}
+	id = stacks_frame(&r->stacks, code->name, file, line);
 
 	/* --gpu's summary names the Python line of each launch. */
 	if (r->opts->gpu)
@@ -1083,6 +1086,7 @@ int cmd_record(int argc, char **argv)
 	meta.pid = (long)r.sl.rt.pid;
 	meta.start_unix_ns = r.start_unix_ns;
 	meta.idle = opts.idle;
+	meta.source_roots = &r.roots;
 	if (opts.format == FORMAT_CHROME)
 		meta.timeline = &r.timeline;
 	if (output_write(opts.output, opts.format, &r.stacks, &meta)) {
@@ -1127,6 +1131,7 @@ out:
 	if (ret != EXIT_FAILED && !ended_by_spyc && code >= 0)
 		ret = code;
 	free(r.scratch);
+	source_roots_release(&r.roots);
 	free(r.merged);
 	if (opts.stop)
 		native_release(&r.nu);

@@ -35,11 +35,12 @@ static const char usage_text[] =
     "usage: spyc report [options] FILE\n"
     "\n"
     "Print a report of a profile spyc record wrote, speedscope JSON\n"
-    "(-o out.json) or folded stacks (-o out.txt): the functions with the\n"
-    "most own time (innermost frame) and total time (anywhere on the\n"
-    "stack, once per sample), then line by line the hottest functions,\n"
-    "with their source where the file can be read.  Times are seconds\n"
-    "where the profile has them (speedscope), else samples (folded).\n"
+    "(-o out.json), folded stacks (-o out.txt) or pprof (-o out.pb.gz):\n"
+    "the functions with the most own time (innermost frame) and total\n"
+    "time (anywhere on the stack, once per sample), then line by line\n"
+    "the hottest functions, with their source where the file can be\n"
+    "read.  Times are seconds where the profile has them (speedscope,\n"
+    "pprof), else samples (folded).\n"
     "\n"
     "  -n, --top N          functions in the table (default 20; 0: all)\n"
     "  -s, --sort KEY       own (default) or total\n"
@@ -56,7 +57,10 @@ static const char usage_text[] =
     "\n"
     "File names are as recorded: shortened, unless spyc record kept them\n"
     "whole (its full-filenames option); a source file is looked for at\n"
-    "that path, as is, from the current directory.\n"
+    "that path, as is, from the current directory, then under each\n"
+    "directory record took off the names (the target's standard\n"
+    "library, site-packages, working directory), which speedscope and\n"
+    "pprof profiles list.\n"
     "\n"
     "exit codes: 0 ok, 2 failed (the file cannot be read, is not a\n"
     "profile or holds no samples, no function matches --function),\n"
@@ -187,6 +191,47 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 	o->path = argv[optind];
 }
 
+/*
+ * path opened for reading if it is a regular file of a sane size (a name
+ * in a profile may be anything, a FIFO or a device that would never
+ * end), else NULL.
+ */
+static FILE *open_source(const char *path)
+{
+	struct stat sbuf;
+	FILE *fp;
+	int fd = *path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &sbuf) || !S_ISREG(sbuf.st_mode) ||
+	    sbuf.st_size > MAX_SOURCE_SIZE || !(fp = fdopen(fd, "rb"))) {
+		close(fd);
+		return NULL;
+	}
+	return fp;
+}
+
+/*
+ * file as named, else a short name under one of the directories record
+ * took off the names (the profile's source roots, in order).
+ */
+static FILE *find_source(const struct report *r, const char *file)
+{
+	struct strbuf path = STRBUF_INIT;
+	FILE *fp = open_source(file);
+	size_t i;
+
+	for (i = 0; !fp && *file && *file != '/' && i < r->prof.nr_roots;
+	     i++) {
+		strbuf_reset(&path);
+		strbuf_addf(&path, "%s/%s", r->prof.roots[i], file);
+		fp = open_source(path.buf);
+	}
+	strbuf_release(&path);
+	return fp;
+}
+
 /* The source of file, read on first use; its text is NULL if unreadable. */
 static const struct source *get_source(struct report *r, const char *file)
 {
@@ -194,9 +239,7 @@ static const struct source *get_source(struct report *r, const char *file)
 	struct source *s;
 	char buf[65536], *p, *nl;
 	size_t i, n, alloc = 0;
-	struct stat sbuf;
 	FILE *fp;
-	int fd;
 
 	for (i = 0; i < r->nr_sources; i++)
 		if (!strcmp(r->sources[i].file, file))
@@ -205,18 +248,9 @@ static const struct source *get_source(struct report *r, const char *file)
 	s = &r->sources[r->nr_sources++];
 	memset(s, 0, sizeof(*s));
 	s->file = file;
-	/*
-	 * Only a regular file of a sane size: a name in a profile may
-	 * be anything, a FIFO or a device that would never end.
-	 */
-	fd = *file ? open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (fd < 0)
+	fp = find_source(r, file);
+	if (!fp)
 		return s;
-	if (fstat(fd, &sbuf) || !S_ISREG(sbuf.st_mode) ||
-	    sbuf.st_size > MAX_SOURCE_SIZE || !(fp = fdopen(fd, "rb"))) {
-		close(fd);
-		return s;
-	}
 	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0 &&
 	       sb.len <= MAX_SOURCE_SIZE)
 		strbuf_add(&sb, buf, n);
@@ -695,7 +729,14 @@ out:
 
 static const char *source_name(const struct profile *p)
 {
-	return p->source == PROFILE_SPEEDSCOPE ? "speedscope" : "folded";
+	switch (p->source) {
+	case PROFILE_SPEEDSCOPE:
+		return "speedscope";
+	case PROFILE_PPROF:
+		return "pprof";
+	default:
+		return "folded";
+	}
 }
 
 /* Returns 0, or -1 when cJSON ran out of memory. */

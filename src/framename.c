@@ -4,6 +4,7 @@
 #include "framename.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,6 +45,32 @@ const char *short_filename(const char *file, const char *cwd)
 	if (n > 1 && !strncmp(file, cwd, n) && file[n] == '/')
 		return file + n + 1;
 	return file;
+}
+
+void source_roots_note(struct source_roots *sr, const char *file,
+		       const char *short_name)
+{
+	size_t len, i;
+
+	if (short_name == file || short_name - file < 2)
+		return;
+	/* What was taken off, without the slash that ends it. */
+	len = (size_t)(short_name - file) - 1;
+	for (i = 0; i < sr->nr; i++)
+		if (strlen(sr->dirs[i]) == len &&
+		    !strncmp(sr->dirs[i], file, len))
+			return;
+	if (sr->nr < SOURCE_ROOTS_MAX)
+		sr->dirs[sr->nr++] = xstrndup(file, len);
+}
+
+void source_roots_release(struct source_roots *sr)
+{
+	size_t i;
+
+	for (i = 0; i < sr->nr; i++)
+		free(sr->dirs[i]);
+	sr->nr = 0;
 }
 
 uint32_t pycode_line_id(struct pycode *code, int line, line_id_fn make,

@@ -21,6 +21,25 @@ void target_cwd(pid_t pid, char *buf, size_t size);
  */
 const char *short_filename(const char *file, const char *cwd);
 
+/* Most directories a profile's short file names are said to be under. */
+#define SOURCE_ROOTS_MAX 64
+
+/*
+ * The directories short_filename() took off the file names of a
+ * profile, in the order first seen: where `spyc report` looks for a
+ * short name's source (a target's standard library, its site-packages,
+ * its working directory).
+ */
+struct source_roots {
+	char *dirs[SOURCE_ROOTS_MAX];
+	size_t nr;
+};
+
+/* Note the directory short_filename() took off file to give short. */
+void source_roots_note(struct source_roots *sr, const char *file,
+		       const char *short_name);
+void source_roots_release(struct source_roots *sr);
+
 /* Makes the id of (code, line) for pycode_line_id(). */
 typedef uint32_t (*line_id_fn)(void *ctx, const struct pycode *code, int line);
 

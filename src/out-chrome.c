@@ -535,7 +535,7 @@ static int add_gpu_clock(cJSON *d, const struct gpuprof *gp)
 }
 
 /* spyc's own facts, in the member the format leaves to the producer. */
-static cJSON *other_data(const struct chrome_out *o)
+static cJSON *other_data(struct chrome_out *o)
 {
 	const struct profile_meta *meta = o->meta;
 	cJSON *d = cJSON_CreateObject();
@@ -550,7 +550,8 @@ static cJSON *other_data(const struct chrome_out *o)
 	    (meta->python_version &&
 	     !cJSON_AddStringToObject(d, "python_version",
 				      meta->python_version)) ||
-	    (meta->gpu && !add_gpu_clock(d, meta->gpu))) {
+	    (meta->gpu && !add_gpu_clock(d, meta->gpu)) ||
+	    output_add_source_roots(d, meta, &o->tmp)) {
 		cJSON_Delete(d);
 		return NULL;
 	}

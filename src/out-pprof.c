@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 
+#include "framename.h"
 #include "profile.pb-c.h"
 #include "util.h"
 
@@ -177,7 +178,7 @@ struct pprof_build {
 	Label *thread_labels, **thread_label_ptrs;
 	uint64_t *location_ids;
 	int64_t *values;
-	int64_t comments[2];
+	int64_t *comments;
 	uint32_t *frame_fn, *fn_first;
 };
 
@@ -329,6 +330,7 @@ static void add_samples(Profile *p, struct pprof_build *b,
 
 static void pprof_build_release(struct pprof_build *b)
 {
+	free(b->comments);
 	free(b->frame_fn);
 	free(b->fn_first);
 	free(b->functions);
@@ -357,6 +359,7 @@ int out_pprof_write(FILE *fp, const struct stacks *st,
 	int64_t period_ns = rate_hz > 0 ? llround(1e9 / rate_hz) : 0;
 	size_t nr_values = period_ns > 0 ? 2 : 1;
 	struct strbuf comment = STRBUF_INIT;
+	size_t i;
 	int ret;
 
 	memset(&b, 0, sizeof(b));
@@ -384,12 +387,26 @@ int out_pprof_write(FILE *fp, const struct stacks *st,
 	add_code(&p, &b, st);
 	add_samples(&p, &b, st, nr_values, period_ns);
 
+	b.comments = xcalloc(2 + (meta && meta->source_roots
+					  ? meta->source_roots->nr
+					  : 0),
+			     sizeof(*b.comments));
 	strbuf_addf(&comment, "spyc: %s",
 		    meta && meta->title ? meta->title : "profile");
 	b.comments[p.n_comment++] = strtab_index(&b.strings, comment.buf);
 	if (meta && meta->python_version) {
 		strbuf_reset(&comment);
 		strbuf_addf(&comment, "Python %s", meta->python_version);
+		b.comments[p.n_comment++] =
+		    strtab_index(&b.strings, comment.buf);
+	}
+	/* Where spyc report finds the sources of the short file names. */
+	for (i = 0; meta && meta->source_roots &&
+		    i < meta->source_roots->nr;
+	     i++) {
+		strbuf_reset(&comment);
+		strbuf_addf(&comment, OUTPUT_SOURCE_ROOT_COMMENT "%s",
+			    meta->source_roots->dirs[i]);
 		b.comments[p.n_comment++] =
 		    strtab_index(&b.strings, comment.buf);
 	}

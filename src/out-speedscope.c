@@ -424,6 +424,8 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 	if (meta && meta->process &&
 	    add_process_meta(root, meta->process, cpu_profiles, &tmp))
 		goto out_oom;
+	if (output_add_source_roots(root, meta, &tmp))
+		goto out_oom;
 
 	text = cJSON_PrintUnformatted(root);
 	if (!text)

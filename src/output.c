@@ -6,6 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <cjson/cJSON.h>
+
+#include "framename.h"
 #include "util.h"
 
 static const struct {
@@ -207,4 +210,26 @@ uint32_t *output_frame_functions(const struct stacks *st,
 	*nr_functions = n;
 	*first_frame = first;
 	return fn;
+}
+
+int output_add_source_roots(cJSON *obj, const struct profile_meta *meta,
+			    struct strbuf *tmp)
+{
+	const struct source_roots *sr = meta ? meta->source_roots : NULL;
+	cJSON *arr, *item;
+	size_t i;
+
+	if (!sr || !sr->nr)
+		return 0;
+	arr = cJSON_AddArrayToObject(obj, OUTPUT_SOURCE_ROOTS);
+	if (!arr)
+		return -1;
+	for (i = 0; i < sr->nr; i++) {
+		item = cJSON_CreateString(output_utf8(sr->dirs[i], tmp));
+		if (!item || !cJSON_AddItemToArray(arr, item)) {
+			cJSON_Delete(item);
+			return -1;
+		}
+	}
+	return 0;
 }

@@ -9,8 +9,10 @@
 
 #include "stacks.h"
 
+struct cJSON;
 struct strbuf;
 struct gpuprof;
+struct source_roots;
 struct timeline;
 
 /*
@@ -50,6 +52,11 @@ struct profile_meta {
 	 * trace only, which cannot be written without it), else NULL.
 	 */
 	const struct timeline *timeline;
+	/*
+	 * The directories the short file names are under (framename.h),
+	 * for spyc report to find their sources; NULL or none: not said.
+	 */
+	const struct source_roots *source_roots;
 };
 
 /*
@@ -115,5 +122,18 @@ const char *output_utf8(const char *s, struct strbuf *tmp);
  */
 uint32_t *output_frame_functions(const struct stacks *st,
 				 size_t *nr_functions, uint32_t **first_frame);
+
+/* The member JSON outputs say meta->source_roots in; and pprof's comment. */
+#define OUTPUT_SOURCE_ROOTS "spyc_source_roots"
+#define OUTPUT_SOURCE_ROOT_COMMENT "spyc source root: "
+
+/*
+ * For the JSON writers: add meta's source roots to obj as the array
+ * OUTPUT_SOURCE_ROOTS (nothing when there are none).  0, or -1 out of
+ * memory.
+ */
+int output_add_source_roots(struct cJSON *obj,
+			    const struct profile_meta *meta,
+			    struct strbuf *tmp);
 
 #endif

@@ -13,7 +13,12 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <zlib.h>
 
+#include "profile.pb-c.h"
+
+#include "framename.h"
+#include "output.h"
 #include "util.h"
 
 /* What out-folded.c writes for a sample with no frames. */
@@ -23,6 +28,26 @@
 /* Bytes of a bad folded line quoted in an error. */
 #define QUOTE_MAX 60
 
+void profile_add_root(struct profile *p, const char *dir)
+{
+	if (!*dir || p->nr_roots >= SOURCE_ROOTS_MAX)
+		return;
+	ALLOC_GROW(p->roots, p->nr_roots + 1, p->alloc_roots);
+	p->roots[p->nr_roots++] = xstrdup(dir);
+}
+
+/* The source roots a JSON profile lists (spyc's, optional: else none). */
+static void read_roots(struct profile *p, const cJSON *roots)
+{
+	const cJSON *r;
+
+	if (!cJSON_IsArray(roots))
+		return;
+	cJSON_ArrayForEach(r, roots)
+		if (cJSON_IsString(r))
+			profile_add_root(p, r->valuestring);
+}
+
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -31,6 +56,11 @@ void profile_init(struct profile *p)
 
 void profile_release(struct profile *p)
 {
+	size_t i;
+
+	for (i = 0; i < p->nr_roots; i++)
+		free(p->roots[i]);
+	free(p->roots);
 	free(p->title);
 	stacks_release(&p->stacks);
 	profile_init(p);
@@ -634,6 +664,8 @@ static int read_speedscope(struct profile *p, const char *name,
 	pname = cJSON_GetObjectItemCaseSensitive(root, "name");
 	if (cJSON_IsString(pname))
 		p->title = xstrdup(pname->valuestring);
+	read_roots(p, cJSON_GetObjectItemCaseSensitive(root,
+							OUTPUT_SOURCE_ROOTS));
 	map.nr = (size_t)cJSON_GetArraySize(frames);
 	map.ids = xmalloc((map.nr ? map.nr : 1) * sizeof(*map.ids));
 	if (read_frames(p, name, frames, &map))
@@ -698,6 +730,222 @@ out:
 	return ret;
 }
 
+/* Most bytes a gzipped pprof profile may inflate to. */
+#define PPROF_MAX_BYTES (1ul << 30)
+
+/* data[0..len-1], gunzipped into *out (freed by the caller); 0 or -1. */
+static int gunzip(const char *data, size_t len, unsigned char **out,
+		  size_t *out_len)
+{
+	z_stream zs;
+	size_t alloc = len * 4 + 4096, n = 0;
+	unsigned char *buf = xmalloc(alloc);
+	int r = Z_OK;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+		free(buf);
+		return -1;
+	}
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)len;
+	while (r != Z_STREAM_END) {
+		if (n == alloc) {
+			if (alloc >= PPROF_MAX_BYTES)
+				break;
+			alloc *= 2;
+			buf = xrealloc(buf, alloc);
+		}
+		zs.next_out = buf + n;
+		zs.avail_out = (uInt)(alloc - n);
+		r = inflate(&zs, Z_NO_FLUSH);
+		n = alloc - zs.avail_out;
+		if (r != Z_OK && r != Z_STREAM_END)
+			break;
+	}
+	inflateEnd(&zs);
+	if (r != Z_STREAM_END) {
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	*out_len = n;
+	return 0;
+}
+
+/* pprof's string i, or "" when out of range. */
+static const char *pb_string(const Perftools__Profiles__Profile *pb,
+			     int64_t i)
+{
+	return i >= 0 && (size_t)i < pb->n_string_table ? pb->string_table[i]
+							 : "";
+}
+
+static int cmp_function_id(const void *a, const void *b)
+{
+	uint64_t x = (*(Perftools__Profiles__Function *const *)a)->id;
+	uint64_t y = (*(Perftools__Profiles__Function *const *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_location_id(const void *a, const void *b)
+{
+	uint64_t x = (*(Perftools__Profiles__Location *const *)a)->id;
+	uint64_t y = (*(Perftools__Profiles__Location *const *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* pprof: the function, or the location, of id (sorted by id), or NULL. */
+static Perftools__Profiles__Function *
+pb_function(Perftools__Profiles__Function **fns, size_t n, uint64_t id)
+{
+	Perftools__Profiles__Function key = {.id = id}, *k = &key, **f;
+
+	f = bsearch(&k, fns, n, sizeof(*fns), cmp_function_id);
+	return f ? *f : NULL;
+}
+
+static Perftools__Profiles__Location *
+pb_location(Perftools__Profiles__Location **locs, size_t n, uint64_t id)
+{
+	Perftools__Profiles__Location key = {.id = id}, *k = &key, **l;
+
+	l = bsearch(&k, locs, n, sizeof(*locs), cmp_location_id);
+	return l ? *l : NULL;
+}
+
+/*
+ * Which of a pprof profile's values to read: one in nanoseconds (the
+ * time spyc writes second, samples x period), else the first.
+ */
+static size_t pb_value_index(const Perftools__Profiles__Profile *pb,
+			     enum profile_unit *unit)
+{
+	size_t i;
+
+	*unit = PROFILE_UNIT_SAMPLES;
+	for (i = 0; i < pb->n_sample_type; i++)
+		if (!strcmp(pb_string(pb, pb->sample_type[i]->unit),
+			    "nanoseconds")) {
+			*unit = PROFILE_UNIT_SECONDS;
+			return i;
+		}
+	return 0;
+}
+
+/* The thread a pprof sample's labels name ("thread": spyc's label). */
+static uint32_t pb_thread(struct profile *p,
+			  const Perftools__Profiles__Profile *pb,
+			  const Perftools__Profiles__Sample *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_label; i++)
+		if (!strcmp(pb_string(pb, s->label[i]->key), "thread"))
+			return add_profile_thread(
+			    &p->stacks, pb_string(pb, s->label[i]->str));
+	return stacks_thread(&p->stacks, 0, 0, ALL_THREADS);
+}
+
+/*
+ * pprof's profile.proto, gzipped (spyc record --format pprof, or any
+ * pprof CPU profile): each sample's locations, leaf first, each
+ * location's lines, inlined callee first, give the stack; the value in
+ * nanoseconds, else the first, its weight.  Comments spyc wrote name
+ * the source roots.
+ */
+static int read_pprof(struct profile *p, const char *name, const char *data,
+		      size_t len)
+{
+	Perftools__Profiles__Profile *pb;
+	Perftools__Profiles__Function **fns = NULL;
+	Perftools__Profiles__Location **locs = NULL;
+	unsigned char *raw = NULL;
+	size_t raw_len, vi, i, j, k, depth, alloc = 0;
+	uint32_t *ids = NULL;
+	int ret = -1;
+
+	if (gunzip(data, len, &raw, &raw_len))
+		return error("'%s' is not a profile: gzip data that does not "
+			     "inflate",
+			     name);
+	pb = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	free(raw);
+	if (!pb)
+		return error("'%s' is not a profile: gzip data that is not "
+			     "pprof's profile.proto",
+			     name);
+	p->source = PROFILE_PPROF;
+	vi = pb_value_index(pb, &p->unit);
+	for (i = 0; i < pb->n_comment; i++) {
+		const char *c = pb_string(pb, pb->comment[i]);
+
+		if (!strncmp(c, OUTPUT_SOURCE_ROOT_COMMENT,
+			     strlen(OUTPUT_SOURCE_ROOT_COMMENT)))
+			profile_add_root(p,
+					 c + strlen(OUTPUT_SOURCE_ROOT_COMMENT));
+		else if (!strncmp(c, "spyc: ", 6) && !p->title)
+			p->title = xstrdup(c + 6);
+	}
+	fns = xmalloc((pb->n_function + 1) * sizeof(*fns));
+	memcpy(fns, pb->function, pb->n_function * sizeof(*fns));
+	qsort(fns, pb->n_function, sizeof(*fns), cmp_function_id);
+	locs = xmalloc((pb->n_location + 1) * sizeof(*locs));
+	memcpy(locs, pb->location, pb->n_location * sizeof(*locs));
+	qsort(locs, pb->n_location, sizeof(*locs), cmp_location_id);
+	for (i = 0; i < pb->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pb->sample[i];
+		int64_t v = vi < s->n_value ? s->value[vi] : 0;
+		uint32_t thread;
+
+		if (v < 0) {
+			error("'%s' is not a profile: sample %zu has a "
+			      "negative value",
+			      name, i);
+			goto out;
+		}
+		depth = 0;
+		/* Root first: the last location, its last line, first. */
+		for (j = s->n_location_id; j-- > 0;) {
+			const Perftools__Profiles__Location *l =
+			    pb_location(locs, pb->n_location,
+					s->location_id[j]);
+
+			if (!l) {
+				error("'%s' is not a profile: sample %zu names "
+				      "location %" PRIu64 ", which is not there",
+				      name, i, s->location_id[j]);
+				goto out;
+			}
+			for (k = l->n_line; k-- > 0;) {
+				const Perftools__Profiles__Function *f =
+				    pb_function(fns, pb->n_function,
+						l->line[k]->function_id);
+
+				ALLOC_GROW(ids, depth + 1, alloc);
+				ids[depth++] = stacks_frame(
+				    &p->stacks,
+				    f ? pb_string(pb, f->name) : "[unknown]",
+				    f ? pb_string(pb, f->filename) : "",
+				    (int)l->line[k]->line);
+			}
+		}
+		thread = pb_thread(p, pb, s);
+		if (stacks_add(&p->stacks, thread, ids, depth, (uint64_t)v) ==
+		    STACKS_NO_ENTRY)
+			goto out;
+	}
+	ret = 0;
+out:
+	free(ids);
+	free(fns);
+	free(locs);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	return ret;
+}
+
 int profile_read_mem(struct profile *p, const char *name, const char *data,
 		     size_t len, unsigned flags)
 {
@@ -710,7 +958,16 @@ int profile_read_mem(struct profile *p, const char *name, const char *data,
 		i++;
 	if (i == len)
 		return error("'%s' is empty: not a profile", name);
-	if (data[i] == '{') {
+	/* gzip's magic: pprof. */
+	if (len >= 2 && (unsigned char)data[0] == 0x1f &&
+	    (unsigned char)data[1] == 0x8b) {
+		if (!(flags & PROFILE_READ_CPU))
+			return error("'%s': no profile of the kind asked for "
+				     "(pprof holds CPU samples only)",
+				     name);
+		if (read_pprof(p, name, data, len))
+			return -1;
+	} else if (data[i] == '{') {
 		if (read_speedscope(p, name, data, len, flags))
 			return -1;
 	} else if (read_folded(p, name, data, len)) {

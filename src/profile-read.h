@@ -22,6 +22,7 @@ enum profile_unit {
 enum profile_source {
 	PROFILE_SPEEDSCOPE,
 	PROFILE_FOLDED,
+	PROFILE_PPROF,
 };
 
 /*
@@ -61,9 +62,18 @@ struct profile {
 	char *title;	    /* speedscope's "name", or NULL */
 	size_t nr_profiles; /* speedscope: profiles read */
 	size_t nr_skipped;  /* speedscope: profiles not selected by flags */
+	/*
+	 * The directories spyc record took off the file names (what it
+	 * wrote as spyc_source_roots, or pprof's comments), where a short
+	 * name's source is: *roots[0..nr_roots - 1].
+	 */
+	char **roots;
+	size_t nr_roots, alloc_roots;
 };
 
 void profile_init(struct profile *p);
+/* Note dir as one of p's source roots (up to SOURCE_ROOTS_MAX). */
+void profile_add_root(struct profile *p, const char *dir);
 /* Free everything p owns; p is left empty and may be reused. */
 void profile_release(struct profile *p);
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """spyc report: the report of a profile spyc recorded from a real target,
 checked against the same numbers computed here, independently, from the
-same file (speedscope JSON and folded stacks).
+same file (speedscope JSON, folded stacks and pprof).
 
 Own time: the samples whose innermost frame is in the function.  Total
 time: the samples with the function anywhere on the stack, once per
@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from conftest import SLOTS, TARGETS, newest_python, target_env
+from test_formats import decode_pprof
 from test_record import assert_exit_ok, parse_summary
 
 # The frame text of folded files: "name (file:line)", "name (file)", "name".
@@ -226,10 +227,11 @@ def newest():
 
 @pytest.fixture(scope="module")
 def hot_profiles(spyc, newest, tmp_path_factory):
-    """hot.py recorded with --full-filenames as speedscope and folded."""
+    """hot.py recorded with --full-filenames as speedscope, folded and
+    pprof."""
     d = tmp_path_factory.mktemp("hot")
     paths = {}
-    for fmt in ("json", "txt"):
+    for fmt in ("json", "txt", "pb.gz"):
         paths[fmt] = str(d / ("hot." + fmt))
         record(spyc, newest, paths[fmt], "hot.py", 1.5,
                extra=["--full-filenames"])
@@ -238,13 +240,14 @@ def hot_profiles(spyc, newest, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def callgraph_profiles(spyc, newest, tmp_path_factory):
-    """callgraph.py (recursion, many functions) as speedscope and folded.
+    """callgraph.py (recursion, many functions) as speedscope, folded and
+    pprof.
     6 s each: its calls are so short that on a slow machine the first
     seconds' reads of its stacks can all tear (dropped, counted) until
     spyc has learnt its call pairs."""
     d = tmp_path_factory.mktemp("callgraph")
     paths = {}
-    for fmt in ("json", "txt"):
+    for fmt in ("json", "txt", "pb.gz"):
         paths[fmt] = str(d / ("cg." + fmt))
         record(spyc, newest, paths[fmt], "callgraph.py",
                str(d / ("report-%s.json" % fmt)), duration=6,
@@ -252,20 +255,32 @@ def callgraph_profiles(spyc, newest, tmp_path_factory):
     return paths
 
 
+def read_pprof(path):
+    """Each sample's time (its value in nanoseconds), labelled with its
+    thread as speedscope names its profiles."""
+    prof = decode_pprof(path)
+    at = [u for _, u in prof["sample_types"]].index("nanoseconds")
+    return [(labels.get("thread"), stack, values[at])
+            for values, stack, labels in prof["samples"]]
+
+
 def read(path, prefixed=False, process=False):
     if path.endswith(".json"):
         return read_speedscope(path), "seconds"
+    if path.endswith(".pb.gz"):
+        return read_pprof(path), "seconds"
     return read_folded(path, prefixed, process), "samples"
 
 
-@pytest.mark.parametrize("fmt", ["json", "txt"])
+@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz"])
 def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     path = hot_profiles[fmt]
     stacks, unit = read(path)
     exp = expected(stacks)
     doc = report(spyc, path)
     assert doc["unit"] == unit
-    assert doc["format"] == ("speedscope" if fmt == "json" else "folded")
+    assert doc["format"] == {"json": "speedscope", "txt": "folded",
+                             "pb.gz": "pprof"}[fmt]
     assert to_count(doc["total"], unit) == exp["total"]
     assert len(doc["sections"]) == 1 and doc["sections"][0]["thread"] is None
     sec = doc["sections"][0]
@@ -293,7 +308,7 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
 def test_recursion_counts_once(spyc, callgraph_profiles):
     """callgraph.py's cg_rec and cg_pingpong recurse: a stack holds them
     several times, and total time still counts each sample once."""
-    for fmt in ("json", "txt"):
+    for fmt in ("json", "txt", "pb.gz"):
         path = callgraph_profiles[fmt]
         stacks, unit = read(path)
         repeated = [frames for _, frames, _ in stacks
@@ -386,13 +401,16 @@ def test_text_report(spyc, hot_profiles):
     assert seen == want and seen <= body, res.stdout
 
 
-def test_short_filenames(spyc, newest, tmp_path):
+@pytest.mark.parametrize("fmt", ["json", "pb.gz", "txt"])
+def test_short_filenames(spyc, newest, tmp_path, fmt):
     """Without --full-filenames, names are relative to where the program
-    ran: found from there, "(source not found)" from elsewhere."""
+    ran: found from there; from elsewhere too in speedscope and pprof,
+    which name the directory record took off ("(source not found)" in
+    folded stacks, which cannot), until that directory goes."""
     work = tmp_path / "work"
     work.mkdir()
     shutil.copy(os.path.join(TARGETS, "hot.py"), str(work / "hot.py"))
-    path = str(tmp_path / "short.json")
+    path = str(tmp_path / ("short." + fmt))
     argv = ["record", "--rate", "200", "-o", path, "--", newest.path,
             "hot.py", 1]
     old = os.getcwd()
@@ -414,18 +432,63 @@ def test_short_filenames(spyc, newest, tmp_path):
     assert "Lines of hot (hot.py): " in text_here.stdout
     assert "(source not found)" not in text_here.stdout.split(
         "Lines of hot")[1].split("\n")[0]
-    os.chdir(str(tmp_path))
-    try:
-        there = report(spyc, path, "--function", "hot")
-        text_there = spyc.run(["report", path, "-f", "hot"])
-    finally:
-        os.chdir(old)
+
+    def from_elsewhere():
+        os.chdir(str(tmp_path))
+        try:
+            return (report(spyc, path, "--function", "hot"),
+                    spyc.run(["report", path, "-f", "hot"]))
+        finally:
+            os.chdir(old)
+
+    there, text_there = from_elsewhere()
     t = there["sections"][0]["line_tables"][0]
+    text_there.assert_ok()
+    if fmt != "txt":
+        assert t["source_found"], t
+        assert all(r["source"] == src[r["line"] - 1] for r in t["lines"])
+        # The directory the name is under, gone: nothing else is tried.
+        os.rename(str(work), str(tmp_path / "moved"))
+        there, text_there = from_elsewhere()
+        t = there["sections"][0]["line_tables"][0]
     assert not t["source_found"] and all(r["source"] is None
                                          for r in t["lines"])
     text_there.assert_ok()
     assert re.search(r"^Lines of hot \(hot\.py\): .*\(source not found\)$",
                      text_there.stdout, re.M), text_there.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "pb.gz"])
+def test_stdlib_sources(spyc, newest, tmp_path, fmt):
+    """The standard library's file names are short ("json/encoder.py"):
+    report shows their source, the file of the interpreter that ran, from
+    any directory, as the profile names the directory record took off."""
+    path = str(tmp_path / ("json." + fmt))
+    script = ("import json, json.encoder\n"
+              "json.encoder.c_make_encoder = None\n"
+              "d = dict(('k%d' % i, [i, {'a': [1, 2]}]) for i in range(50))\n"
+              "for _ in range(3000):\n"
+              "    json.dumps(d, indent=1)\n")
+    res = spyc.run(["record", "--rate", "200", "--duration", 2,
+                    "--kill-after-duration", "-o", path, "--", newest.path,
+                    "-c", script], env=target_env(), timeout=60)
+    assert res.returncode in (0, 1), res.describe()
+    encoder = subprocess.check_output(
+        [newest.path, "-c", "import json.encoder; "
+         "print(json.encoder.__file__)"]).decode().strip()
+    old = os.getcwd()
+    os.chdir(str(tmp_path))
+    try:
+        doc = report(spyc, path, "--function", "_iterencode")
+    finally:
+        os.chdir(old)
+    tables = [t for t in doc["sections"][0]["line_tables"]
+              if t["file"] == "json/encoder.py"]
+    assert tables, json.dumps(doc, indent=1)[:3000]
+    src = source_lines(encoder)
+    for t in tables:
+        assert t["source_found"], t
+        assert all(r["source"] == src[r["line"] - 1] for r in t["lines"]), t
 
 
 def test_source_not_a_file(spyc, hot_profiles, tmp_path):
@@ -605,6 +668,20 @@ def test_bad_files(spyc, hot_profiles, tmp_path):
     zero.write_text("".join(l.rsplit(" ", 1)[0] + " 0\n"
                             for l in text.splitlines()))
     spyc.run(["report", str(zero)]).assert_error(2, str(zero), "no samples")
+    # gzip that is not pprof, and a pprof file cut short.
+    import gzip
+    gz = tmp_path / "notes.pb.gz"
+    gz.write_bytes(gzip.compress(b"not a protocol buffer" * 10))
+    spyc.run(["report", str(gz)]).assert_error(2, str(gz), "not a profile")
+    with open(hot_profiles["pb.gz"], "rb") as f:
+        data = f.read()
+    short = tmp_path / "short.pb.gz"
+    short.write_bytes(data[:len(data) // 2])
+    spyc.run(["report", str(short)]).assert_error(2, str(short),
+                                                  "not a profile")
+    # pprof holds no GPU profiles.
+    spyc.run(["report", "--gpu", hot_profiles["pb.gz"]]).assert_error(
+        2, hot_profiles["pb.gz"], "CPU samples only")
 
 
 @pytest.mark.parametrize("args", [
