@@ -35,12 +35,13 @@ static const char usage_text[] =
     "usage: spyc report [options] FILE\n"
     "\n"
     "Print a report of a profile spyc record wrote, speedscope JSON\n"
-    "(-o out.json), folded stacks (-o out.txt) or pprof (-o out.pb.gz):\n"
-    "the functions with the most own time (innermost frame) and total\n"
-    "time (anywhere on the stack, once per sample), then line by line\n"
-    "the hottest functions, with their source where the file can be\n"
-    "read.  Times are seconds where the profile has them (speedscope,\n"
-    "pprof), else samples (folded).\n"
+    "(-o out.json), folded stacks (-o out.txt), pprof (-o out.pb.gz) or\n"
+    "a Chrome trace (-o out.trace.json): the functions with the most own\n"
+    "time (innermost frame) and total time (anywhere on the stack, once\n"
+    "per sample), then line by line the hottest functions, with their\n"
+    "source where the file can be read.  Times are seconds where the\n"
+    "profile has them (speedscope, pprof, Chrome), else samples\n"
+    "(folded).\n"
     "\n"
     "  -n, --top N          functions in the table (default 20; 0: all)\n"
     "  -s, --sort KEY       own (default) or total\n"
@@ -59,8 +60,8 @@ static const char usage_text[] =
     "whole (its full-filenames option); a source file is looked for at\n"
     "that path, as is, from the current directory, then under each\n"
     "directory record took off the names (the target's standard\n"
-    "library, site-packages, working directory), which speedscope and\n"
-    "pprof profiles list.\n"
+    "library, site-packages, working directory), which speedscope,\n"
+    "pprof and Chrome trace profiles list.\n"
     "\n"
     "exit codes: 0 ok, 2 failed (the file cannot be read, is not a\n"
     "profile or holds no samples, no function matches --function),\n"
@@ -734,6 +735,8 @@ static const char *source_name(const struct profile *p)
 		return "speedscope";
 	case PROFILE_PPROF:
 		return "pprof";
+	case PROFILE_CHROME:
+		return "chrome";
 	default:
 		return "folded";
 	}

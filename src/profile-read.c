@@ -635,6 +635,237 @@ static uint32_t add_profile_thread(struct stacks *st, const char *name)
 	return id;
 }
 
+/* One "X" event of a Chrome trace's stack rows: a frame open [ts, end). */
+struct chrome_slice {
+	double pid, tid;
+	int64_t ts, end; /* microseconds */
+	uint32_t frame;
+};
+
+/* A thread of a Chrome trace: its (pid, tid) and its name, if given. */
+struct chrome_row {
+	double pid, tid;
+	const char *name, *process;
+};
+
+static int cmp_slice(const void *a, const void *b)
+{
+	const struct chrome_slice *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	/* Outer frames first: the longer of two that start together. */
+	return x->end > y->end ? -1 : x->end < y->end;
+}
+
+static const char *json_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double json_num(const cJSON *obj, const char *key, int *ok)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+		*ok = 0;
+		return 0;
+	}
+	return v->valuedouble;
+}
+
+/*
+ * The thread of a Chrome trace's row (pid, tid), named as its M events;
+ * after its process's name when the trace has several with stack rows.
+ */
+static uint32_t chrome_thread(struct profile *p, const struct chrome_row *rows,
+			      size_t nr_rows, size_t nr_processes, double pid,
+			      double tid)
+{
+	const char *process = NULL, *label = NULL;
+	char fallback[64];
+	size_t i;
+
+	for (i = 0; i < nr_rows; i++) {
+		if (rows[i].pid != pid)
+			continue;
+		if (rows[i].process)
+			process = rows[i].process;
+		if (rows[i].tid == tid && rows[i].name)
+			label = rows[i].name;
+	}
+	if (!label) {
+		snprintf(fallback, sizeof(fallback), "thread %.0f", tid);
+		label = fallback;
+	}
+	/* One process: its title names the trace, not each thread. */
+	if (nr_processes < 2)
+		process = NULL;
+	return add_thread_label(&p->stacks, process, label, strlen(label),
+				p->stacks.nr_threads + 1);
+}
+
+/*
+ * Push the stack open[0..depth-1] over [*at, until) as a sample of that
+ * many nanoseconds, and move *at to until.  0, or -1 (reported).
+ */
+static int chrome_span(struct profile *p, uint32_t thread,
+		       const uint32_t *open, size_t depth, int64_t *at,
+		       int64_t until)
+{
+	if (depth && until > *at &&
+	    stacks_add(&p->stacks, thread, open, depth,
+		       (uint64_t)(until - *at) * 1000) == STACKS_NO_ENTRY)
+		return -1;
+	if (until > *at)
+		*at = until;
+	return 0;
+}
+
+/*
+ * A Chrome trace spyc record wrote (--format chrome): each thread's row
+ * of "X" events of category "spyc", one per stretch of time a function
+ * was on its stack (nested: a callee inside its caller), with the line
+ * it was at when first seen.  The time each stack was open is its
+ * weight; rows are named by their "thread_name" events.  Its GPU rows
+ * are not read.
+ */
+static int read_chrome(struct profile *p, const char *name, const cJSON *root,
+		       unsigned flags)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(root,
+							       "traceEvents");
+	const cJSON *other = cJSON_GetObjectItemCaseSensitive(root,
+							      "otherData");
+	const cJSON *ev, *args;
+	struct chrome_slice *slices = NULL;
+	struct chrome_row *rows = NULL;
+	size_t nr = 0, alloc = 0, nr_rows = 0, alloc_rows = 0, i, j, index = 0;
+	size_t depth = 0, nr_processes = 0, alloc_open = 0;
+	uint32_t *open = NULL, thread = 0;
+	int64_t *ends = NULL, at = 0;
+	int ret = -1;
+
+	p->source = PROFILE_CHROME;
+	p->unit = PROFILE_UNIT_SECONDS;
+	if (!(flags & PROFILE_READ_CPU))
+		return error("'%s': no profile of the kind asked for (report "
+			     "reads a Chrome trace's CPU rows only)",
+			     name);
+	read_roots(p, cJSON_GetObjectItemCaseSensitive(other,
+							OUTPUT_SOURCE_ROOTS));
+	cJSON_ArrayForEach(ev, events)
+	{
+		const char *ph = json_str(ev, "ph"), *cat = json_str(ev, "cat");
+		const char *fname = json_str(ev, "name");
+		int ok = 1;
+		double pid = json_num(ev, "pid", &ok);
+		double tid = json_num(ev, "tid", &ok);
+
+		index++;
+		if (!ph || !ok)
+			continue;
+		args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+		if (!strcmp(ph, "M") && fname &&
+		    (!strcmp(fname, "thread_name") ||
+		     !strcmp(fname, "process_name"))) {
+			ALLOC_GROW(rows, nr_rows + 1, alloc_rows);
+			rows[nr_rows].pid = pid;
+			rows[nr_rows].tid = tid;
+			rows[nr_rows].name = rows[nr_rows].process = NULL;
+			if (!strcmp(fname, "thread_name")) {
+				rows[nr_rows].name = json_str(args, "name");
+			} else {
+				rows[nr_rows].process = json_str(args, "name");
+			}
+			nr_rows++;
+			continue;
+		}
+		if (strcmp(ph, "X") || !cat || strcmp(cat, "spyc"))
+			continue;
+		{
+			double ts = json_num(ev, "ts", &ok);
+			double dur = json_num(ev, "dur", &ok);
+			const char *file = json_str(args, "file");
+			double line = json_num(args, "line", &ok);
+
+			if (!ok || !fname || ts < 0 || dur < 0 ||
+			    ts + dur > 9e15 || line < 0 || line > INT_MAX) {
+				error("'%s' is not a profile: trace event %zu "
+				      "is not a stack slice (name, ts, dur, "
+				      "args.line)",
+				      name, index - 1);
+				goto out;
+			}
+			ALLOC_GROW(slices, nr + 1, alloc);
+			slices[nr].pid = pid;
+			slices[nr].tid = tid;
+			slices[nr].ts = (int64_t)llround(ts);
+			slices[nr].end = (int64_t)llround(ts + dur);
+			slices[nr].frame = stacks_frame(
+			    &p->stacks, fname, file ? file : "", (int)line);
+			nr++;
+		}
+	}
+	if (nr)
+		qsort(slices, nr, sizeof(*slices), cmp_slice);
+	/* The processes with stack rows (not the GPU's). */
+	for (i = 0; i < nr; i++)
+		nr_processes += !i || slices[i].pid != slices[i - 1].pid;
+	for (i = 0; i < nr; i++) {
+		const struct chrome_slice *s = &slices[i];
+
+		if (!i || s->pid != slices[i - 1].pid ||
+		    s->tid != slices[i - 1].tid) {
+			/* A new row: the last one's frames close. */
+			for (; depth; depth--)
+				if (chrome_span(p, thread, open, depth, &at,
+						ends[depth - 1]))
+					goto out;
+			thread = chrome_thread(p, rows, nr_rows, nr_processes,
+					       s->pid, s->tid);
+			at = s->ts;
+		}
+		/* The frames that ended before this one began close. */
+		while (depth && ends[depth - 1] <= s->ts) {
+			if (chrome_span(p, thread, open, depth, &at,
+					ends[depth - 1]))
+				goto out;
+			depth--;
+		}
+		if (chrome_span(p, thread, open, depth, &at, s->ts))
+			goto out;
+		if (depth && s->end > ends[depth - 1]) {
+			error("'%s' is not a profile: a stack slice ends after "
+			      "the one it is inside",
+			      name);
+			goto out;
+		}
+		ALLOC_GROW(open, depth + 1, alloc_open);
+		j = alloc_open;
+		ends = xrealloc(ends, j * sizeof(*ends));
+		open[depth] = s->frame;
+		ends[depth++] = s->end;
+	}
+	for (; depth; depth--)
+		if (chrome_span(p, thread, open, depth, &at, ends[depth - 1]))
+			goto out;
+	p->nr_profiles = 1;
+	ret = 0;
+out:
+	free(slices);
+	free(rows);
+	free(open);
+	free(ends);
+	return ret;
+}
+
 static int read_speedscope(struct profile *p, const char *name,
 			   const char *data, size_t len, unsigned flags)
 {
@@ -650,6 +881,11 @@ static int read_speedscope(struct profile *p, const char *name,
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
 		return error("'%s' is not a profile: not valid JSON", name);
+	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root,
+							   "traceEvents"))) {
+		ret = read_chrome(p, name, root, flags);
+		goto out;
+	}
 	p->source = PROFILE_SPEEDSCOPE;
 	shared = cJSON_GetObjectItemCaseSensitive(root, "shared");
 	frames = cJSON_GetObjectItemCaseSensitive(shared, "frames");

@@ -23,6 +23,7 @@ enum profile_source {
 	PROFILE_SPEEDSCOPE,
 	PROFILE_FOLDED,
 	PROFILE_PPROF,
+	PROFILE_CHROME,
 };
 
 /*

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """spyc report: the report of a profile spyc recorded from a real target,
 checked against the same numbers computed here, independently, from the
-same file (speedscope JSON, folded stacks and pprof).
+same file (speedscope JSON, folded stacks, pprof and Chrome trace).
 
 Own time: the samples whose innermost frame is in the function.  Total
 time: the samples with the function anywhere on the stack, once per
@@ -231,7 +231,7 @@ def hot_profiles(spyc, newest, tmp_path_factory):
     pprof."""
     d = tmp_path_factory.mktemp("hot")
     paths = {}
-    for fmt in ("json", "txt", "pb.gz"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json"):
         paths[fmt] = str(d / ("hot." + fmt))
         record(spyc, newest, paths[fmt], "hot.py", 1.5,
                extra=["--full-filenames"])
@@ -247,7 +247,7 @@ def callgraph_profiles(spyc, newest, tmp_path_factory):
     spyc has learnt its call pairs."""
     d = tmp_path_factory.mktemp("callgraph")
     paths = {}
-    for fmt in ("json", "txt", "pb.gz"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json"):
         paths[fmt] = str(d / ("cg." + fmt))
         record(spyc, newest, paths[fmt], "callgraph.py",
                str(d / ("report-%s.json" % fmt)), duration=6,
@@ -264,7 +264,38 @@ def read_pprof(path):
             for values, stack, labels in prof["samples"]]
 
 
+def read_chrome(path):
+    """Each stretch of time in which a thread's open "spyc" slices (its
+    stack, outermost first) did not change, in nanoseconds, labelled with
+    the thread's name."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    names = dict(((e["pid"], e["tid"]), e["args"]["name"]) for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name")
+    rows = {}
+    for e in events:
+        if e["ph"] == "X" and e.get("cat") == "spyc":
+            rows.setdefault((e["pid"], e["tid"]), []).append(e)
+    out = []
+    for row, evs in rows.items():
+        # Every moment a slice starts or ends; between two, the slices
+        # open then, outermost (earliest, then longest) first.
+        cuts = sorted(set([e["ts"] for e in evs] +
+                          [e["ts"] + e["dur"] for e in evs]))
+        for a, b in zip(cuts, cuts[1:]):
+            on = sorted((e for e in evs
+                         if e["ts"] <= a and e["ts"] + e["dur"] >= b),
+                        key=lambda e: (e["ts"], -e["dur"]))
+            if on:
+                out.append((names.get(row), [
+                    (e["name"], e["args"]["file"], e["args"]["line"])
+                    for e in on], int(round((b - a) * 1000))))
+    return out
+
+
 def read(path, prefixed=False, process=False):
+    if path.endswith(".trace.json"):
+        return read_chrome(path), "seconds"
     if path.endswith(".json"):
         return read_speedscope(path), "seconds"
     if path.endswith(".pb.gz"):
@@ -272,7 +303,7 @@ def read(path, prefixed=False, process=False):
     return read_folded(path, prefixed, process), "samples"
 
 
-@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz"])
+@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz", "trace.json"])
 def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     path = hot_profiles[fmt]
     stacks, unit = read(path)
@@ -280,7 +311,7 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     doc = report(spyc, path)
     assert doc["unit"] == unit
     assert doc["format"] == {"json": "speedscope", "txt": "folded",
-                             "pb.gz": "pprof"}[fmt]
+                             "pb.gz": "pprof", "trace.json": "chrome"}[fmt]
     assert to_count(doc["total"], unit) == exp["total"]
     assert len(doc["sections"]) == 1 and doc["sections"][0]["thread"] is None
     sec = doc["sections"][0]
@@ -308,7 +339,7 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
 def test_recursion_counts_once(spyc, callgraph_profiles):
     """callgraph.py's cg_rec and cg_pingpong recurse: a stack holds them
     several times, and total time still counts each sample once."""
-    for fmt in ("json", "txt", "pb.gz"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json"):
         path = callgraph_profiles[fmt]
         stacks, unit = read(path)
         repeated = [frames for _, frames, _ in stacks
@@ -401,11 +432,11 @@ def test_text_report(spyc, hot_profiles):
     assert seen == want and seen <= body, res.stdout
 
 
-@pytest.mark.parametrize("fmt", ["json", "pb.gz", "txt"])
+@pytest.mark.parametrize("fmt", ["json", "pb.gz", "trace.json", "txt"])
 def test_short_filenames(spyc, newest, tmp_path, fmt):
     """Without --full-filenames, names are relative to where the program
-    ran: found from there; from elsewhere too in speedscope and pprof,
-    which name the directory record took off ("(source not found)" in
+    ran: found from there; from elsewhere too in speedscope, pprof and
+    Chrome traces, which name the directory record took off ("(source not found)" in
     folded stacks, which cannot), until that directory goes."""
     work = tmp_path / "work"
     work.mkdir()
@@ -509,11 +540,12 @@ def test_source_not_a_file(spyc, hot_profiles, tmp_path):
     assert all(r["source"] is None for r in table["lines"])
 
 
-@pytest.mark.parametrize("fmt", ["json", "txt"])
+@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz", "trace.json"])
 def test_threads(spyc, newest, targets, tmp_path, fmt):
     """parallel.py's four spinning threads: --threads gives a section per
-    thread (speedscope profile, or folded --threads prefix), each with
-    the numbers of that thread's samples alone."""
+    thread (speedscope profile, folded --threads prefix, pprof thread
+    label, Chrome trace row), each with the numbers of that thread's
+    samples alone."""
     t = targets.start(newest, "parallel.py")
     path = str(tmp_path / ("par." + fmt))
     record_pid(spyc, t.pid, path, "--full-filenames", "--threads")
@@ -637,9 +669,26 @@ def test_bad_files(spyc, hot_profiles, tmp_path):
     script = os.path.join(TARGETS, "hot.py")
     spyc.run(["report", script]).assert_error(2, script, "not a profile")
     other = tmp_path / "other.json"
-    other.write_text('{"traceEvents": []}\n')
+    other.write_text('{"traces": []}\n')
     spyc.run(["report", str(other)]).assert_error(2, str(other),
                                                   "not a profile")
+    # A Chrome trace with no stack rows; one whose slice is not one.
+    empty = tmp_path / "empty.trace.json"
+    empty.write_text('{"traceEvents": []}\n')
+    spyc.run(["report", str(empty)]).assert_error(2, str(empty),
+                                                  "no samples")
+    bad = tmp_path / "bad.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "cat": "spyc", "pid": 1, '
+                   '"tid": 1, "name": "f", "ts": 0, "dur": -5, '
+                   '"args": {"file": "a.py", "line": 1}}]}\n')
+    spyc.run(["report", str(bad)]).assert_error(2, str(bad), "not a profile")
+    inside = tmp_path / "inside.trace.json"
+    inside.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "spyc", "pid": 1, "tid": 1, "name": n, "ts": ts,
+         "dur": dur, "args": {"file": "a.py", "line": 1}}
+        for n, ts, dur in (("outer", 0, 10), ("inner", 5, 10))]}))
+    spyc.run(["report", str(inside)]).assert_error(2, str(inside),
+                                                   "not a profile")
     broken = tmp_path / "broken.json"
     with open(hot_profiles["json"]) as f:
         broken.write_text(f.read()[:200])
