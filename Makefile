@@ -243,7 +243,8 @@ SANITIZE_ENV = \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99:log_path=$(CURDIR)/$(SANITIZE_REPORTS)/ubsan
 # The live tests run with spyc-asan on the newest Python only.
 SANITIZE_LIVE = tests/test_record.py tests/test_dump.py tests/test_top.py \
-	tests/test_errors.py tests/test_faults.py tests/test_hostile.py
+	tests/test_errors.py tests/test_faults.py tests/test_hostile.py \
+	tests/test_report.py
 
 $(ASAN_DIR)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
