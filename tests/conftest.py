@@ -8,9 +8,14 @@ Fixtures:
               that runs spyc under valgrind).
   python      the slot's pyfind.Interpreter; tests using it are parametrized
               over pyfind.slots() (3.6 .. 3.15, the free-threaded 3.14t,
-              3.13t and 3.15t, which spyc refuses, and "static") and skipped by
-              name where the slot is empty.
+              and "static") and skipped by name where the slot is empty.
+              (The free-threaded builds spyc refuses, 3.13t and 3.15t, are
+              tests/test_refused.py's.)
               SPYC_TEST_SLOTS=newest keeps only the newest slot.
+              SPYC_REQUIRE=slots,agent (.ci/run sets it): the session
+              fails at once when a slot is empty (a CPython not found, the
+              shared folder's not unpacked) or the GPU agent was not
+              built, instead of skipping the tests that need them.
   targets     (function) a TargetPool: start tests/targets/*.py, always
               killed at teardown.
 
@@ -49,6 +54,11 @@ if os.environ.get("SPYC_TEST_SLOTS") == "newest":
     SLOTS = [s for s in SLOTS
              if s.interpreter is not None and s.name != "static" and
              not s.is_free_threaded][-1:]
+# What must be here (SPYC_REQUIRE): "slots", every test slot filled;
+# "agent", spyc-agent.so built.  A developer's machine may lack either and
+# sees the tests skipped by name; CI must not lose them silently.
+REQUIRE = set(w for w in os.environ.get("SPYC_REQUIRE", "").split(",") if w)
+AGENT = os.path.join(REPO, "spyc-agent.so")
 # Generous: a target starting on a loaded 2-core machine can take long.
 REPORT_TIMEOUT = 60.0
 
@@ -66,6 +76,22 @@ def pytest_configure(config):
     if not config.option.basetemp:
         _private_basetemp = tempfile.mkdtemp(prefix="spyc-tests-")
         config.option.basetemp = _private_basetemp
+
+
+def pytest_sessionstart(session):
+    unknown = REQUIRE - set(["slots", "agent"])
+    if unknown:
+        pytest.exit("SPYC_REQUIRE: unknown %s (known: slots, agent)" %
+                    ", ".join(sorted(unknown)), returncode=4)
+    missing = []
+    if "slots" in REQUIRE:
+        missing += ["slot %s: %s" % (s.id, s.skip_reason) for s in SLOTS
+                    if s.interpreter is None]
+    if "agent" in REQUIRE and not os.path.exists(AGENT):
+        missing.append("%s was not built (no CUPTI headers found?)" % AGENT)
+    if missing:
+        pytest.exit("SPYC_REQUIRE=%s, but:\n  %s" % (
+            ",".join(sorted(REQUIRE)), "\n  ".join(missing)), returncode=4)
 
 
 def pytest_sessionfinish(session, exitstatus):

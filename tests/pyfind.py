@@ -38,8 +38,8 @@ SUPPORTED = [(3, minor) for minor in range(6, 16)]
 # Free-threaded (Py_GIL_DISABLED) builds supported, by minor version.
 SUPPORTED_FREE_THREADED = [(3, 14)]
 # Free-threaded builds spyc refuses (no table made from their headers and
-# tested): listed as slots that are always skipped, so that a test run
-# says by name what it does not cover.
+# tested): not test slots, but refused_slots(), which tests/test_refused.py
+# checks spyc refuses (or names as missing).
 REFUSED_FREE_THREADED = [(3, 13), (3, 15)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,7 +106,7 @@ class Slot(object):
         self.name = name                    # "3.11" or "static"
         self.interpreter = interpreter      # Interpreter or None
         self.id_override = None
-        self.refused = False                # always skipped: see skip_reason
+        self.refused = False                # spyc refuses it: see refused_slots
 
     @property
     def id(self):
@@ -123,10 +123,6 @@ class Slot(object):
 
     @property
     def skip_reason(self):
-        if self.refused:
-            return ("free-threaded CPython %s is not supported: there is "
-                    "no build of it here to make its offset table from and "
-                    "test, so spyc refuses it" % self.name)
         if self.interpreter is not None:
             return None
         if self.name == "static":
@@ -272,11 +268,6 @@ def slots():
     result = [Slot("%d.%d" % v, find(*v)) for v in SUPPORTED]
     result += [Slot("%d.%dt" % v, find(v[0], v[1], True))
                for v in SUPPORTED_FREE_THREADED]
-    for v in REFUSED_FREE_THREADED:
-        refused = Slot("%d.%dt" % v, None)
-        refused.refused = True
-        refused.id_override = refused.name + "-refused"
-        result.append(refused)
     static = [i for i in discover() if not i.shared and i.supported]
     last = Slot("static", static[0] if static else None)
     if last.id in [s.id for s in result]:
@@ -286,9 +277,21 @@ def slots():
     return result
 
 
+def refused_slots():
+    """The free-threaded builds spyc refuses, each filled if found."""
+    result = []
+    for v in REFUSED_FREE_THREADED:
+        slot = Slot("%d.%dt" % v, find(v[0], v[1], True))
+        slot.refused = True
+        slot.id_override = slot.name + ("-refused" if slot.interpreter
+                                         else "-missing")
+        result.append(slot)
+    return result
+
+
 def require(slot):
     """The slot's interpreter; skip the calling test (by name) if empty."""
-    if slot.interpreter is None or slot.refused:
+    if slot.interpreter is None:
         import pytest
         pytest.skip(slot.skip_reason)
     return slot.interpreter
@@ -313,6 +316,11 @@ def main():
         else:
             print("  %-13s %s %s" % (s.id, s.interpreter.version,
                                      s.interpreter.path))
+    print()
+    print("Refused by spyc (tests/test_refused.py):")
+    for s in refused_slots():
+        print("  %-13s %s" % (s.id, s.interpreter.path if s.interpreter
+                              else s.skip_reason))
     return 0
 
 
