@@ -24,6 +24,10 @@ from test_record import assert_exit_ok, parse_summary
 FAMILY = os.path.join(TARGETS, "family.py")
 PROCESS_RE = re.compile(r"^(?P<cmd>.*) \(pid (?P<pid>\d+)\)$")
 SAMPLED_RE = re.compile(r"; (?P<n>\d+) process(?:es)? sampled\)$")
+# Sampling rounds to wait for once spyc must have seen a process: it looks
+# for new ones every 50 ms (5 rounds at the default 100 Hz), then samples
+# each one every round.
+ROUNDS = 50
 
 
 def folded_by_pid(path):
@@ -59,6 +63,42 @@ def record_tree(spyc, args, tmp_path, name="tree.txt", timeout=120):
 def read_report(path):
     with open(path) as f:
         return json.load(f)
+
+
+def sleeps(pid):
+    """Voluntary context switches of pid's threads and of its
+    descendants' (a wrapper script's spyc, as under valgrind, too)."""
+    n = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for tid in tids:
+        task = "/proc/%d/task/%s/" % (pid, tid)
+        try:
+            with open(task + "status") as f:
+                n += int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)",
+                                   f.read(), re.M).group(1))
+            with open(task + "children") as f:
+                n += sum(sleeps(int(kid)) for kid in f.read().split())
+        except (IOError, OSError, AttributeError):
+            pass
+    return n
+
+
+def wait_rounds(proc, rounds, timeout=60):
+    """Wait until spyc, started as proc, has taken rounds sampling rounds
+    more: it sleeps once between two, so they are counted as its sleeps,
+    however late a loaded machine runs them."""
+    start = sleeps(proc.pid)
+    deadline = time.time() + timeout
+    while sleeps(proc.pid) - start < rounds:
+        assert proc.poll() is None, "spyc ended (exit %s): %s" % (
+            proc.returncode, proc.communicate()[1])
+        if time.time() > deadline:
+            pytest.fail("spyc took %d sampling rounds of %d in %.0f s" % (
+                sleeps(proc.pid) - start, rounds, timeout))
+        time.sleep(0.05)
 
 
 def process_states(pids):
@@ -167,7 +207,9 @@ def test_attach_picks_up_children(spyc, python, targets, tmp_path):
         except (IOError, OSError, ValueError):
             time.sleep(0.05)
     assert late, "the late child never started"
-    time.sleep(1.5)
+    # It wrote its pid just before its work: spyc finds it within a few
+    # rounds, then samples it in each.
+    wait_rounds(proc, ROUNDS)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode in (0, 1), stderr
@@ -198,7 +240,8 @@ def test_tree_left_running(spyc, python, targets, tmp_path, how):
     proc = spyc.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                       universal_newlines=True)
     if how != "duration":
-        time.sleep(1.5)
+        # Stopped while it samples the tree.
+        wait_rounds(proc, ROUNDS)
         proc.send_signal(getattr(signal, how))
     _, stderr = proc.communicate(timeout=60)
     if how == "SIGKILL":

@@ -32,6 +32,9 @@ from conftest import (SLOTS, launch_in_unwritable_dir, target_env,
                       top_until_snapshots, wait_gone)
 
 SCREEN_TIMEOUT = 20.0
+# How long plain-text top may take to show a snapshot a test waits for: a
+# loaded machine may start the target or spyc seconds late.
+SNAPSHOT_TIMEOUT = 30.0
 # The plain-text format, as documented in spyc(1).
 PLAIN_KEYS = ["snapshot", "time", "pid", "command", "python", "threads",
               "samples/s", "idle", "gil", "errors", "view"]
@@ -476,12 +479,19 @@ def test_launch_output_off_screen(spyc, tmux, tmp_path):
     s = term.wait_screen("spin first", lambda s: s.rows and
                          s.rows[0]["name"] == "spin")
     assert s.header_line("output: ") == "output: " + prog_out, s.text
-    # It says something every tenth of a second: give it time to.
-    time.sleep(1)
+    # It says something every tenth of a second: wait for a few lines in
+    # its file, then look for any of them on the screen.
+    deadline = time.time() + SCREEN_TIMEOUT
+    while True:
+        with open(prog_out) as f:
+            text = f.read()
+        if "chatter 5\n" in text or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert "chatter 5\n" in text, (
+        "%s has no 'chatter 5' in %.0f s:\n%s" % (prog_out, SCREEN_TIMEOUT,
+                                                  text))
     s = Screen(term.screen())
-    with open(prog_out) as f:
-        text = f.read()
-    assert "chatter 5\n" in text, text
     assert not re.search(r"(?<!-)chatter \d", s.text), (
         "the program's output is on the screen:\n" + s.text)
     term.keys("q")
@@ -579,6 +589,25 @@ def check_snapshots(snapshots, info, describe):
             assert r["own"] <= r["total"] + 0.05, describe
 
 
+def top_until(spyc, args, out_path, what, wanted,
+              timeout=SNAPSHOT_TIMEOUT):
+    """Run plain-text `spyc top ARGS` until one of its snapshots satisfies
+    wanted(header, rows), then stop it with SIGTERM; fails, saying what
+    it waited for, when none has in timeout seconds.  Returns (that
+    snapshot's header, its rows, top's whole output, a description for
+    failures)."""
+    code, text, describe = top_until_snapshots(
+        spyc, [str(a) for a in args], str(out_path), float("inf"),
+        timeout=timeout, until=lambda whole: any(
+            wanted(h, rows) for h, rows in parse_plain(whole)))
+    assert code == 0, describe
+    for header, rows in parse_plain(text):
+        if wanted(header, rows):
+            return header, rows, text, describe
+    pytest.fail("no snapshot of spyc top showed %s in %.0f s\n%s" % (
+        what, timeout, describe))
+
+
 @pytest.mark.parametrize("mode", [[], ["--blocking"]],
                          ids=["nonblocking", "blocking"])
 def test_plain_snapshots_until_target_exits(spyc, targets, top_python, mode):
@@ -602,28 +631,33 @@ def test_plain_snapshots_until_sigterm(spyc, targets, top_python, tmp_path):
     assert t.proc.poll() is None, "the target must live on"
 
 
-def test_plain_slow_rate(spyc, targets):
+def test_plain_slow_rate(spyc, targets, tmp_path):
     """top --rate 0.5 samples every 2 s and says 0.5 samples/s, not 1 and
     0 by turns (what counting samples per 1 s refresh gives); n/a only
     until it has two samples to go by."""
     py = pyfind.require(TOP_SLOTS[0])
     t = targets.start(py, "hot.py", 0)
-    res = spyc.run(["top", "--pid", t.pid, "--rate", 0.5, "--interval", 1],
-                   env=target_env(), timeout=60,
-                   prefix=["timeout", "--preserve-status", "-s", "INT",
-                           "7.5"])
-    assert res.returncode == 0, res.describe()
-    snaps = parse_plain(res.stdout)
+
+    def known_rates(text):
+        return [h["samples/s"] for h, _ in parse_plain(text)
+                if h["samples/s"] != "n/a"]
+    code, text, describe = top_until_snapshots(
+        spyc, ["--pid", t.pid, "--rate", 0.5, "--interval", 1],
+        str(tmp_path / "top.out"), float("inf"), timeout=60,
+        until=lambda whole: len(known_rates(whole)) >= 3)
+    assert code == 0, describe
+    snaps = parse_plain(text)
     rates = [h["samples/s"] for h, _ in snaps]
-    known = [r for r in rates if r != "n/a"]
-    assert len(known) >= 3, res.describe()
+    known = known_rates(text)
+    assert len(known) >= 3, (
+        "fewer than 3 snapshots gave a rate in 60 s\n" + describe)
     assert rates[len(rates) - len(known):] == known, (
-        "n/a belongs only before the first rate\n" + res.describe())
+        "n/a belongs only before the first rate\n" + describe)
     for r in known:
         assert 0.35 <= float(r) <= 0.7, (
-            "samples/s should be about 0.5\n" + res.describe())
+            "samples/s should be about 0.5\n" + describe)
     assert snaps[-1][1][0]["name"] == t.info["chain"][-1]["name"], (
-        res.describe())
+        describe)
 
 
 @pytest.mark.parametrize("named", [False, True],
@@ -668,23 +702,20 @@ def test_plain_launch_output(spyc, tmp_path, named):
         os.listdir(str(tmp_path)))
 
 
-def test_cut_stack_root_row(spyc, targets):
+def test_cut_stack_root_row(spyc, targets, tmp_path):
     """The stand-in root of a stack cut at --max-depth is a row of its own,
     "[K frames not read]", with no made-up file or ":0" line."""
     py = pyfind.require(TOP_SLOTS[0])
     t = targets.start(py, "depth.py", 500, "busy", "{report}")
-    res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5, "--max-depth",
-                    100], env=target_env(), timeout=30,
-                   prefix=["timeout", "--preserve-status", "-s", "INT",
-                           "1.3"])
-    assert res.returncode == 0, res.describe()
-    assert ":0)" not in res.stdout and "()" not in res.stdout, (
-        res.describe())
-    rows = parse_plain(res.stdout)[-1][1]
+    # The target is at its depth before it reports: every sample is cut.
+    _, rows, text, describe = top_until(
+        spyc, ["--pid", t.pid, "--interval", 0.5, "--max-depth", 100],
+        tmp_path / "top.out", "rows", lambda header, rows: rows)
+    assert ":0)" not in text and "()" not in text, describe
     cut = [r for r in rows if r["name"].endswith(" frames not read]")]
     assert [r["function"] for r in cut] == ["[400 frames not read]"], (
-        res.describe())
-    assert cut[0]["total"] > 90, res.describe()
+        describe)
+    assert cut[0]["total"] > 90, describe
 
 
 def test_launch_output_unwritable(spyc, tmp_path):
@@ -702,33 +733,31 @@ def test_launch_output_unwritable(spyc, tmp_path):
     assert not marker.exists(), "the program ran"
 
 
-def test_idle_and_gil_filters(spyc, targets, top_python):
+def test_idle_and_gil_filters(spyc, targets, top_python, tmp_path):
     """Idle threads are left out unless --idle; --gil keeps the holder.
-    Needs the sampler's thread states: skipped while it reports none."""
+    The header's idle share comes from the sampler's thread states."""
     t = targets.start(top_python, "states.py")
     roles = t.info["roles"]
+    tops = {r: roles[r]["top"][0] for r in ("spinner", "sleeper", "locker")}
 
-    def snapshots(*opts):
-        res = spyc.run(["top", "--pid", t.pid, "--interval", 0.5] +
-                       list(opts), env=target_env(), timeout=30,
-                       prefix=["timeout", "--preserve-status", "-s", "INT",
-                               "1.3"])
-        assert res.returncode == 0, res.describe()
-        return parse_plain(res.stdout), res
+    def snapshot(what, names, *opts):
+        """The first snapshot whose rows include every function named."""
+        return top_until(
+            spyc, ["--pid", t.pid, "--interval", 0.5] + list(opts),
+            tmp_path / ("top%s.out" % "".join(opts)), what,
+            lambda header, rows: set(names) <= set(r["name"] for r in rows))
 
-    snaps, res = snapshots()
-    header, rows = snaps[-1]
-    if header["idle"] == "n/a":
-        pytest.skip("the sampler does not report thread states yet")
-    names = set(r["name"] for r in rows)
-    assert roles["spinner"]["top"][0] in names, res.describe()
-    assert roles["sleeper"]["top"][0] not in names, res.describe()
-    assert float(header["idle"].rstrip("%")) > 0, res.describe()
+    header, rows, _, describe = snapshot(
+        "the spinner's %s" % tops["spinner"], [tops["spinner"]])
+    # The sleeper, locker and waiting main thread are idle: a share of
+    # the threads' time.  n/a would mean no thread states were read.
+    assert header["idle"] != "n/a", (
+        "idle: n/a in a snapshot with rows: spyc reported no thread "
+        "states\n" + describe)
+    assert float(header["idle"].rstrip("%")) > 0, describe
+    assert tops["sleeper"] not in set(r["name"] for r in rows), describe
 
-    snaps, res = snapshots("--idle")
-    names = set(r["name"] for r in snaps[-1][1])
-    for role in ("spinner", "sleeper", "locker"):
-        assert roles[role]["top"][0] in names, res.describe()
+    snapshot("every thread's function with --idle", tops.values(), "--idle")
 
     if top_python.free_threaded:
         # No GIL to hold: --gil says so in one line, and fails.
@@ -737,9 +766,10 @@ def test_idle_and_gil_filters(spyc, targets, top_python):
         res.assert_error(2, "free-threaded", "no GIL", "--gil")
         assert header["gil"] == "none", header
         return
-    snaps, res = snapshots("--gil")
-    names = set(r["name"] for r in snaps[-1][1])
-    assert roles["sleeper"]["top"][0] not in names, res.describe()
+    _, rows, _, describe = snapshot(
+        "the GIL holder's %s with --gil" % tops["spinner"],
+        [tops["spinner"]], "--gil")
+    assert tops["sleeper"] not in set(r["name"] for r in rows), describe
 
 
 # --- usage ---
@@ -750,18 +780,14 @@ def test_native_frames(spyc, targets, top_python, tmp_path):
     from test_native import build_extension
     ext = build_extension(top_python, str(tmp_path))
     t = targets.start(top_python, "native_cb.py", ext, "{report}", "spin")
-    res = spyc.run(["top", "--native", "--pid", t.pid, "--interval", 0.5],
-                   env=target_env(), timeout=30,
-                   prefix=["timeout", "--preserve-status", "-s", "INT",
-                           "1.3"])
-    assert res.returncode == 0, res.describe()
-    header, rows = parse_plain(res.stdout)[-1]
-    names = [r["name"] for r in rows]
-    for name in ("inner", "outer", "spycext_call_back"):
-        assert name in names, res.describe()
+    names = {"inner", "outer", "spycext_call_back"}
+    _, rows, _, describe = top_until(
+        spyc, ["--native", "--pid", t.pid, "--interval", 0.5],
+        tmp_path / "top.out", "rows for %s" % ", ".join(sorted(names)),
+        lambda header, rows: names <= set(r["name"] for r in rows))
     # The C function only waits for its callback: on the stack, not busy.
     row = [r for r in rows if r["name"] == "spycext_call_back"][0]
-    assert row["total"] > 90 and row["own"] < 5, res.describe()
+    assert row["total"] > 90 and row["own"] < 5, describe
     # Per function, a native row shows where the function starts, as a
     # Python row does (DWARF's declaration line), and says it is native.
     from test_native import CEXT
@@ -770,38 +796,33 @@ def test_native_frames(spyc, targets, top_python, tmp_path):
                   if text.startswith("spycext_call_back(")]
     assert row["native"] and row["file"].endswith("spycext.c"), row
     assert row["line"] == starts[0], (
-        "spycext_call_back starts at line %d\n%s" % (starts[0],
-                                                      res.describe()))
+        "spycext_call_back starts at line %d\n%s" % (starts[0], describe))
     assert not [r for r in rows if not r["native"] and r["name"] ==
-                "spycext_call_back"], res.describe()
+                "spycext_call_back"], describe
 
 
-def test_native_rows_without_dwarf(spyc, targets):
+def test_native_rows_without_dwarf(spyc, targets, tmp_path):
     """A native frame DWARF says nothing about (here _start, of crt1.o)
     is a row "name [native]", with no made-up ":0" line; one with a file
     but no line is "name (file) [native]"."""
     py = pyfind.require(TOP_SLOTS[0])
     t = targets.start(py, "hot.py", 0)
-    res = spyc.run(["top", "--native", "--pid", t.pid, "--interval", 0.5],
-                   env=target_env(), timeout=30,
-                   prefix=["timeout", "--preserve-status", "-s", "INT",
-                           "1.3"])
-    assert res.returncode == 0, res.describe()
-    assert ":0)" not in res.stdout, res.describe()
-    rows = parse_plain(res.stdout)[-1][1]
+    chain = set(entry["name"] for entry in t.info["chain"])
+    _, rows, text, describe = top_until(
+        spyc, ["--native", "--pid", t.pid, "--interval", 0.5],
+        tmp_path / "top.out", "native rows and the target's Python ones",
+        lambda header, rows: any(r["native"] for r in rows) and chain <= set(
+            r["name"] for r in rows if not r["native"]))
+    assert ":0)" not in text, describe
     native = [r for r in rows if r["native"]]
-    assert native, "no native rows\n" + res.describe()
     for r in native:
         assert r["line"] is None or r["line"] > 0, r
-    python_rows = [r["name"] for r in rows if not r["native"]]
-    for entry in t.info["chain"]:
-        assert entry["name"] in python_rows, res.describe()
     bare = [r for r in native if r["file"] is None]
     if not bare:
         pytest.skip("every native frame of %s had DWARF here: no row "
                     "without a file to check" % py.path)
     assert all(r["function"] == r["name"] + " [native]" for r in bare), (
-        res.describe())
+        describe)
 
 
 def test_usage_errors(spyc):
