@@ -42,6 +42,8 @@ void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
 	cache->pid = rt->pid;
 	cache->off = off;
 	cache->code_type = rt->code_type;
+	/* Before 3.12 no object is immortal; free-threaded ones split it. */
+	cache->refcnt_at_0 = rt->hexversion < 0x030C0000UL && !off->free_threaded;
 	if (rt->hexversion >= 0x030B0000UL)
 		cache->kind = LINETABLE_LOCATIONS;
 	else if (rt->hexversion >= 0x030A0000UL)
@@ -373,7 +375,16 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
 						      : off->code_name;
 
-	if (!header_confirmed(cache, addr, header)) {
+	/*
+	 * A frame read after it returned may name a code object freed since
+	 * (a module's, once it has run): its memory still reads as one, two
+	 * reads alike, but its strings may be other objects' now.  Freed,
+	 * pymalloc keeps a link to the next free block in its first word,
+	 * where a live object counts its references.
+	 */
+	if ((cache->refcnt_at_0 &&
+	     (!load_u64(header, 0) || load_u64(header, 0) >> 32)) ||
+	    !header_confirmed(cache, addr, header)) {
 		free(code);
 		return NULL;
 	}
@@ -408,6 +419,14 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	code->filename = strbuf_detach(&sb);
 	if (read_bytes_object(cache->pid, off, code->linetable_ptr,
 			      &code->linetable, &code->linetable_len))
+		goto fail;
+	/*
+	 * Still the strings the header named: importlib gives a code object
+	 * loaded from a .pyc its file name after the fact
+	 * (_imp._fix_co_filename), freeing the old string, whose memory the
+	 * next object takes (an exception's message, read as the file name).
+	 */
+	if (!header_confirmed(cache, addr, header))
 		goto fail;
 	return code;
 fail:

@@ -55,6 +55,7 @@ struct pycode_cache {
 	enum linetable_kind kind;
 	uint64_t code_type; /* address of PyCode_Type once known */
 	size_t header_len;  /* bytes of a code object to read to validate */
+	int refcnt_at_0;    /* a live object's ob_refcnt is its first word */
 	struct pycode **slots;
 	size_t size, count;
 	struct pycode **placeholders; /* see pycode_placeholder() */
