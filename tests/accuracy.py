@@ -8,7 +8,8 @@ of those times (SIGUSR1), and returns both sides: for each burning
 function, its share of the samples whose innermost frame is one of the
 burners, and its share of the CPU time they measured.
 
-Used by tests/test_accuracy.py (bounds) and tests/bench.py (the table).
+Used by tests/test_accuracy.py (bounds), tests/test_split.py (the same
+bounds, in every output format) and tests/bench.py (the table).
 """
 
 import json
@@ -101,21 +102,34 @@ class Target(object):
         self.info = _wait_file(self.report_path, self.proc, 60)
 
 
-def measure(spyc, target, out, rate, duration, extra=(), timeout=120):
+def last_snapshot(report):
+    """N of the newest REPORT.json.N the target has written (0: none)."""
+    n = 0
+    while os.path.exists("%s.%d" % (report, n + 1)):
+        n += 1
+    return n
+
+
+def measure(spyc, target, out, rate, duration, extra=(), timeout=120,
+            fmt="folded"):
     """Record target (a Target, or a conftest.Target of accuracy.py,
-    reported) for duration s at rate Hz into out (folded), between two
-    snapshots.  spyc.run(args, timeout=) runs spyc and returns what has
-    returncode, stderr and describe() (conftest.SpycResult)."""
+    reported) for duration s at rate Hz into out (in format fmt), between
+    two snapshots.  spyc.run(args, timeout=) runs spyc and returns what
+    has returncode, stderr and describe() (conftest.SpycResult).  The
+    Measurement's counts are read from out when fmt is folded; else they
+    are None, and the caller reads out."""
     report = target.report_path
     burners = target.info["burners"]
-    seq = 0
     snaps = []
     for when in ("before", "after"):
         if when == "after":
             res = spyc.run(["record", "--pid", target.pid, "--rate", rate,
-                            "--duration", duration, "--format", "folded",
+                            "--duration", duration, "--format", fmt,
                             "-o", out] + list(extra), timeout=timeout)
-        seq += 1
+        # The snapshot after the newest one there: a target measured
+        # before, or a signal sent again below and handled late, has
+        # written some already.
+        seq = last_snapshot(report) + 1
         # The signal is handled between two bytecodes: sent again until
         # the snapshot is there (a lost one cannot hang the test).
         for _ in range(50):
@@ -139,6 +153,10 @@ def measure(spyc, target, out, rate, duration, extra=(), timeout=120):
     if m and m.group("why"):
         t = TORN_RE.search(m.group("why"))
         torn = int(t.group(1)) if t else 0
-    counts = (innermost_counts(out, burners) if os.path.exists(out)
-              else dict((n, 0) for n in burners))
+    if fmt != "folded":
+        counts = None
+    elif os.path.exists(out):
+        counts = innermost_counts(out, burners)
+    else:
+        counts = dict((n, 0) for n in burners)
     return Measurement(burners, counts, cpu_ns, samples, dropped, torn, res)

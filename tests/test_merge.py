@@ -2,9 +2,16 @@
 """spyc record's output name templates (%p %r %h %%), the process record in
 its speedscope files, and spyc merge: the merged file and the load-imbalance
 report, on profiles of real runs; merge's errors.  Real MPI is
-test_mpi.py's."""
+test_mpi.py's.
+
+The report's figures (each process's time, each function's total and own
+time per process, their min, mean, max, standard deviation, slowest
+process, the processes that never ran it, the order) are computed here
+from the input files, as merge documents them, and must be merge's to the
+last bits of a double (to the 3 decimals printed, in the text report)."""
 
 import json
+import math
 import os
 import socket
 
@@ -145,6 +152,138 @@ def stacks_by_name(doc):
     return out
 
 
+# --- the report merge must give, computed here from its inputs ---
+
+def read_input(path):
+    """A profile as merge is documented to take it: its label (the MPI
+    rank, else the pid, else the file name), its rank (None if none), its
+    frames as functions ((name, file), lines merged) and its CPU
+    profiles: the sampled ones before any GPU one."""
+    with open(str(path)) as f:
+        doc = json.load(f)
+    proc = doc.get("spyc_process") or {}
+    if proc.get("rank") is not None:
+        label = "rank %d" % proc["rank"]
+    elif proc.get("pid"):
+        label = "pid %d" % proc["pid"]
+    else:
+        label = os.path.basename(str(path))
+    funcs = [(fr["name"], fr.get("file", ""))
+             for fr in doc["shared"]["frames"]]
+    cpu = []
+    for prof in doc["profiles"]:
+        if prof["type"] != "sampled" or prof["name"].startswith("GPU"):
+            break
+        cpu.append(prof)
+    return {"path": str(path), "label": label, "rank": proc.get("rank"),
+            "funcs": funcs, "cpu": cpu}
+
+
+def count_input(unit):
+    """({function: time with it on the stack, once per sample however
+    often it recurs}, {function: time as the innermost frame}, all the
+    time sampled) of one input, summed sample by sample in file order."""
+    total, own, everything = {}, {}, 0.0
+    funcs = unit["funcs"]
+    for prof in unit["cpu"]:
+        for sample, weight in zip(prof["samples"], prof["weights"]):
+            everything += weight
+            if not sample:
+                continue
+            for f in set(funcs[i] for i in sample):
+                total[f] = total.get(f, 0.0) + weight
+            leaf = funcs[sample[-1]]
+            own[leaf] = own.get(leaf, 0.0) + weight
+    return total, own, everything
+
+
+def spread(values):
+    """min, mean, max, standard deviation (of the population) of one
+    function's values, one per process; slowest: the first holding max."""
+    n = len(values)
+    mean = sum(values) / n
+    return {"min": min(values), "mean": mean, "max": max(values),
+            "stddev": math.sqrt(sum((v - mean) * (v - mean)
+                                    for v in values) / n),
+            "slowest": values.index(max(values)), "values": values}
+
+
+def expected_merge(paths):
+    """What spyc merge PATHS must report, from the inputs alone:
+    {"units": [read_input(), in the processes' order], "totals": [each
+    one's time sampled],
+    "functions": {function: {"total", "own": spread(), "none": [labels of
+    the processes that never ran it]}}, "order": [every function, most
+    imbalanced first]}."""
+    units = [read_input(p) for p in paths]
+    # Ranked inputs first, by rank; the others in the order given.
+    units = [u for _, u in sorted(
+        enumerate(units), key=lambda iu: (iu[1]["rank"] is None,
+                                          iu[1]["rank"] or 0, iu[0]))]
+    counted = [count_input(u) for u in units]
+    first_met = []
+    for u in units:
+        for f in u["funcs"]:
+            if f not in first_met:
+                first_met.append(f)
+    functions = {}
+    for f in first_met:
+        total = spread([c[0].get(f, 0.0) for c in counted])
+        functions[f] = {
+            "total": total, "own": spread([c[1].get(f, 0.0)
+                                           for c in counted]),
+            "none": [u["label"] for u, v in zip(units, total["values"])
+                     if v == 0]}
+    # Largest max - mean first, then larger max, then the function met
+    # first (in the processes' order, each one's frames in file order).
+    order = sorted(first_met, key=lambda f: (
+        -(functions[f]["total"]["max"] - functions[f]["total"]["mean"]),
+        -functions[f]["total"]["max"], first_met.index(f)))
+    return {"units": units, "totals": [c[2] for c in counted],
+            "functions": functions, "order": order}
+
+
+def near(got, want):
+    """Equal but for the last bits of a double (merge sums in the same
+    order as here, and prints numbers that read back the same)."""
+    return abs(got - want) <= 1e-9 * max(1.0, abs(want))
+
+
+def assert_merge_report(report, paths, top=0):
+    """merge --json's report of paths is the one computed from them:
+    processes, totals, and each function's figures and place."""
+    exp = expected_merge(paths)
+    assert [(p["label"], p["file"]) for p in report["processes"]] == [
+        (u["label"], u["path"]) for u in exp["units"]]
+    for p, want in zip(report["processes"], exp["totals"]):
+        assert near(p["total"], want), "%s: total %r, want %r" % (
+            p["label"], p["total"], want)
+    got = [(f["name"], f["file"]) for f in report["functions"]]
+    want = exp["order"][:top] if top else exp["order"]
+    assert got == want, "functions, most imbalanced first:\n  got  %s\n" \
+        "  want %s" % (got, want)
+    labels = [u["label"] for u in exp["units"]]
+    for f in report["functions"]:
+        e = exp["functions"][(f["name"], f["file"])]
+        where = "%s (%s): %s\nwant: %s" % (
+            f["name"], f["file"], json.dumps(f), json.dumps(e))
+        for kind in ("total", "own"):
+            assert len(f[kind]["values"]) == len(labels), where
+            for key in ("min", "mean", "max", "stddev"):
+                assert near(f[kind][key], e[kind][key]), "%s %s of %s" % (
+                    kind, key, where)
+            assert all(near(g, w) for g, w in zip(
+                f[kind]["values"], e[kind]["values"])), "%s values of %s" % (
+                    kind, where)
+            assert f[kind]["slowest"] == e[kind]["slowest"], (
+                "%s slowest of %s" % (kind, where))
+        assert near(f["imbalance"],
+                    e["total"]["max"] - e["total"]["mean"]), where
+        assert f["slowest"] == labels[e["total"]["slowest"]], where
+        assert f["none"] == e["none"], where
+    return exp
+
+
 def test_merge_two_profiles(spyc, two_runs, tmp_path):
     short, long_ = two_runs
     out = tmp_path / "merged.json"
@@ -176,33 +315,105 @@ def test_merge_two_profiles(spyc, two_runs, tmp_path):
     assert hot["slowest"] == "pid %d" % pids[1]
     vals = hot["total"]["values"]
     assert vals[1] > vals[0] > 0, vals
-    assert hot["total"]["max"] == max(vals)
-    assert abs(hot["total"]["mean"] - sum(vals) / 2) < 1e-9
     assert hot["none"] == []
-    # Sorted by max - mean, largest first.
-    over = [f["imbalance"] for f in report["functions"]]
-    assert over == sorted(over, reverse=True)
-    # Totals: every sample of each input.
-    for p, d in zip(report["processes"], inputs):
-        want_total = sum(sum(pr["weights"]) for pr in d["profiles"])
-        assert abs(p["total"] - want_total) < 1e-6
+    # Every figure, and the order, as computed here from the inputs.
+    assert_merge_report(report, [short, long_])
+
+
+def check_text_row(line, function, exp):
+    """A row of merge's text table: max-mean, min, mean, max, stddev (of
+    total time), the slowest process, own max, the function and those
+    that never ran it, as exp has them (to the 3 decimals printed)."""
+    e = exp["functions"][function]
+    total = e["total"]
+    slowest = exp["units"][total["slowest"]]["label"]
+    tokens = line.split()
+    k = len(slowest.split())
+    assert len(tokens) > 6 + k, line
+    got = [float(t) for t in tokens[:5]] + [float(tokens[5 + k])]
+    want = [total["max"] - total["mean"], total["min"], total["mean"],
+            total["max"], total["stddev"], e["own"]["max"]]
+    assert all(abs(g - w) <= 0.0005 + 1e-9 for g, w in zip(got, want)), (
+        "%s\nwant %s" % (line, " ".join("%.3f" % w for w in want)))
+    assert " ".join(tokens[5:5 + k]) == slowest, line
+    name, file = function
+    tail = "%s (%s)" % (name, file) if file else name
+    if e["none"]:
+        tail += "  [none in %s]" % ", ".join(e["none"])
+    assert line.endswith("  " + tail), "%s\nwant it to end %r" % (line,
+                                                                     tail)
 
 
 def test_merge_text_report(spyc, two_runs):
     short, long_ = two_runs
     res = spyc.run(["merge", short, long_, "--top", "3"])
     res.assert_ok()
+    exp = expected_merge([short, long_])
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("2 processes"), res.describe()
+    assert lines[0] == "2 processes; CPU seconds sampled: %s" % ", ".join(
+        "%s %.2f" % (u["label"], t) for u, t in zip(exp["units"],
+                                                     exp["totals"])), (
+        res.describe())
     header = [i for i, l in enumerate(lines) if "max-mean" in l]
     assert len(header) == 1, res.describe()
     rows = [l for l in lines[header[0] + 1:] if l.strip()]
     assert len(rows) == 3, res.describe()
+    for row, function in zip(rows, exp["order"]):
+        check_text_row(row, function, exp)
     pid_long = json.load(open(long_))["spyc_process"]["pid"]
     hot = [r for r in rows if " hot (" in r]
     assert len(hot) == 1 and ("pid %d" % pid_long) in hot[0], res.describe()
     assert not res.stderr.strip(), "no -o: nothing on stderr\n" + \
         res.describe()
+
+
+# A program of its own for a third process: functions the others never
+# ran, and one that recurses (counted once per sample in total time).
+RECURSE = """import time
+def rec(n):
+    return rec(n - 1) + 1 if n else spin()
+def spin():
+    x = 0
+    for i in range(20000):
+        x += i
+    return x
+end = time.time() + %s
+while time.time() < end:
+    rec(6)
+"""
+
+
+def test_merge_imbalance(spyc, any_python, two_runs, tmp_path):
+    """Three processes, one ranked (listed first) that ran other code,
+    recursing: every figure of the report, JSON (all functions, and
+    --top) and text, is the one computed here from the three inputs."""
+    short, long_ = two_runs
+    rec = str(tmp_path / "rec.json")
+    spyc.run(["record", "-o", rec, "--", any_python.path, "-c",
+              RECURSE % 0.6], env=env_with(PMI_RANK="5")).assert_ok()
+    paths = [short, long_, rec]
+    res = spyc.run(["merge"] + paths + ["--json", "--top", "0"])
+    res.assert_ok()
+    exp = assert_merge_report(json.loads(res.stdout), paths)
+    # What the inputs must hold for that to test something: the ranked
+    # process first, rec only in it, sampled while recursing.
+    unit = exp["units"][0]
+    assert unit["path"] == rec and unit["label"] == "rank 5"
+    assert len(exp["functions"][("rec", "<string>")]["none"]) == 2
+    deep = [s for p in unit["cpu"] for s in p["samples"]
+            if [unit["funcs"][i] for i in s].count(("rec", "<string>")) > 1]
+    assert deep, "no sample of rec() recursing in %s" % rec
+    res = spyc.run(["merge"] + paths + ["--json", "--top", "4"])
+    res.assert_ok()
+    assert_merge_report(json.loads(res.stdout), paths, top=4)
+    res = spyc.run(["merge"] + paths + ["--top", "0"])
+    res.assert_ok()
+    lines = res.stdout.splitlines()
+    start = [i for i, l in enumerate(lines) if "max-mean" in l][0] + 1
+    rows = [l for l in lines[start:] if l.strip()]
+    assert len(rows) == len(exp["order"]), res.describe()
+    for row, function in zip(rows, exp["order"]):
+        check_text_row(row, function, exp)
 
 
 def test_merge_without_process_record(spyc, two_runs, tmp_path):
@@ -230,6 +441,9 @@ def test_merge_orders_by_rank(spyc, any_python, tmp_path):
     procs = json.loads(res.stdout)["processes"]
     assert [p["rank"] for p in procs] == [2, 10]
     assert [p["label"] for p in procs] == ["rank 2", "rank 10"]
+    assert_merge_report(json.loads(res.stdout), [tmp_path / "r.10.json",
+                                                 tmp_path / "r.2.json"],
+                        top=20)
 
 
 def test_merge_errors(spyc, two_runs, tmp_path):
@@ -317,3 +531,4 @@ def test_merge_keeps_evented_profiles(spyc, two_runs, tmp_path):
     cpu = sum(sum(p["weights"]) for p in doc["profiles"]
               if p["type"] == "sampled")
     assert abs(proc["total"] - cpu) < 1e-6
+    assert_merge_report(json.loads(res.stdout), [short, str(gpu)])
