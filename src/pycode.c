@@ -366,6 +366,23 @@ static int header_confirmed(struct pycode_cache *cache, uint64_t addr,
 	return same;
 }
 
+static int string_confirmed(pid_t pid, const struct py_offsets *off,
+			    uint64_t addr, struct strbuf *out)
+{
+	struct strbuf again = STRBUF_INIT;
+	int r = pystring_read(pid, off, addr, out);
+
+	if (!r)
+		r = pystring_read(pid, off, addr, &again);
+	if (!r && (again.len != out->len ||
+		   memcmp(again.buf, out->buf, out->len)))
+		r = -EAGAIN;
+	strbuf_release(&again);
+	if (r)
+		strbuf_reset(out);
+	return r;
+}
+
 static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header)
 {
@@ -411,10 +428,11 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	if (code->firstlineno < 0)
 		goto fail;
 	/* (Empty as a C string: a NUL read where the first letter was.) */
-	if (pystring_read(cache->pid, off, code->name_ptr, &sb) || !sb.buf[0])
+	if (string_confirmed(cache->pid, off, code->name_ptr, &sb) ||
+	    !sb.buf[0])
 		goto fail;
 	code->name = strbuf_detach(&sb);
-	if (pystring_read(cache->pid, off, code->filename_ptr, &sb))
+	if (string_confirmed(cache->pid, off, code->filename_ptr, &sb))
 		goto fail;
 	code->filename = strbuf_detach(&sb);
 	if (read_bytes_object(cache->pid, off, code->linetable_ptr,

@@ -7,7 +7,11 @@ its ptrace calls fail, at the rates it names (src/faults.h).  Every command
 is run against real targets at a high rate, so that each run meets hundreds
 of faults, and must still behave: no signal, no hang, exit 0 or 1 (1 with
 the losses counted in the summary), a well-formed output file, and the
-target running on, no thread of it left stopped or traced.
+target running on, no thread of it left stopped or traced.  What spyc keeps
+must be right: a sample it cannot read cleanly is dropped, never kept with
+a frame the target does not have, so every kept frame is one of the
+target's own functions (or of the modules its threads run in), and the
+stacks the target is known to spend its time in hold most of the samples.
 
 A failure message holds the SPYC_FAULTS used, seed included, to run again.
 """
@@ -21,9 +25,10 @@ import zlib
 
 import pytest
 
-from conftest import (REPO, TargetPool, decode, target_env,
-                      top_until_snapshots)
-from test_record import parse_speedscope, parse_summary
+from conftest import (REPO, TARGETS, TargetPool, decode, parse_dump_text,
+                      spyc_json_threads, target_env, top_until_snapshots)
+from test_record import (FOLDED_FRAME_RE, parse_speedscope,
+                         parse_summary)
 from test_top import parse_plain
 
 FAULTS_BINARY = os.path.join(REPO, "tests", "build", "spyc-faults")
@@ -49,6 +54,46 @@ MANY_TOP_SECONDS = 240
 TIMEOUT = 60
 # How long a target may take to show it runs on after spyc is gone.
 RUN_ON_TIMEOUT = 10.0
+# Of the samples spyc keeps, the share that must carry the stack the
+# target is known to spend its time in: hot.py's chain, or each of
+# states.py's threads in its own function.  A correct spyc keeps over 99%
+# there (hot.py steps out of hot() into work() between calls); less than
+# this would be faults bending the profile unseen.
+MIN_KEPT_CHAIN_SHARE = 0.9
+# Modules whose functions a target's frames may show besides its own
+# script's: its threads' bootstrap, and the import system's frozen code;
+# and the module the dump targets (deep.py) report themselves with.
+STDLIB_MODULES = ["threading", "importlib._bootstrap",
+                  "importlib._bootstrap_external"]
+TARGET_MODULES = [os.path.join(TARGETS, "selfreport.py")]
+# Every function that files (by path) and modules (by name) compile to,
+# as the interpreter that runs it names them: [[name, file]] in JSON.
+# Must run unchanged on 3.6 .. 3.15.
+LIST_FUNCTIONS = r"""
+import importlib, json, sys
+def walk(code, out):
+    out.append([getattr(code, "co_qualname", code.co_name),
+                code.co_filename])
+    for c in code.co_consts:
+        if hasattr(c, "co_consts"):
+            walk(c, out)
+out = []
+for arg in sys.argv[1:]:
+    if arg.endswith(".py"):
+        with open(arg, "rb") as f:
+            code = compile(f.read(), arg, "exec")
+    else:
+        spec = importlib.import_module(arg).__spec__
+        code = spec.loader.get_code(spec.name)
+    walk(code, out)
+print(json.dumps(out))
+"""
+# The stand-in spyc puts for the frames past --max-depth: no file.
+STAND_IN_RE = re.compile(r"^\[\d+ frames? not read\]$")
+# A native frame (--native): a symbol, or "library+0xOFFSET" where there
+# is none; its file, where DWARF gives one, a C or assembly source.
+NATIVE_NAME_RE = re.compile(r"^(?:[A-Za-z_][\w.@$]*|\S+\+0x[0-9a-f]+)$")
+NATIVE_FILE_RE = re.compile(r"\.(?:c|h|S|s|cc|cpp|hpp)$")
 
 
 @pytest.fixture(scope="session")
@@ -247,11 +292,180 @@ def parse_folded_any(path):
     return stacks
 
 
-def check_stacks(stacks, summary, describe):
+class Known(dict):
+    """{name: {file}}, and loose_root: whether a stack's outermost frame
+    is exempt (see known_functions)."""
+    loose_root = False
+
+
+def known_functions(target):
+    """{name: {file}}: every function of the target's script, of
+    TARGET_MODULES and of STDLIB_MODULES, as the target's interpreter
+    names them.  Listed once per target.
+
+    Up to 3.10 (frame objects), injected stale reads still make spyc keep,
+    now and then, a frame freed and reused by another call as a stack's
+    outermost one (dispatch (functools.py) under hot.py's work): a known
+    bug, so the outermost frame (and a top row that is never innermost)
+    is exempt there until it is fixed."""
+    if getattr(target, "known", None) is None:
+        res = subprocess.run(
+            [target.python.path, "-c", LIST_FUNCTIONS, target.script] +
+            TARGET_MODULES + STDLIB_MODULES, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=target_env(), timeout=TIMEOUT)
+        assert res.returncode == 0, (
+            "could not list the functions of %s:\n%s" % (
+                target.script, decode(res.stderr)))
+        target.known = Known()
+        target.known.loose_root = tuple(
+            target.python.version_info[:2]) < (3, 11)
+        for name, path in json.loads(decode(res.stdout)):
+            target.known.setdefault(name, set()).add(path)
+    return target.known
+
+
+def same_file(shown, path):
+    """spyc shows a file by its whole path, or by its end (the part
+    below the directory it took off)."""
+    return bool(shown) and (shown == path or path.endswith("/" + shown))
+
+
+def frame_of(frame):
+    """(name, file or None) of a frame parsed as (name, file, line), or
+    of a folded frame's text."""
+    if not isinstance(frame, str):
+        return frame[0], frame[1] or None
+    m = FOLDED_FRAME_RE.match(frame)
+    return (m.group("name"), m.group("file")) if m else (frame, None)
+
+
+def is_python(file):
+    """Whether a frame of a --native stack is a Python one: spyc names a
+    native frame by its symbol and its C source, never a .py file."""
+    return bool(file) and (file.endswith(".py") or
+                           file.startswith("<frozen "))
+
+
+def unknown_frame(name, file, known, native):
+    """Why the frame is not one the target can have, or None."""
+    if native and not is_python(file):
+        if NATIVE_NAME_RE.match(name) and (
+                not file or NATIVE_FILE_RE.search(file)):
+            return None
+        return "not a native frame"
+    if STAND_IN_RE.match(name) and not file:
+        return None
+    if not any(same_file(file, path) for path in known.get(name, ())):
+        return "no such function in the target"
+    return None
+
+
+def python_frames(frames, native):
+    """The (name, file) of a stack's Python frames, root first."""
+    out = [frame_of(f) for f in frames]
+    return [f for f in out if not native or is_python(f[1])]
+
+
+def starts_with(frames, chain):
+    return len(frames) >= len(chain) and all(
+        f[0] == c["name"] and same_file(f[1], c["file"])
+        for f, c in zip(frames, chain))
+
+
+def format_kept(stacks, limit=8):
+    top = sorted(stacks, key=lambda s: -s[2])[:limit]
+    return "\n".join("  %s x %s: %s" % (label or "", weight, ";".join(
+        "%s (%s)" % frame_of(f) for f in frames))
+        for label, frames, weight in top)
+
+
+def thread_roles(target):
+    """{role: [name, file, line]} of states.py's threads: the function
+    each one stays in, as the target saw it."""
+    return dict((role, r["top"]) for role, r in target.info["roles"].items())
+
+
+def check_stacks(stacks, summary, describe, known=None, chain=None,
+                 roles=None, native=False, labelled=False):
+    """Every stack is whole; with known (known_functions()), all its
+    frames are the target's; with chain, at least MIN_KEPT_CHAIN_SHARE of
+    the weight starts (root first, Python frames only) with it; with
+    roles (thread_roles()), at least that share of each role's thread (a
+    profile labelled "ROLE (...") ends in its function.
+    labelled: each folded stack's first frame is its thread's label."""
     assert all(frames for _, frames, _ in stacks) or not stacks
     if summary.samples:
         assert stacks, "%d samples but no stack written\n%s" % (
             summary.samples, describe)
+    bad, total, hit = [], 0, 0
+    # {role: [its thread's weight, the part in its function]}
+    per_role = dict((role, [0, 0]) for role in roles or ())
+    verdicts = {}   # a run holds few distinct frames, in many stacks
+    for label, frames, weight in stacks:
+        body = frames[1:] if labelled else frames
+        checked = body[1:] if getattr(known, "loose_root", False) else body
+        for frame in checked:
+            name, file = frame_of(frame)
+            if (name, file) not in verdicts:
+                verdicts[name, file] = known is not None and unknown_frame(
+                    name, file, known, native)
+            why = verdicts[name, file]
+            if why:
+                bad.append("%s (%s): %s, in %s" % (name, file, why, ";".join(
+                    "%s (%s)" % frame_of(f) for f in body)))
+        body = python_frames(body, native)
+        total += weight
+        if chain and starts_with(body, chain):
+            hit += weight
+        for role, top in (roles or {}).items():
+            if (label or "").startswith(role + " ("):
+                per_role[role][0] += weight
+                if body and body[-1][0] == top[0] and same_file(
+                        body[-1][1], top[1]):
+                    per_role[role][1] += weight
+    assert not bad, (
+        "%d frames kept that the target does not have (a sample read "
+        "wrong must be dropped):\n  %s\n%s" % (
+            len(bad), "\n  ".join(bad[:10]), describe))
+    assert not chain or hit >= MIN_KEPT_CHAIN_SHARE * total, (
+        "only %.1f%% of the kept samples have the chain %s\ntop stacks:\n"
+        "%s\n%s" % (100.0 * hit / total if total else 0,
+                     " -> ".join(c["name"] for c in chain),
+                     format_kept(stacks), describe))
+    for role, (mine, in_top) in sorted(per_role.items()):
+        assert mine and in_top >= MIN_KEPT_CHAIN_SHARE * mine, (
+            "thread %s is in %s (as the target says) in only %.1f%% of "
+            "its kept samples\ntop stacks:\n%s\n%s" % (
+                role, roles[role][0], 100.0 * in_top / mine if mine else 0,
+                format_kept(stacks), describe))
+
+
+def check_rows(snapshots, known, leaves, describe):
+    """Every row of top's plain snapshots is one of the target's functions
+    (known: known_functions()); a row cut at the screen's edge, its name.
+    Each of leaves ([{"name", "file"}], functions a thread of the target
+    stays in) has at least MIN_KEPT_CHAIN_SHARE of the samples as its own
+    time in every snapshot: %OWN counts 100 per thread in every sample."""
+    for header, rows in snapshots:
+        where = "snapshot %s" % header["snapshot"]
+        for r in rows:
+            if getattr(known, "loose_root", False) and not r["own"]:
+                continue
+            if r["whole"]:
+                why = unknown_frame(r["name"], r["file"], known, r["native"])
+            else:
+                why = r["name"] not in known and "no such function"
+            assert not why, (
+                "%s: a row the target does not have (%s): %s\n%s" % (
+                    where, why, r["function"], describe))
+        for leaf in leaves:
+            own = sum(r["own"] for r in rows if r["whole"] and
+                      r["name"] == leaf["name"] and
+                      same_file(r["file"], leaf["file"]))
+            assert own >= 100 * MIN_KEPT_CHAIN_SHARE, (
+                "%s: %s, which a thread of the target stays in, has %.1f%% "
+                "of the samples as its own\n%s" % (
+                    where, leaf["name"], own, describe))
 
 
 @pytest.mark.parametrize("spec", ["read=2", "read", "seed=x",
@@ -277,7 +491,9 @@ def test_record_speedscope(faults_spyc, python, slot_targets, tmp_path):
         _, stacks = parse_speedscope(out)
     except ValueError as e:
         pytest.fail("invalid speedscope JSON (%s)\n%s" % (e, describe))
-    check_stacks(stacks, summary, describe)
+    target = slot_targets["states"]
+    check_stacks(stacks, summary, describe, known_functions(target),
+                 roles=thread_roles(target))
 
 
 def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
@@ -289,14 +505,17 @@ def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
         # Python frames, after the thread's label: a name, a line >= 0.
         assert all(re.match(r"^.+ \(.*:[0-9]+\)$", f) for f in frames[1:]), (
             "a frame is not 'name (file:line)': %r\n%s" % (frames, describe))
-    check_stacks(stacks, summary, describe)
+    hot = slot_targets["hot"]
+    check_stacks(stacks, summary, describe, known_functions(hot),
+                 chain=hot.info["chain"], labelled=True)
 
 
 def test_record_native(faults_spyc, python, slot_targets, tmp_path):
+    hot = slot_targets["hot"]
     summary, out, describe = record(
-        faults_spyc, python, slot_targets["hot"], tmp_path, "native",
-        "out.txt", "--native")
-    check_stacks(parse_folded_any(out), summary, describe)
+        faults_spyc, python, hot, tmp_path, "native", "out.txt", "--native")
+    check_stacks(parse_folded_any(out), summary, describe,
+                 known_functions(hot), chain=hot.info["chain"], native=True)
 
 
 def test_record_blocking(faults_spyc, python, slot_targets, tmp_path):
@@ -304,7 +523,9 @@ def test_record_blocking(faults_spyc, python, slot_targets, tmp_path):
         faults_spyc, python, slot_targets["states"], tmp_path, "blocking",
         "out.json", "--blocking", "--idle")
     _, stacks = parse_speedscope(out)
-    check_stacks(stacks, summary, describe)
+    target = slot_targets["states"]
+    check_stacks(stacks, summary, describe, known_functions(target),
+                 roles=thread_roles(target))
 
 
 @pytest.mark.parametrize("mode", ["text", "json", "native"])
@@ -322,14 +543,30 @@ def test_dump(faults_spyc, python, slot_targets, mode):
             assert [l for l in res.stderr_lines
                     if l.startswith("spyc: ")], (
                 "exit 1 with no 'spyc: ' line saying why\n" + describe)
-        elif mode == "json":
+            assert_target_runs_on(target, describe)
+            continue
+        if mode == "json":
             try:
                 doc = json.loads(res.stdout)
             except ValueError as e:
                 pytest.fail("invalid JSON (%s)\n%s" % (e, describe))
             assert doc["threads"], describe
+            threads = spyc_json_threads(doc)
         else:
             assert "Thread 0x" in res.stdout, describe
+            # Its Python frames: a native one ends in "[native]".
+            threads = parse_dump_text(res.stdout)[1]
+        # Exit 0 says every stack was read cleanly: each frame is the
+        # target's.
+        known = known_functions(target)
+        # (dump lists a thread's frames innermost first.)
+        bad = ["%s (%s:%s)" % f for t in threads.values()
+               for f in (t["frames"][:-1] if known.loose_root
+                         else t["frames"])
+               if unknown_frame(f[0], f[1], known, False)]
+        assert not bad, (
+            "exit 0, with frames the target does not have:\n  %s\n%s" % (
+                "\n  ".join(bad[:10]), describe))
         assert_target_runs_on(target, describe)
 
 
@@ -340,7 +577,9 @@ def test_record_many_samples(faults_spyc, python, slot_targets, tmp_path,
                              opts):
     """Records under faults, one after another as fast as spyc samples,
     until they have met MANY_SAMPLES samples: every one survives with a
-    whole file and leaves the target running."""
+    whole file of hot.py's own frames and leaves the target running."""
+    hot = slot_targets["hot"]
+    known = known_functions(hot)
     met, runs = 0, 0
     while met < MANY_SAMPLES:
         assert runs < MANY_RUNS_MAX, (
@@ -351,7 +590,7 @@ def test_record_many_samples(faults_spyc, python, slot_targets, tmp_path,
                                runs, counts=counts)
         out = str(tmp_path / "many.json")
         res = faults_spyc.run(
-            ["record", "--pid", slot_targets["hot"].pid, "--rate", MANY_HZ,
+            ["record", "--pid", hot.pid, "--rate", MANY_HZ,
              "--duration", MANY_RUN_SECONDS, "-o", out] + opts,
             env=env, timeout=TIMEOUT)
         describe = assert_survived(res, spec)
@@ -363,8 +602,9 @@ def test_record_many_samples(faults_spyc, python, slot_targets, tmp_path,
             _, stacks = parse_speedscope(out)
         except ValueError as e:
             pytest.fail("invalid speedscope JSON (%s)\n%s" % (e, describe))
-        check_stacks(stacks, summary, describe)
-        assert_target_runs_on(slot_targets["hot"], describe)
+        check_stacks(stacks, summary, describe, known,
+                     chain=hot.info["chain"], native="--native" in opts)
+        assert_target_runs_on(hot, describe)
         met += summary.samples + summary.dropped
         runs += 1
 
@@ -385,8 +625,11 @@ def test_top_many_samples(faults_spyc, python, slot_targets, tmp_path):
     assert code >= 0, "spyc top was killed by signal %d\n%s" % (-code,
                                                                  describe)
     assert code in (0, 1), describe
-    met = sum(float(h["samples/s"]) for h, _ in parse_plain(text, True))
+    snapshots = parse_plain(text, True)
+    met = sum(float(h["samples/s"]) for h, _ in snapshots)
     assert met >= MANY_SAMPLES, "top sampled only %d\n%s" % (met, describe)
+    check_rows(snapshots, known_functions(target), [target.info["chain"][-1]],
+               describe)
     assert_target_runs_on(target, describe)
 
 
@@ -401,9 +644,13 @@ def test_top_plain(faults_spyc, python, slot_targets, tmp_path):
     assert code >= 0, "spyc top was killed by signal %d\n%s" % (-code,
                                                                  describe)
     assert code in (0, 1), describe
-    # A name read as random bytes may run past the screen's edge: its row
-    # is cut there, which is all the format promises of a long name.
-    assert parse_plain(text, allow_cut=True), "no snapshot\n" + describe
+    # A long name may run past the screen's edge: its row is cut there,
+    # which is all the format promises of a long name.
+    snapshots = parse_plain(text, allow_cut=True)
+    assert snapshots, "no snapshot\n" + describe
+    check_rows(snapshots, known_functions(target),
+               [{"name": top[0], "file": top[1]}
+                for top in thread_roles(target).values()], describe)
     assert_target_runs_on(target, describe)
 
 
@@ -415,7 +662,7 @@ def test_record_subprocesses(faults_spyc, python, targets, tmp_path):
         faults_spyc, python, tree, tmp_path, "subprocesses", "out.json",
         "--subprocesses")
     _, stacks = parse_speedscope(out)
-    check_stacks(stacks, summary, describe)
+    check_stacks(stacks, summary, describe, known_functions(tree))
 
 
 def test_record_async(faults_spyc, python, targets, tmp_path):

@@ -57,15 +57,19 @@ def record(spyc, pid, out, *extra):
     return res, summary
 
 
-def line_span(path, function):
-    """(first, last) line of the def of function in the file at path."""
+def body_lines(path, function):
+    """(first, last) line of the body of the def of function in the file
+    at path: a sample inside it is at one of these, never at the def line
+    (where a writer that gave each frame its function's first line would
+    put it)."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == function:
-            last = max(getattr(n, "lineno", node.lineno)
-                       for n in ast.walk(node))
-            return node.lineno, last
+            first = node.body[0].lineno
+            assert first > node.lineno, "def %s is on one line" % function
+            last = max(getattr(n, "lineno", first) for n in ast.walk(node))
+            return first, last
     raise AssertionError("no def %s in %s" % (function, path))
 
 
@@ -292,7 +296,7 @@ def check_with_go(out, tmp_path, summary, chain, hot_lines, describe):
             line = raw_frame(stack[len(chain) - 1], chain[-1]["name"],
                              chain[-1]["file"])
             assert hot_lines[0] <= line <= hot_lines[1], (
-                "go tool pprof reads line %d for hot(), which spans "
+                "go tool pprof reads line %d for hot(), whose body is "
                 "lines %d-%d" % (line, hot_lines[0], hot_lines[1]))
     assert hit >= MIN_CHAIN_SHARE * total, (
         "go tool pprof finds the chain %s in %d of %d samples" % (
@@ -314,7 +318,7 @@ def test_pprof(spyc, python, targets, tmp_path):
     res, summary = record(spyc, hot.pid, out, "--full-filenames")
     describe = res.describe()
     chain = hot.info["chain"]
-    hot_lines = line_span(chain[-1]["file"], chain[-1]["name"])
+    hot_lines = body_lines(chain[-1]["file"], chain[-1]["name"])
 
     prof = decode_pprof(out)
     check_pprof_values(prof, summary, "cpu")
@@ -330,7 +334,8 @@ def test_pprof(spyc, python, targets, tmp_path):
         if len(stack) >= len(chain) and stack[len(chain) - 1][0] == "hot":
             line = stack[len(chain) - 1][2]
             assert hot_lines[0] <= line <= hot_lines[1], (
-                "line %d is not in hot() (%d-%d)" % ((line,) + hot_lines))
+                "line %d is not in hot()'s body (%d-%d)" % (
+                    (line,) + hot_lines))
     check_with_go(out, tmp_path, summary, chain, hot_lines, describe)
 
 
@@ -467,9 +472,11 @@ def test_chrome(spyc, python, targets, tmp_path):
                 ev["args"]["file"] == chain[-1]["file"]]
     assert in_chain, "no %s slice under %s\n%s" % (
         want[-1], " -> ".join(want[:-1]), describe)
-    hot_lines = line_span(chain[-1]["file"], chain[-1]["name"])
+    hot_lines = body_lines(chain[-1]["file"], chain[-1]["name"])
     for ev in in_chain:
-        assert hot_lines[0] <= ev["args"]["line"] <= hot_lines[1], ev
+        assert hot_lines[0] <= ev["args"]["line"] <= hot_lines[1], (
+            "a hot() slice at line %d, not in its body (%d-%d): %s" % (
+                (ev["args"]["line"],) + hot_lines + (ev,)))
     hot_time = sum(ev["dur"] for ev in in_chain)
     assert hot_time >= MIN_CHAIN_SHARE * root_time(slices[hot.pid]) - \
         2e6 / RATE, "hot() covers %.0f of %.0f ms\n%s" % (
