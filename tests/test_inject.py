@@ -408,6 +408,18 @@ def test_remote_exec_script(tools, python, targets, tmp_path):
     assert t.errors() == "", t.errors()
 
 
+def wait_main_thread_asleep(pid, timeout=20):
+    """Until pid's main thread sleeps (state S: BLOCKED's time.sleep,
+    the one thing it blocks in once it has said it is ready)."""
+    deadline = time.time() + timeout
+    while True:
+        with open("/proc/%d/task/%d/stat" % (pid, pid)) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                return
+        assert time.time() < deadline, "the main thread never slept"
+        time.sleep(0.01)
+
+
 def test_remote_exec_timeout(tools, python, tmp_path):
     """A request the main thread does not take in time is withdrawn: the
     script does not run when the thread wakes up."""
@@ -422,6 +434,9 @@ def test_remote_exec_timeout(tools, python, tmp_path):
     proc = start_unmanaged([python.path, str(script), str(ready), "3"],
                            tmp_path, ready=str(ready))
     try:
+        # Ready is said a few bytecodes before the sleep: on a loaded
+        # machine the main thread may run them only after the request.
+        wait_main_thread_asleep(proc.pid)
         rc, out, err = run_inject(["--pid", proc.pid, "--remote-exec",
                                    exec_script, "--timeout", "300"])
         one_error_line(rc, out, err, "pid %d's main thread reached no eval "
