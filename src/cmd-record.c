@@ -1008,6 +1008,7 @@ int cmd_record(int argc, char **argv)
 	char *agent = NULL;
 	struct strbuf output = STRBUF_INIT;
 	uint64_t dropped = 0, taken;
+	int too_many;
 	size_t i;
 	int ret = EXIT_OK, ended_by_spyc = 0, code;
 
@@ -1117,11 +1118,11 @@ int cmd_record(int argc, char **argv)
 		taken = r.sl.tree_reads;
 	else
 		taken = r.samples;
-	if ((double)dropped > DROP_TOLERANCE * (double)(taken + dropped))
+	too_many = (double)dropped > DROP_TOLERANCE * (double)(taken + dropped);
+	if (too_many)
 		drops_warning(&r, dropped, taken + dropped);
 	print_summary(&r);
-	if (!r.stacks.total_samples ||
-	    (double)dropped > DROP_TOLERANCE * (double)(taken + dropped))
+	if (!r.stacks.total_samples || too_many)
 		ret = EXIT_DATA_LOST;
 out:
 	if (opts.kill_after_duration && r.at_deadline)

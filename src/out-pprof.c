@@ -359,6 +359,7 @@ int out_pprof_write(FILE *fp, const struct stacks *st,
 	int64_t period_ns = rate_hz > 0 ? llround(1e9 / rate_hz) : 0;
 	size_t nr_values = period_ns > 0 ? 2 : 1;
 	struct strbuf comment = STRBUF_INIT;
+	const struct source_roots *roots = meta ? meta->source_roots : NULL;
 	size_t i;
 	int ret;
 
@@ -387,10 +388,7 @@ int out_pprof_write(FILE *fp, const struct stacks *st,
 	add_code(&p, &b, st);
 	add_samples(&p, &b, st, nr_values, period_ns);
 
-	b.comments = xcalloc(2 + (meta && meta->source_roots
-					  ? meta->source_roots->nr
-					  : 0),
-			     sizeof(*b.comments));
+	b.comments = xcalloc(2 + (roots ? roots->nr : 0), sizeof(*b.comments));
 	strbuf_addf(&comment, "spyc: %s",
 		    meta && meta->title ? meta->title : "profile");
 	b.comments[p.n_comment++] = strtab_index(&b.strings, comment.buf);
@@ -401,12 +399,10 @@ int out_pprof_write(FILE *fp, const struct stacks *st,
 		    strtab_index(&b.strings, comment.buf);
 	}
 	/* Where spyc report finds the sources of the short file names. */
-	for (i = 0; meta && meta->source_roots &&
-		    i < meta->source_roots->nr;
-	     i++) {
+	for (i = 0; roots && i < roots->nr; i++) {
 		strbuf_reset(&comment);
 		strbuf_addf(&comment, OUTPUT_SOURCE_ROOT_COMMENT "%s",
-			    meta->source_roots->dirs[i]);
+			    roots->dirs[i]);
 		b.comments[p.n_comment++] =
 		    strtab_index(&b.strings, comment.buf);
 	}

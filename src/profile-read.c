@@ -746,7 +746,7 @@ static int read_chrome(struct profile *p, const char *name, const cJSON *root,
 	const cJSON *ev, *args;
 	struct chrome_slice *slices = NULL;
 	struct chrome_row *rows = NULL;
-	size_t nr = 0, alloc = 0, nr_rows = 0, alloc_rows = 0, i, j, index = 0;
+	size_t nr = 0, alloc = 0, nr_rows = 0, alloc_rows = 0, i, index = 0;
 	size_t depth = 0, nr_processes = 0, alloc_open = 0;
 	uint32_t *open = NULL, thread = 0;
 	int64_t *ends = NULL, at = 0;
@@ -847,9 +847,10 @@ static int read_chrome(struct profile *p, const char *name, const cJSON *root,
 			      name);
 			goto out;
 		}
-		ALLOC_GROW(open, depth + 1, alloc_open);
-		j = alloc_open;
-		ends = xrealloc(ends, j * sizeof(*ends));
+		if (depth == alloc_open) {
+			ALLOC_GROW(open, depth + 1, alloc_open);
+			ends = xrealloc(ends, alloc_open * sizeof(*ends));
+		}
 		open[depth] = s->frame;
 		ends[depth++] = s->end;
 	}

@@ -391,6 +391,7 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	struct strbuf sb = STRBUF_INIT;
 	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
 						      : off->code_name;
+	uint64_t refcnt = load_u64(header, 0);
 
 	/*
 	 * A frame read after it returned may name a code object freed since
@@ -399,9 +400,7 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	 * pymalloc keeps a link to the next free block in its first word,
 	 * where a live object counts its references.
 	 */
-	if ((cache->refcnt_at_0 &&
-	     (!load_u64(header, 0) || load_u64(header, 0) >> 32)) ||
-	    !header_confirmed(cache, addr, header)) {
+	if (cache->refcnt_at_0 && (!refcnt || refcnt >> 32)) {
 		free(code);
 		return NULL;
 	}
@@ -439,10 +438,11 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			      &code->linetable, &code->linetable_len))
 		goto fail;
 	/*
-	 * Still the strings the header named: importlib gives a code object
-	 * loaded from a .pyc its file name after the fact
-	 * (_imp._fix_co_filename), freeing the old string, whose memory the
-	 * next object takes (an exception's message, read as the file name).
+	 * The header read again, once its strings are copied: a torn header
+	 * is not believed, nor strings it no longer names (importlib gives a
+	 * code object loaded from a .pyc its file name after the fact,
+	 * _imp._fix_co_filename, freeing the old string, whose memory the
+	 * next object takes: an exception's message, read as the file name).
 	 */
 	if (!header_confirmed(cache, addr, header))
 		goto fail;
