@@ -253,8 +253,8 @@ static void plan_spans(struct py_sampler *ps, struct py_frame_memo *m)
 }
 
 /*
- * The frames a batch read copies: first (unless 0), then with_known m's
- * known frames, twice, into b (addresses, where each one's copies land,
+ * The frames a batch read copies, each twice in a row: first (unless
+ * 0), then with_known m's known frames, into b (addresses, where each one's copies land,
  * each one's index in m->known or -1 for first; grown as needed).
  * Returns how many.  Without the known frames, first must not be 0.
  */
@@ -263,7 +263,7 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 			       struct py_frame_batch *b)
 {
 	size_t fs = (size_t)ps->rt->off->frame_size, n = 0, i;
-	size_t base = first ? fs : 0, nk, bytes;
+	size_t base = first ? 2 * fs : 0, nk, bytes;
 
 	plan_spans(ps, m);
 	nk = with_known ? m->nr : 0;
@@ -280,7 +280,7 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 	if (first) {
 		b->addrs[n] = first;
 		b->at[n] = 0;
-		b->at2[n] = SIZE_MAX;
+		b->at2[n] = fs;
 		b->known[n++] = -1;
 	}
 	for (i = 0; i < nk; i++) {
@@ -295,9 +295,9 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 
 /*
  * Point ps->local/remote from index nio on at the regions of batch b
- * that plan_frame_batch made (first, then with_known each of m's spans
- * twice); returns the index after them.  ps->local/remote must have
- * room for 1 + 2 * m->nr_spans.
+ * that plan_frame_batch made (first, then with_known each of m's spans,
+ * each twice); returns the index after them.  ps->local/remote must have
+ * room for 2 + 2 * m->nr_spans.
  */
 static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 			    const struct py_frame_memo *m, uint64_t first,
@@ -307,7 +307,8 @@ static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
 
 	if (first) {
 		py_sampler_set_iov(ps, nio++, b->buf, first, fs);
-		at = fs;
+		py_sampler_set_iov(ps, nio++, b->buf + fs, first, fs);
+		at = 2 * fs;
 	}
 	for (i = 0; with_known && i < m->nr_spans; i++)
 		for (pass = 0; pass < 2; pass++) {
@@ -332,8 +333,8 @@ static long known_index(const struct py_frame_memo *m, uint64_t addr)
 /*
  * One process_vm_readv of a walk.  First the anchor: the thread state
  * (anchor 0: before any frame was taken) or the frame taken last, whose
- * link leads to the first frame wanted; then that frame, unless it is 0;
- * then the frames of the thread's recent walks (m's known frames), its
+ * link leads to the first frame wanted; then that frame (twice in a
+ * row), unless it is 0; then the frames of the thread's recent walks (m's known frames), its
  * likely callers, unless that frame is new below the frame taken last
  * (a stack that grew since: its callers are read one by one until the
  * chain reaches frames seen before).  Copies land in ps->batch; returns
@@ -354,7 +355,7 @@ static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
 	plan_frame_batch(ps, m, first, with_known, &ps->batch);
 	if (!ps->anchor_buf)
 		ps->anchor_buf = xmalloc(fs);
-	py_sampler_grow_iov(ps, 2 * m->nr_spans + 2);
+	py_sampler_grow_iov(ps, 2 * m->nr_spans + 3);
 	if (anchor)
 		py_sampler_set_iov(ps, nio++, ps->anchor_buf, anchor, fs);
 	else
@@ -515,6 +516,23 @@ static size_t caller_copy(const struct py_frame_batch *b, long idx,
 }
 
 /*
+ * Does the copy at offset at of the batch's frame idx hold the same call
+ * (code and caller) as the frame's other copy, if it has one?  Code and
+ * caller stay put for a call's life: two copies made in a row that
+ * disagree say that the frame changed hands in between, or that one of
+ * them was read wrong (a code pointer read wrong can name another real
+ * function).  Either way the frame is read again.
+ */
+static int copy_confirmed(const struct py_sampler *ps, long idx, size_t at)
+{
+	const struct py_frame_batch *b = &ps->batch;
+	size_t other = at == b->at[idx] ? b->at2[idx] : b->at[idx];
+
+	return other == NO_COPY ||
+	       copies_agree(ps->rt->off, b->buf + at, b->buf + other, 0);
+}
+
+/*
  * The link window of the batch's frame idx, taken from its copy at
  * offset at, depth frames out from the innermost: both its copies agree
  * and are live, or only the one taken counts.
@@ -544,7 +562,8 @@ static int innermost_usable(const struct py_sampler *ps, long idx)
 {
 	return idx >= 0 &&
 	       frame_object_live(ps->rt->off, ps->batch.buf + ps->batch.at[idx],
-				 0);
+				 0) &&
+	       copy_confirmed(ps, idx, ps->batch.at[idx]);
 }
 
 /*
@@ -671,7 +690,9 @@ static int note_innermost(struct py_sampler *ps, uint64_t frame, long idx)
  * the next read copies the frame taken last again, then its caller: the
  * frame must be the same call still (same code and caller, live), else
  * the thread has moved on and the chain is torn.  The thread state as
- * anchor may move on freely a few times: no frame was taken yet.
+ * anchor may move on freely a few times: no frame was taken yet.  A
+ * frame's copy is taken only if its other copy holds the same call
+ * (copy_confirmed).
  */
 enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			       struct py_sample *out)
@@ -735,7 +756,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			 */
 			if (copy == NO_COPY ||
 			    (depth && !inside && ps->batch.known[idx] >= 0 &&
-			     is_free_frame(ps, frame)))
+			     is_free_frame(ps, frame)) ||
+			    (depth && !copy_confirmed(ps, idx, copy)))
 				idx = -1;
 		}
 		while (idx < 0) {
@@ -752,7 +774,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 
 				if (load_u64(a, off->frame_code) != last_code ||
 				    load_u64(a, off->frame_back) != last_back ||
-				    !frame_object_live(off, a, depth - 1)) {
+				    !frame_object_live(off, a, depth - 1) ||
+				    !copy_confirmed(ps, 0, ps->batch.at[0])) {
 					why = DROP_INVALID;
 					goto done;
 				}

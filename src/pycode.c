@@ -383,6 +383,33 @@ static int string_confirmed(pid_t pid, const struct py_offsets *off,
 	return r;
 }
 
+/*
+ * The bytes object at addr (a line table), read twice: the copies must
+ * agree, as the strings of string_confirmed do.  A table read wrong
+ * would give every sample of the code a wrong line, for the object's
+ * life.
+ */
+static int bytes_confirmed(pid_t pid, const struct py_offsets *off,
+			   uint64_t addr, unsigned char **buf, size_t *len)
+{
+	unsigned char *again;
+	size_t again_len;
+	int r = read_bytes_object(pid, off, addr, buf, len);
+
+	if (r)
+		return r;
+	r = read_bytes_object(pid, off, addr, &again, &again_len);
+	if (!r && (again_len != *len || memcmp(again, *buf, *len)))
+		r = -EAGAIN;
+	free(again);
+	if (r) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+	}
+	return r;
+}
+
 static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header)
 {
@@ -434,8 +461,8 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	if (string_confirmed(cache->pid, off, code->filename_ptr, &sb))
 		goto fail;
 	code->filename = strbuf_detach(&sb);
-	if (read_bytes_object(cache->pid, off, code->linetable_ptr,
-			      &code->linetable, &code->linetable_len))
+	if (bytes_confirmed(cache->pid, off, code->linetable_ptr,
+			    &code->linetable, &code->linetable_len))
 		goto fail;
 	/*
 	 * The header read again, once its strings are copied: a torn header
