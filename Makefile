@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: MIT
 # spyc: build the profiler, run its tests and benchmarks.
-#   make               build ./spyc (installs missing build dependencies)
+#   make               build ./spyc (objects in build/obj/); installs nothing
 #   make DEVELOPER=1   the same with -Werror and stricter warnings
-#   make test          unit tests, then live tests against every CPython found
+#   make deps-build    install what building spyc needs (Debian packages)
+#   make deps          install what building and testing need (and npm's)
+#   make test          make deps, then unit tests, live tests against every
+#                      CPython found, test-sanitize and test-valgrind
 #   make bench         benchmark table (not part of make test)
 #   make stress        spyc killed and stopped at random, hundreds of times
 #   make soak          an hour at 1 kHz on a churning target: RSS must plateau
-#   make demo          profile a bundled example: demo-out/demo.json and .svg
+#   make demo          make deps-build, then profile a bundled example:
+#                      demo-out/demo.json and .svg
 #   make offsets       regenerate offsets/ from installed CPython headers
 #   make install       spyc, its GPU agent, man page and shell completions
 #                      under PREFIX (default /usr/local), staged in DESTDIR
@@ -33,21 +37,22 @@ endif
 PKGS = libelf libdw libcjson ncursesw libunwind-ptrace libunwind-generic
 PKGS += libprotobuf-c zlib
 PROTOC_C ?= protoc-c
-DEPS_OK := $(shell scripts/install-deps --check >/dev/null 2>&1 && echo yes)
+BUILD_DEPS_MISSING := $(shell scripts/install-deps --build --check 2>&1 >/dev/null)
 
 SRCS = $(wildcard src/*.c) $(wildcard offsets/*.c)
-OBJS = $(SRCS:.c=.o)
+OBJDIR = build/obj
+OBJS = $(SRCS:%.c=$(OBJDIR)/%.o)
 # --format pprof: C code that protoc-c generates from proto/profile.proto.
 PROTO_GEN = build/proto/profile.pb-c.c build/proto/profile.pb-c.h
 PROTO_OBJ = build/proto/profile.pb-c.o
 OBJS += $(PROTO_OBJ)
-LIB_OBJS = $(filter-out src/spyc.o,$(OBJS))
+LIB_OBJS = $(filter-out $(OBJDIR)/src/spyc.o,$(OBJS))
 
 UNIT_SRCS = $(wildcard tests/unit/*.c)
 UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=tests/build/unit-%)
 
 # The channel's writer is pure C: spyc's unit tests run it without CUPTI.
-RING_OBJ = agent/ring.o
+RING_OBJ = $(OBJDIR)/agent/ring.o
 
 # The GPU agent (agent/) is built when CUPTI's headers are found: a
 # feature probe compiles a tiny program against them, as linux perf's
@@ -80,8 +85,8 @@ TEST_TOOLS = tests/build/spyc-inject tests/build/spyc-sleeploop
 FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
 	tests/build/fakecuda/libcuda.so.1)
 
-.PHONY: all deps test unit-test live-test test-tools bench stress soak demo \
-	offsets clean \
+.PHONY: all deps deps-build build-deps-check test test-run unit-test \
+	live-test test-tools bench stress soak demo offsets clean \
 	install uninstall
 
 PREFIX ?= /usr/local
@@ -94,25 +99,38 @@ ZSHCOMPDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 all: spyc $(AGENT)
 
 deps:
-ifneq ($(DEPS_OK),yes)
 	scripts/install-deps
+
+deps-build:
+	scripts/install-deps --build
+
+# A plain make installs nothing: it says what is missing, and how to get it.
+build-deps-check:
+ifneq ($(BUILD_DEPS_MISSING),)
+	@echo "spyc: cannot build: $(BUILD_DEPS_MISSING); make deps-build installs them" >&2
+	@exit 1
 endif
 
-$(OBJS): | deps
+$(OBJDIR)/%.o: %.c | build-deps-check
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# Made by a pattern rule for the unit tests' pattern rule only: kept.
+.SECONDARY: $(RING_OBJ) $(ASAN_RING_OBJ)
 
 CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lelf -ldw -lcjson -lprotobuf-c -lz) -lstdc++ -lm
 
 # Generated, so not held to DEVELOPER's warnings; rebuilt when the schema
 # changes.  The pattern rule makes one protoc-c run yield both files.
-build/proto/%.pb-c.c build/proto/%.pb-c.h: proto/%.proto | deps
+build/proto/%.pb-c.c build/proto/%.pb-c.h: proto/%.proto | build-deps-check
 	@mkdir -p build/proto
 	$(PROTOC_C) --proto_path=proto --c_out=build/proto $<
 
 $(PROTO_OBJ): build/proto/profile.pb-c.c build/proto/profile.pb-c.h
 	$(CC) $(filter-out -Werror -Wmissing-prototypes -Wstrict-prototypes,$(CFLAGS)) -c -o $@ $<
 
-src/out-pprof.o: build/proto/profile.pb-c.h
+$(OBJDIR)/src/out-pprof.o: build/proto/profile.pb-c.h
 
 spyc: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
@@ -124,8 +142,6 @@ endif
 spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h src/gpuchan-layout.h
 	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) -ldl -pthread \
 		-Wl,-z,defs
-
-$(RING_OBJ): | deps
 
 tests/build/unit-%: tests/unit/%.c $(LIB_OBJS) $(RING_OBJ)
 	@mkdir -p tests/build
@@ -160,7 +176,12 @@ unit-test: $(UNIT_BINS)
 live-test: test-tools
 	$(PYTEST) -ra tests/
 
-test: unit-test live-test
+# The packages first, in a make of their own: the rest is planned after.
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: unit-test live-test
 
 bench: spyc $(AGENT) $(FAKE_CUDA) tests/build/spyc-sleeploop
 	$(PYTHON3) tests/bench.py
@@ -171,7 +192,9 @@ stress: spyc
 soak: spyc
 	$(PYTHON3) tests/soak.py
 
-demo: spyc
+demo:
+	@$(MAKE) --no-print-directory deps-build
+	@$(MAKE) --no-print-directory spyc
 	@mkdir -p demo-out
 	./spyc record --rate 250 -o demo-out/demo.json -- $(PYTHON3) tests/targets/demo.py
 	./spyc record --rate 250 -o demo-out/demo.svg -- $(PYTHON3) tests/targets/demo.py
@@ -196,9 +219,10 @@ uninstall:
 	-rmdir $(LIBDIR)
 
 clean:
-	rm -f spyc spyc-agent.so $(OBJS) $(OBJS:.o=.d) $(RING_OBJ) \
-		$(RING_OBJ:.o=.d) $(UNIT_BINS) $(UNIT_BINS:=.d) $(TEST_LIBS) \
-		$(TEST_TOOLS) $(TEST_TOOLS:=.d) $(PROTO_GEN)
+	rm -rf $(OBJDIR)
+	rm -f spyc spyc-agent.so $(UNIT_BINS) $(UNIT_BINS:=.d) $(TEST_LIBS) \
+		$(TEST_TOOLS) $(TEST_TOOLS:=.d) $(PROTO_GEN) $(PROTO_OBJ) \
+		$(PROTO_OBJ:.o=.d)
 
 -include $(OBJS:.o=.d) $(UNIT_BINS:=.d) $(RING_OBJ:.o=.d) $(TEST_TOOLS:=.d)
 
@@ -212,7 +236,7 @@ FAULTS_DIR = tests/build/faults
 FAULTS_OBJS = $(SRCS:%.c=$(FAULTS_DIR)/%.o) $(PROTO_OBJ)
 FAULTS_BIN = tests/build/spyc-faults
 
-$(FAULTS_DIR)/%.o: %.c | deps
+$(FAULTS_DIR)/%.o: %.c | build-deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSPYC_FAULTS -c -o $@ $<
 
@@ -231,7 +255,7 @@ SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 ASAN_DIR = tests/build/asan
 ASAN_OBJS = $(SRCS:%.c=$(ASAN_DIR)/%.o) $(PROTO_OBJ)
 ASAN_LIB_OBJS = $(filter-out $(ASAN_DIR)/src/spyc.o,$(ASAN_OBJS))
-ASAN_RING_OBJ = $(ASAN_DIR)/$(RING_OBJ)
+ASAN_RING_OBJ = $(ASAN_DIR)/agent/ring.o
 ASAN_BIN = tests/build/spyc-asan
 ASAN_UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(ASAN_DIR)/unit-%)
 # Any report ends the program with an error (exit 99); leaks are reports
@@ -246,7 +270,7 @@ SANITIZE_LIVE = tests/test_record.py tests/test_dump.py tests/test_top.py \
 	tests/test_errors.py tests/test_faults.py tests/test_hostile.py \
 	tests/test_report.py
 
-$(ASAN_DIR)/%.o: %.c | deps
+$(ASAN_DIR)/%.o: %.c | build-deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANITIZE_FLAGS) -DSPYC_FAULTS -c -o $@ $<
 
@@ -265,7 +289,7 @@ all: $(ASAN_BIN) $(ASAN_UNIT_BINS)
 endif
 
 test-tools: $(FAULTS_BIN)
-test: test-sanitize test-valgrind
+test-run: test-sanitize test-valgrind
 stress: $(FAULTS_BIN)
 
 test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools
