@@ -146,6 +146,7 @@ static int add_tasks_json(cJSON *obj, const char *key,
 
 /* The JSON object of one process's dump; NULL when out of memory. */
 static cJSON *process_json(const struct pyruntime *rt,
+			   const struct tidmap *tm,
 			   const struct dump_thread *dt, size_t n, int native,
 			   const struct py_sample *s, const struct pyasync *pa)
 {
@@ -157,6 +158,9 @@ static cJSON *process_json(const struct pyruntime *rt,
 	if (!root)
 		goto out;
 	if (!cJSON_AddNumberToObject(root, "pid", rt->pid) ||
+	    (tm->nested &&
+	     !cJSON_AddNumberToObject(root, "pid_in_namespace",
+				      tm->inner_pid)) ||
 	    !cJSON_AddStringToObject(root, "python_version", rt->version) ||
 	    !cJSON_AddBoolToObject(root, "free_threaded", rt->free_threaded) ||
 	    !(threads = cJSON_AddArrayToObject(root, "threads")))
@@ -173,6 +177,10 @@ static cJSON *process_json(const struct pyruntime *rt,
 		if (t->tid ? !cJSON_AddNumberToObject(th, "native_id",
 						      (double)t->tid)
 			   : !cJSON_AddNullToObject(th, "native_id"))
+			goto out;
+		if (t->inner_tid &&
+		    !cJSON_AddNumberToObject(th, "native_id_in_namespace",
+					     (double)t->inner_tid))
 			goto out;
 		if (t->name[0] ? !cJSON_AddStringToObject(th, "name", t->name)
 			       : !cJSON_AddNullToObject(th, "name"))
@@ -254,22 +262,29 @@ static void print_tasks(const struct py_sample *s, long thread)
 	}
 }
 
-static void print_text(const struct pyruntime *rt, const struct dump_thread *dt,
-		       size_t n, int native, const struct py_sample *s,
-		       const struct pyasync *pa)
+static void print_text(const struct pyruntime *rt, const struct tidmap *tm,
+		       const struct dump_thread *dt, size_t n, int native,
+		       const struct py_sample *s, const struct pyasync *pa)
 {
 	char cmdline[1024];
 	size_t i, j;
 
 	proc_cmdline(rt->pid, cmdline, sizeof(cmdline));
-	printf("Process %d: %s\n", (int)rt->pid, cmdline);
+	if (tm->nested)
+		printf("Process %d (pid %d in its namespace): %s\n",
+		       (int)rt->pid, (int)tm->inner_pid, cmdline);
+	else
+		printf("Process %d: %s\n", (int)rt->pid, cmdline);
 	printf("Python %s%s (%s)\n", rt->version,
 	       rt->free_threaded ? " free-threaded, no GIL" : "", rt->binary);
 	for (i = 0; i < n; i++) {
 		const struct py_thread *t = dt[i].t;
 
 		printf("\nThread 0x%llx", (unsigned long long)t->ident);
-		if (t->tid)
+		if (t->inner_tid)
+			printf(" (tid %ld, %ld in its namespace)", t->tid,
+			       t->inner_tid);
+		else if (t->tid)
 			printf(" (tid %ld)", t->tid);
 		if (t->name[0])
 			printf(" \"%s\"", t->name);
@@ -435,7 +450,8 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 			(int)pid, DUMP_ATTEMPTS, drop_reason_name(why));
 		ret = EXIT_DATA_LOST;
 	} else if (o->json) {
-		cJSON *doc = process_json(rt, dt, sample.nr_threads, o->native,
+		cJSON *doc = process_json(rt, &ps.tidmap, dt, sample.nr_threads,
+					  o->native,
 					  &sample, o->async ? &pa : NULL);
 
 		if (processes) {
@@ -448,7 +464,8 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 			ret = EXIT_FAILED;
 		}
 	} else {
-		print_text(rt, dt, sample.nr_threads, o->native, &sample,
+		print_text(rt, &ps.tidmap, dt, sample.nr_threads, o->native,
+			   &sample,
 			   o->async ? &pa : NULL);
 	}
 	for (i = 0; dt && i < sample.nr_threads; i++)

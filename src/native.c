@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "proc.h"
@@ -136,6 +137,62 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 	return 0;
 }
 
+/*
+ * Report the target's modules to libdw.  A target with a root of its own
+ * (a container's mount namespace) names its files by paths of that
+ * root: the same path here may be missing, or another file (the host's
+ * libc where the container has its own), so its maps are read with each
+ * path under /proc/PID/root, which leads to the target's own files.
+ */
+static int report_modules(struct native_unwinder *nu)
+{
+	char path[64], root[64];
+	struct strbuf sb = STRBUF_INIT;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *in, *f;
+	int r = -1;
+
+	if (!nu->other_root)
+		return dwfl_linux_proc_report(nu->dwfl, nu->pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)nu->pid);
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)nu->pid);
+	in = fopen(path, "re");
+	if (!in)
+		return -1;
+	while (getline(&line, &cap, in) > 0) {
+		/* Only a mapping's path has a slash in its line. */
+		char *slash = strchr(line, '/');
+
+		if (slash) {
+			strbuf_add(&sb, line, (size_t)(slash - line));
+			strbuf_addstr(&sb, root);
+			strbuf_addstr(&sb, slash);
+		} else {
+			strbuf_addstr(&sb, line);
+		}
+	}
+	fclose(in);
+	free(line);
+	if (sb.len && (f = fmemopen(sb.buf, sb.len, "r"))) {
+		r = dwfl_linux_proc_maps_report(nu->dwfl, f);
+		fclose(f);
+	}
+	strbuf_release(&sb);
+	return r;
+}
+
+/* Does pid see another root directory than spyc (a container's)? */
+static int has_other_root(pid_t pid)
+{
+	char path[64];
+	struct stat mine, its;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
+	return !stat("/", &mine) && !stat(path, &its) &&
+	       (mine.st_dev != its.st_dev || mine.st_ino != its.st_ino);
+}
+
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 {
 	static const Dwfl_Callbacks callbacks = {
@@ -148,6 +205,7 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	memset(nu, 0, sizeof(*nu));
 	nu->pid = rt->pid;
 	nu->rt = rt;
+	nu->other_root = has_other_root(rt->pid);
 	/* libunwind finds unwind tables; spyc reads the memory and registers.
 	 */
 	acc.access_mem = access_mem;
@@ -157,8 +215,10 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 		return error("libunwind cannot create an address space");
 	unw_set_caching_policy(nu->as, UNW_CACHE_GLOBAL);
 	dwfl = dwfl_begin(&callbacks);
-	if (!dwfl || dwfl_linux_proc_report(dwfl, rt->pid) ||
+	nu->dwfl = dwfl;
+	if (!dwfl || report_modules(nu) ||
 	    dwfl_report_end(dwfl, NULL, NULL)) {
+		nu->dwfl = NULL;
 		if (dwfl)
 			dwfl_end(dwfl);
 		unw_destroy_addr_space(nu->as);
@@ -464,7 +524,7 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		/* A library loaded since?  Look again, now and then. */
 		nu->last_report = now_ns();
 		dwfl_report_begin_add(nu->dwfl);
-		dwfl_linux_proc_report(nu->dwfl, nu->pid);
+		report_modules(nu);
 		dwfl_report_end(nu->dwfl, NULL, NULL);
 		mod = dwfl_addrmodule(nu->dwfl, ip);
 	}

@@ -61,6 +61,7 @@ struct native_unwinder {
 	void *upt;	    /* _UPT_create(): finds the unwind tables */
 	struct unwindmem mem; /* the target's memory beside the stacks */
 	uint64_t last_report; /* when the module list was last refreshed */
+	int other_root; /* the target sees another root: a container's */
 };
 
 /*

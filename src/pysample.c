@@ -114,6 +114,7 @@ void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 	/* Room for what a generator keeps before its frame, too. */
 	ps->frame_buf = xcalloc(1, (size_t)frame_len + PY_FRAME_PREFIX_MAX);
 	ps->pthread_tid_at = -1;
+	tidmap_init(&ps->tidmap, rt->pid);
 	/* 3.11: nothing tells a frame being pushed (see calledge.h). */
 	if (off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000)
 		ps->call_edges.checks = CALL_EDGE_CHECKS_UNGUARDED;
@@ -169,8 +170,16 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->pre_chunks);
 	free(ps->pre_walk);
 	pystate_release(ps);
+	tidmap_release(&ps->tidmap);
 	free(ps->names);
 	memset(ps, 0, sizeof(*ps));
+}
+
+void py_thread_set_tid(struct py_sampler *ps, struct py_thread *t,
+		       long inner)
+{
+	t->tid = tidmap_outer(&ps->tidmap, inner);
+	t->inner_tid = ps->tidmap.nested && t->tid ? inner : 0;
 }
 
 static int is_task(const long *tids, size_t n, long tid)
@@ -187,16 +196,34 @@ static int is_task(const long *tids, size_t n, long tid)
  * Up to 3.10 the thread state has no native id, but glibc's struct
  * pthread (at the address of pthread_t) holds the tid.  Its offset
  * varies between glibc builds: find the first offset at which every
- * thread's struct holds one of the process's task ids.  A thread that
- * exits while it is looked at (its tid already cleared or reaped) may
- * miss, so with three threads or more one miss is allowed.
+ * thread's struct holds one of the process's task ids (as it sees them).
+ * A thread that exits while it is looked at (its tid already cleared or
+ * reaped) may miss, so with three threads or more one miss is allowed.
+ *
+ * In a pid namespace of its own (a container) those ids are small (1 for
+ * a main thread that is the container's first process), and many a field
+ * holds such a number: there the ids must differ between threads, and
+ * sit where glibc keeps the tid, right after the thread's list node (two
+ * links to other threads' nodes or to the list's head, never null).
  */
+static int after_list_node(const unsigned char *p, long at)
+{
+	uint64_t next, prev;
+
+	if (at < 16)
+		return 0;
+	memcpy(&next, p + at - 16, 8);
+	memcpy(&prev, p + at - 8, 8);
+	return next && prev && !(next & 7) && !(prev & 7);
+}
+
 static void find_pthread_tid_offset(struct py_sampler *ps,
 				    const struct py_sample *out,
 				    const long *tasks, size_t nr_tasks)
 {
 	unsigned char *bufs;
-	size_t i, n = out->nr_threads;
+	size_t i, j, n = out->nr_threads;
+	int nested = ps->tidmap.nested;
 	long at;
 
 	if (!n || n > 64)
@@ -213,11 +240,20 @@ static void find_pthread_tid_offset(struct py_sampler *ps,
 		size_t misses = 0;
 
 		for (i = 0; i < n; i++) {
-			int32_t v;
+			const unsigned char *p = bufs + i * PTHREAD_SCAN_BYTES;
+			int32_t v, w;
+			int miss;
 
-			memcpy(&v, bufs + i * PTHREAD_SCAN_BYTES + at, 4);
-			if ((v <= 0 || !is_task(tasks, nr_tasks, v)) &&
-			    ++misses > (n >= 3 ? 1u : 0u))
+			memcpy(&v, p + at, 4);
+			miss = v <= 0 || !is_task(tasks, nr_tasks, v);
+			for (j = 0; nested && !miss && j < i; j++) {
+				memcpy(&w, bufs + j * PTHREAD_SCAN_BYTES + at,
+				       4);
+				miss = w == v;
+			}
+			if (nested && !miss)
+				miss = !after_list_node(p, at);
+			if (miss && ++misses > (n >= 3 ? 1u : 0u))
 				break;
 		}
 		if (i == n) {
@@ -236,7 +272,8 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 	size_t slot[PY_MAX_THREADS];
 
 	if (ps->pthread_tid_at < 0) {
-		nr_tasks = proc_tasks(ps->rt->pid, tasks, ARRAY_SIZE(tasks));
+		nr_tasks = tidmap_inner_tasks(&ps->tidmap, tasks,
+					      ARRAY_SIZE(tasks));
 		find_pthread_tid_offset(ps, out, tasks, nr_tasks);
 		if (ps->pthread_tid_at < 0)
 			return;
@@ -255,7 +292,8 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 	if (!nio || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
 		return;
 	for (i = 0; i < nio; i++)
-		out->threads[slot[i]].tid = tids[i] > 0 ? tids[i] : 0;
+		py_thread_set_tid(ps, &out->threads[slot[i]],
+				  tids[i] > 0 ? tids[i] : 0);
 }
 
 /*
@@ -511,13 +549,14 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	ALLOC_GROW(out->threads, out->nr_threads + 1, out->alloc_threads);
 	t = &out->threads[out->nr_threads++];
 	t->ident = load_u64(ps->tstate_buf, off->tstate_thread_id);
-	t->tid =
+	py_thread_set_tid(
+	    ps, t,
 	    off->tstate_native_thread_id == OFF_NONE
 		? 0
-		: (long)load_u64(ps->tstate_buf, off->tstate_native_thread_id);
+		: (long)load_u64(ps->tstate_buf, off->tstate_native_thread_id));
 	/* A tid read beside this copy, of the struct pthread it names. */
 	if (!t->tid && ident && ident == t->ident && tid > 0)
-		t->tid = tid;
+		py_thread_set_tid(ps, t, tid);
 	t->tstate = tstate;
 	t->state = THREAD_UNKNOWN;
 	t->holds_gil = 0;

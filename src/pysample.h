@@ -10,6 +10,7 @@
 #include "calledge.h"
 #include "pycode.h"
 #include "pyruntime.h"
+#include "tidmap.h"
 
 /*
  * Frames kept per thread by default (--max-depth): a deeper stack keeps
@@ -62,9 +63,22 @@ enum py_thread_state {
 /* "running", "idle", "waiting for the GIL" or "unknown". */
 const char *thread_state_name(enum py_thread_state state);
 
+struct py_sampler;
+struct py_thread;
+/*
+ * Give t the native id inner, read from the target's memory (its id as
+ * the target sees it): t->tid becomes spyc's id of that thread, 0 if the
+ * target has no such thread (see tidmap_outer).
+ */
+void py_thread_set_tid(struct py_sampler *ps, struct py_thread *t,
+		       long inner);
+
 struct py_thread {
 	uint64_t ident;	 /* threading ident (pthread_t) */
-	long tid;	 /* native thread id, 0 if unknown */
+	long tid;	 /* native thread id (spyc's), 0 if unknown */
+	/* its id as the target sees it, in a pid namespace of its own (a
+	 * container); 0 where that is tid */
+	long inner_tid;
 	uint64_t tstate; /* its PyThreadState */
 	enum py_thread_state state;
 	int holds_gil; /* 1 if this thread held the GIL */
@@ -414,6 +428,8 @@ struct py_sampler {
 	uint64_t root_frame; /* outermost frame of the walk just done */
 	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
 	long pthread_tid_at;
+	/* the target's thread ids, as it sees them, to spyc's */
+	struct tidmap tidmap;
 	struct {
 		uint64_t ident;
 		long tid;

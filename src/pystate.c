@@ -122,7 +122,7 @@ int pystate_known_idle(struct py_sampler *ps, struct py_thread *t)
 			       t->ident + (uint64_t)ps->pthread_tid_at, &tid,
 			       sizeof(tid)) &&
 		    tid > 0)
-			t->tid = tid;
+			py_thread_set_tid(ps, t, tid);
 	}
 	if (!t->tid)
 		return 0;
