@@ -196,15 +196,16 @@ static int is_task(const long *tids, size_t n, long tid)
  * Up to 3.10 the thread state has no native id, but glibc's struct
  * pthread (at the address of pthread_t) holds the tid.  Its offset
  * varies between glibc builds: find the first offset at which every
- * thread's struct holds one of the process's task ids (as it sees them).
- * A thread that exits while it is looked at (its tid already cleared or
- * reaped) may miss, so with three threads or more one miss is allowed.
+ * thread's struct holds one of the process's task ids (as it sees them),
+ * a different one for each thread.  A thread that exits while it is
+ * looked at (its tid already cleared or reaped) may miss, so with three
+ * threads or more one miss is allowed.
  *
- * In a pid namespace of its own (a container) those ids are small (1 for
- * a main thread that is the container's first process), and many a field
- * holds such a number: there the ids must differ between threads, and
- * sit where glibc keeps the tid, right after the thread's list node (two
- * links to other threads' nodes or to the list's head, never null).
+ * In a container the ids are small (1 for its first process), and many
+ * a field holds such a number: first the tid is looked for where glibc
+ * keeps it, right after the thread's list node (two links to other
+ * threads' nodes or to the list's head, never null); only where no such
+ * place fits (another C library) anywhere that fits.
  */
 static int after_list_node(const unsigned char *p, long at)
 {
@@ -217,14 +218,45 @@ static int after_list_node(const unsigned char *p, long at)
 	return next && prev && !(next & 7) && !(prev & 7);
 }
 
+/* The offset, in n copies of struct pthread, -1 if none fits. */
+static long scan_pthread_tid(const unsigned char *bufs, size_t n,
+			     const long *tasks, size_t nr_tasks,
+			     int after_node)
+{
+	size_t i, j;
+	long at;
+
+	for (at = 0; at + 4 <= PTHREAD_SCAN_BYTES; at += 4) {
+		size_t misses = 0;
+
+		for (i = 0; i < n; i++) {
+			const unsigned char *p = bufs + i * PTHREAD_SCAN_BYTES;
+			int32_t v, w;
+			int miss;
+
+			memcpy(&v, p + at, 4);
+			miss = v <= 0 || !is_task(tasks, nr_tasks, v) ||
+			       (after_node && !after_list_node(p, at));
+			for (j = 0; !miss && j < i; j++) {
+				memcpy(&w, bufs + j * PTHREAD_SCAN_BYTES + at,
+				       4);
+				miss = w == v;
+			}
+			if (miss && ++misses > (n >= 3 ? 1u : 0u))
+				break;
+		}
+		if (i == n)
+			return at;
+	}
+	return -1;
+}
+
 static void find_pthread_tid_offset(struct py_sampler *ps,
 				    const struct py_sample *out,
 				    const long *tasks, size_t nr_tasks)
 {
 	unsigned char *bufs;
-	size_t i, j, n = out->nr_threads;
-	int nested = ps->tidmap.nested;
-	long at;
+	size_t i, n = out->nr_threads;
 
 	if (!n || n > 64)
 		return;
@@ -236,31 +268,10 @@ static void find_pthread_tid_offset(struct py_sampler *ps,
 			      PTHREAD_SCAN_BYTES))
 			memset(bufs + i * PTHREAD_SCAN_BYTES, 0,
 			       PTHREAD_SCAN_BYTES);
-	for (at = 0; at + 4 <= PTHREAD_SCAN_BYTES; at += 4) {
-		size_t misses = 0;
-
-		for (i = 0; i < n; i++) {
-			const unsigned char *p = bufs + i * PTHREAD_SCAN_BYTES;
-			int32_t v, w;
-			int miss;
-
-			memcpy(&v, p + at, 4);
-			miss = v <= 0 || !is_task(tasks, nr_tasks, v);
-			for (j = 0; nested && !miss && j < i; j++) {
-				memcpy(&w, bufs + j * PTHREAD_SCAN_BYTES + at,
-				       4);
-				miss = w == v;
-			}
-			if (nested && !miss)
-				miss = !after_list_node(p, at);
-			if (miss && ++misses > (n >= 3 ? 1u : 0u))
-				break;
-		}
-		if (i == n) {
-			ps->pthread_tid_at = at;
-			break;
-		}
-	}
+	ps->pthread_tid_at = scan_pthread_tid(bufs, n, tasks, nr_tasks, 1);
+	if (ps->pthread_tid_at < 0)
+		ps->pthread_tid_at =
+		    scan_pthread_tid(bufs, n, tasks, nr_tasks, 0);
 	free(bufs);
 }
 

@@ -115,9 +115,9 @@ def libraries(files):
     return found
 
 
-def make_image(podman, python, workdir, name):
-    """Import an image whose /opt/py is python's prefix; returns the
-    path of its interpreter inside."""
+def make_image(podman, python, workdir, name, spyc_path):
+    """Import an image whose /opt/py is python's prefix, with spyc at
+    /usr/local/bin/spyc; returns the path of its interpreter inside."""
     out = subprocess.check_output(
         [python.path, "-c", "import sys; print(sys.prefix)"])
     prefix = decode(out).strip()
@@ -126,7 +126,9 @@ def make_image(podman, python, workdir, name):
                     ignore=shutil.ignore_patterns(*NOT_COPIED))
     for d in ("proc", "sys", "dev", "tmp", "etc", "out", "targets"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
-    elves = [python.realpath]
+    os.makedirs(os.path.join(root, "usr", "local", "bin"))
+    shutil.copy2(spyc_path, os.path.join(root, "usr", "local", "bin", "spyc"))
+    elves = [python.realpath, spyc_path]
     for top, _, files in os.walk(os.path.join(root, "opt", "py")):
         elves += [os.path.join(top, f) for f in files if ".so" in f]
     for lib in libraries(elves):
@@ -185,14 +187,28 @@ class Container(object):
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
-def container(request, podman, tmp_path_factory):
+def container(request, podman, spyc, tmp_path_factory):
     python = find_slot(request.param)
     workdir = str(tmp_path_factory.mktemp("container"))
     tag = "spyc-test-%s" % python.minor.replace(".", "")
-    exe = make_image(podman, python, workdir, tag)
+    exe = make_image(podman, python, workdir, tag, spyc.path)
     c = Container(podman, tag, exe, workdir, tag + "-states")
+    c.image = tag
     yield c
     c.close()
+
+
+def check_states(doc, info, describe):
+    """dump --json's threads against what states.py reported."""
+    by_ident = dict((th["thread_id"], th) for th in doc["threads"])
+    roles = info["roles"]
+    for role in ("sleeper", "locker"):
+        th = by_ident[roles[role]["ident"]]
+        assert th["state"] == "idle", (role, describe)
+        assert th["frames"][0]["name"] == roles[role]["top"][0], (
+            role, describe)
+    spin = by_ident[roles["spinner"]["ident"]]
+    assert spin["state"] in ("running", "waiting for the GIL"), describe
 
 
 def test_dump_maps_thread_ids(spyc, container):
@@ -208,13 +224,7 @@ def test_dump_maps_thread_ids(spyc, container):
         assert th["native_id"] in inner, (th, inner)
         assert th["native_id_in_namespace"] == inner[th["native_id"]], th
         assert th["state"] != "unknown", th
-    by_ident = dict((th["thread_id"], th) for th in doc["threads"])
-    roles = container.info["roles"]
-    for role in ("sleeper", "locker"):
-        assert by_ident[roles[role]["ident"]]["state"] == "idle", (
-            role, res.describe())
-    spin = by_ident[roles["spinner"]["ident"]]
-    assert spin["state"] in ("running", "waiting for the GIL"), spin
+    check_states(doc, container.info, res.describe())
     main = [th for th in doc["threads"] if th["native_id"] == container.pid]
     assert main and main[0]["name"] == "MainThread", doc["threads"]
     text = spyc.run(["dump", "--pid", container.pid])
@@ -277,3 +287,48 @@ def test_record_idle_filter(spyc, container, tmp_path):
     leaves = set(frames[-1] for frames, _ in every)
     for role in ("sleeper", "locker"):
         assert frame_text(roles[role]["top"]) in leaves, (role, leaves)
+
+
+def spyc_in(container, where, *args):
+    """Run spyc in a container (podman exec, or a podman run of the
+    image with more arguments): (exit code, stdout, stderr)."""
+    res = subprocess.run(container.podman.argv + where +
+                         ["/usr/local/bin/spyc"] + [str(a) for a in args],
+                         env=container.podman.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=PODMAN_TIMEOUT)
+    return res.returncode, decode(res.stdout), decode(res.stderr)
+
+
+def test_inside_the_container(container):
+    """spyc run in the target's own container: its ids are spyc's."""
+    code, out, err = spyc_in(container, ["exec", container.name], "dump",
+                             "--pid", container.info["pid"], "--json")
+    describe = "exit %d\n%s\n%s" % (code, out, err)
+    assert code == 0, describe
+    doc = json.loads(out)
+    assert doc["pid"] == container.info["pid"], describe
+    assert "pid_in_namespace" not in doc, describe
+    assert set(th["native_id"] for th in doc["threads"]) == set(
+        container.inner_ids().values()), describe
+    check_states(doc, container.info, describe)
+
+
+def test_sidecar(container):
+    """spyc in a container of its own that shares the target's pid
+    namespace (podman's --pid container:NAME, as Kubernetes' debug
+    containers and shareProcessNamespace do), with SYS_PTRACE; --native
+    reads the target's libraries through its root, not the sidecar's."""
+    where = ["run", "--rm", "--pid", "container:" + container.name,
+             "--cap-add", "SYS_PTRACE", "-e", "LD_LIBRARY_PATH=/opt/py/lib",
+             container.image]
+    code, out, err = spyc_in(container, where, "dump", "--pid",
+                             container.info["pid"], "--json")
+    describe = "exit %d\n%s\n%s" % (code, out, err)
+    assert code == 0, describe
+    check_states(json.loads(out), container.info, describe)
+    code, out, err = spyc_in(container, where, "dump", "--native", "--pid",
+                             container.info["pid"])
+    describe = "exit %d\n%s\n%s" % (code, out, err)
+    assert code == 0, describe
+    assert re.search(r"^ +_?Py\w+ .*\[native\]$", out, re.M), describe
+    assert "native frames unmerged" not in out, describe
