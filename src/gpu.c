@@ -419,6 +419,18 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 
 	memset(how, 0, sizeof(*how));
 	how->way = GPU_LOADED_PTRACE;
+	/*
+	 * The agent, the script and the channel are files of spyc's root:
+	 * a target with a root of its own (a container's) has none of them.
+	 */
+	if (proc_has_other_root(pid)) {
+		snprintf(msg, size,
+			 "pid %d runs in a container (its root is not "
+			 "spyc's): the GPU agent cannot be loaded into it from "
+			 "outside yet; run spyc inside the container",
+			 (int)pid);
+		return -EXDEV;
+	}
 	/* As root, give the channel to the target's user: it opens it. */
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
 	if (!geteuid() && !stat(proc, &pst) && pst.st_uid) {

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "proc.h"
@@ -182,17 +181,6 @@ static int report_modules(struct native_unwinder *nu)
 	return r;
 }
 
-/* Does pid see another root directory than spyc (a container's)? */
-static int has_other_root(pid_t pid)
-{
-	char path[64];
-	struct stat mine, its;
-
-	snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
-	return !stat("/", &mine) && !stat(path, &its) &&
-	       (mine.st_dev != its.st_dev || mine.st_ino != its.st_ino);
-}
-
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 {
 	static const Dwfl_Callbacks callbacks = {
@@ -205,7 +193,7 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	memset(nu, 0, sizeof(*nu));
 	nu->pid = rt->pid;
 	nu->rt = rt;
-	nu->other_root = has_other_root(rt->pid);
+	nu->other_root = proc_has_other_root(rt->pid);
 	/* libunwind finds unwind tables; spyc reads the memory and registers.
 	 */
 	acc.access_mem = access_mem;

@@ -423,6 +423,16 @@ char *proc_file_path(pid_t pid, const char *path)
 	return strbuf_detach(&sb);
 }
 
+int proc_has_other_root(pid_t pid)
+{
+	char path[64];
+	struct stat mine, its;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/", (int)pid);
+	return !stat("/", &mine) && !stat(path, &its) &&
+	       (mine.st_dev != its.st_dev || mine.st_ino != its.st_ino);
+}
+
 size_t proc_tasks(pid_t pid, long *tids, size_t max)
 {
 	char path[64];

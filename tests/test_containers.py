@@ -21,7 +21,7 @@ import time
 import pytest
 
 import pyfind
-from conftest import REPORT_TIMEOUT, TARGETS, decode
+from conftest import AGENT, REPORT_TIMEOUT, TARGETS, decode
 from test_threads import folded, frame_text, share
 
 # What this machine's podman needs (runc: crun refuses its cgroups; its
@@ -85,9 +85,13 @@ class Podman(object):
         return decode(res.stdout).strip()
 
     def close(self):
-        subprocess.run(self.argv + ["system", "reset", "--force"],
-                       env=self.env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=PODMAN_TIMEOUT)
+        # Not `podman system reset`: it also removes the locks that every
+        # podman of the machine shares, the user's containers' too.
+        for args in (["rm", "--all", "--force", "--time", "0"],
+                     ["rmi", "--all", "--force"]):
+            subprocess.run(self.argv + args, env=self.env,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=PODMAN_TIMEOUT)
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -289,13 +293,21 @@ def test_record_idle_filter(spyc, container, tmp_path):
         assert frame_text(roles[role]["top"]) in leaves, (role, leaves)
 
 
+# dump exits 1 when a thread's stack kept changing while it was read, in
+# every attempt: on a loaded machine, now and then.  Taken again.
+DUMP_TRIES = 3
+
+
 def spyc_in(container, where, *args):
     """Run spyc in a container (podman exec, or a podman run of the
     image with more arguments): (exit code, stdout, stderr)."""
-    res = subprocess.run(container.podman.argv + where +
-                         ["/usr/local/bin/spyc"] + [str(a) for a in args],
-                         env=container.podman.env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, timeout=PODMAN_TIMEOUT)
+    for _ in range(DUMP_TRIES):
+        res = subprocess.run(container.podman.argv + where +
+                             ["/usr/local/bin/spyc"] + [str(a) for a in args],
+                             env=container.podman.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=PODMAN_TIMEOUT)
+        if res.returncode != 1:
+            break
     return res.returncode, decode(res.stdout), decode(res.stderr)
 
 
@@ -332,3 +344,21 @@ def test_sidecar(container):
     assert code == 0, describe
     assert re.search(r"^ +_?Py\w+ .*\[native\]$", out, re.M), describe
     assert "native frames unmerged" not in out, describe
+
+
+def test_gpu_refused_in_one_line(spyc, container, tmp_path):
+    """--gpu into a container is not done yet: one line says so and why,
+    and the CPU profile is still written (exit 0)."""
+    if not os.path.exists(AGENT):
+        pytest.skip("the GPU agent was not built (no CUPTI headers)")
+    out = str(tmp_path / "out.txt")
+    res = spyc.run(["record", "--gpu", "--pid", container.pid, "--duration",
+                    1, "-o", out], timeout=60)
+    assert res.returncode == 0, res.describe()
+    said = [l for l in res.stderr_lines if "--gpu" in l]
+    assert said == [
+        "spyc: --gpu: pid %d runs in a container (its root is not spyc's): "
+        "the GPU agent cannot be loaded into it from outside yet; run spyc "
+        "inside the container; CPU profile only" % container.pid], (
+            res.describe())
+    assert "spinner" in " ".join(open(out).read().split(";")), res.describe()
