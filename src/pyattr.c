@@ -243,6 +243,6 @@ int pyattr_str(pid_t pid, const struct py_offsets *off, uint64_t obj,
 		return r;
 	if (key_type != value_type)
 		return -ENOENT;
-	r = pystring_read(pid, off, value, out);
+	r = pystring_read_confirmed(pid, off, value, out);
 	return r == -EINVAL ? -ENOENT : r;
 }

@@ -366,7 +366,7 @@ static int header_confirmed(struct pycode_cache *cache, uint64_t addr,
 	return same;
 }
 
-static int string_confirmed(pid_t pid, const struct py_offsets *off,
+int pystring_read_confirmed(pid_t pid, const struct py_offsets *off,
 			    uint64_t addr, struct strbuf *out)
 {
 	struct strbuf again = STRBUF_INIT;
@@ -385,7 +385,7 @@ static int string_confirmed(pid_t pid, const struct py_offsets *off,
 
 /*
  * The bytes object at addr (a line table), read twice: the copies must
- * agree, as the strings of string_confirmed do.  A table read wrong
+ * agree, as the strings of pystring_read_confirmed do.  A table read wrong
  * would give every sample of the code a wrong line, for the object's
  * life.
  */
@@ -454,11 +454,11 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	if (code->firstlineno < 0)
 		goto fail;
 	/* (Empty as a C string: a NUL read where the first letter was.) */
-	if (string_confirmed(cache->pid, off, code->name_ptr, &sb) ||
+	if (pystring_read_confirmed(cache->pid, off, code->name_ptr, &sb) ||
 	    !sb.buf[0])
 		goto fail;
 	code->name = strbuf_detach(&sb);
-	if (string_confirmed(cache->pid, off, code->filename_ptr, &sb))
+	if (pystring_read_confirmed(cache->pid, off, code->filename_ptr, &sb))
 		goto fail;
 	code->filename = strbuf_detach(&sb);
 	if (bytes_confirmed(cache->pid, off, code->linetable_ptr,

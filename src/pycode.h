@@ -139,5 +139,12 @@ int unicode_to_utf8(struct strbuf *out, int kind, const void *data,
  */
 int pystring_read(pid_t pid, const struct py_offsets *off, uint64_t addr,
 		  struct strbuf *out);
+/*
+ * pystring_read twice: the copies must agree (-EAGAIN if not, out left
+ * empty).  For a name kept for long (a code object's, a thread's, a
+ * task's), which a read gone wrong would give for as long.
+ */
+int pystring_read_confirmed(pid_t pid, const struct py_offsets *off,
+			    uint64_t addr, struct strbuf *out);
 
 #endif
