@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -149,6 +150,20 @@ def make_image(podman, python, workdir, name, spyc_path):
     return "/opt/py/" + os.path.relpath(python.realpath, prefix)
 
 
+def remove_container(podman, name, pid=None):
+    """Remove the container; its process killed in any case, should
+    podman fail to (a target left spinning would load every later
+    test)."""
+    subprocess.run(podman.argv + ["rm", "--force", "--time", "0", name],
+                   env=podman.env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=PODMAN_TIMEOUT)
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 class Container(object):
     """states.py running in a container; what it reported."""
 
@@ -184,10 +199,7 @@ class Container(object):
         return ids
 
     def close(self):
-        subprocess.run(self.podman.argv + ["rm", "--force", "--time", "0",
-                                           self.name],
-                       env=self.podman.env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=PODMAN_TIMEOUT)
+        remove_container(self.podman, self.name, self.pid)
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -196,7 +208,11 @@ def container(request, podman, spyc, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("container"))
     tag = "spyc-test-%s" % python.minor.replace(".", "")
     exe = make_image(podman, python, workdir, tag, spyc.path)
-    c = Container(podman, tag, exe, workdir, tag + "-states")
+    try:
+        c = Container(podman, tag, exe, workdir, tag + "-states")
+    except BaseException:
+        remove_container(podman, tag + "-states")
+        raise
     c.image = tag
     yield c
     c.close()
