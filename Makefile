@@ -4,8 +4,11 @@
 #   make DEVELOPER=1   the same with -Werror and stricter warnings
 #   make deps-build    install what building spyc needs (Debian packages)
 #   make deps          install what building and testing need (and npm's)
-#   make test          make deps, then unit tests, live tests against every
-#                      CPython found, test-sanitize and test-valgrind
+#   make test          make deps, then unit tests and the quick tier of the
+#                      live tests: core paths on every CPython found, the
+#                      rest on the newest (about 10 minutes)
+#   make test-all      make deps, then unit tests, every live test on every
+#                      CPython found, test-sanitize and test-valgrind (CI)
 #   make bench         benchmark table (not part of make test)
 #   make stress        spyc killed and stopped at random, hundreds of times
 #   make soak          an hour at 1 kHz on a churning target: RSS must plateau
@@ -85,9 +88,9 @@ TEST_TOOLS = tests/build/spyc-inject tests/build/spyc-sleeploop
 FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
 	tests/build/fakecuda/libcuda.so.1)
 
-.PHONY: all deps deps-build build-deps-check test test-run unit-test \
-	live-test test-tools bench stress soak demo offsets clean \
-	install uninstall
+.PHONY: all deps deps-build build-deps-check test test-all test-all-run \
+	unit-test live-test live-test-quick test-tools bench stress soak demo \
+	offsets clean install uninstall
 
 PREFIX ?= /usr/local
 BINDIR = $(DESTDIR)$(PREFIX)/bin
@@ -176,12 +179,20 @@ unit-test: $(UNIT_BINS)
 live-test: test-tools
 	$(PYTEST) -ra tests/
 
+# The quick tier (tests/conftest.py, SPYC_TEST_TIER).
+live-test-quick: test-tools
+	SPYC_TEST_TIER=quick $(PYTEST) -ra tests/
+
 # The packages first, in a make of their own: the rest is planned after.
 test:
 	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory unit-test live-test-quick
 
-test-run: unit-test live-test
+test-all:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory test-all-run
+
+test-all-run: unit-test live-test
 
 bench: spyc $(AGENT) $(FAKE_CUDA) tests/build/spyc-sleeploop
 	$(PYTHON3) tests/bench.py
@@ -289,7 +300,7 @@ all: $(ASAN_BIN) $(ASAN_UNIT_BINS)
 endif
 
 test-tools: $(FAULTS_BIN)
-test-run: test-sanitize test-valgrind
+test-all-run: test-sanitize test-valgrind
 stress: $(FAULTS_BIN)
 
 test-sanitize: $(ASAN_BIN) $(ASAN_UNIT_BINS) test-tools

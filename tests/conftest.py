@@ -12,6 +12,8 @@ Fixtures:
               (The free-threaded builds spyc refuses, 3.13t and 3.15t, are
               tests/test_refused.py's.)
               SPYC_TEST_SLOTS=newest keeps only the newest slot.
+              SPYC_TEST_TIER=quick (make test) keeps every slot for the
+              core files only (QUICK_EVERY_SLOT), the newest for the rest.
               SPYC_REQUIRE=slots,agent (.ci/run sets it): the session
               fails at once when a slot is empty (a CPython not found, the
               shared folder's not unpacked) or the GPU agent was not
@@ -54,6 +56,18 @@ if os.environ.get("SPYC_TEST_SLOTS") == "newest":
     SLOTS = [s for s in SLOTS
              if s.interpreter is not None and s.name != "static" and
              not s.is_free_threaded][-1:]
+# SPYC_TEST_TIER=quick (make test): the core paths on every slot (the
+# files of QUICK_EVERY_SLOT), every other file's slot tests on the newest
+# slot only, and the files of QUICK_LEFT_OUT not at all; make test-all
+# (what CI runs) runs everything.
+QUICK = os.environ.get("SPYC_TEST_TIER") == "quick"
+# dump, and profiles against the truth the targets report: every version.
+QUICK_EVERY_SLOT = set(["test_dump.py", "test_accuracy.py"])
+# Fault injection, hostile targets and stress: the long robustness runs.
+QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
+                      "test_valgrind.py"])
+# A test that takes a minute on its own.
+QUICK_LEFT_OUT_TESTS = set(["test_result_unchanged_after_a_minute_of_native"])
 # What must be here (SPYC_REQUIRE): "slots", every test slot filled;
 # "agent", spyc-agent.so built.  A developer's machine may lack either and
 # sees the tests skipped by name; CI must not lose them silently.
@@ -105,6 +119,35 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
         terminalreporter.write_line(
             "spyc tests: outputs and target logs kept in %s" %
             _private_basetemp)
+
+
+def newest_slot():
+    """The newest filled slot with the GIL, shared: the quick tier's."""
+    found = [s for s in SLOTS
+             if s.interpreter is not None and s.name != "static" and
+             not s.is_free_threaded]
+    return found[-1] if found else None
+
+
+def pytest_collection_modifyitems(config, items):
+    if not QUICK:
+        return
+    newest = newest_slot()
+    keep, drop = [], []
+    for item in items:
+        name = os.path.basename(str(item.fspath))
+        params = getattr(item, "callspec", None)
+        slot = params.params.get("python") if params else None
+        if name in QUICK_LEFT_OUT or \
+                item.originalname in QUICK_LEFT_OUT_TESTS or (
+                    slot is not None and name not in QUICK_EVERY_SLOT and
+                    slot is not newest):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_generate_tests(metafunc):
