@@ -386,10 +386,13 @@ def test_function_option(spyc, callgraph_profiles):
     assert [t["name"] for t in tables] == ["cg_rec"]
     assert_line_table(tables[0], exp, unit)
     # A substring: every function whose name holds it; given twice, both.
-    doc = report(spyc, path, "-f", "leaf", "-f", "cg_root")
+    # The leaves are short calls: a loaded run may sample none of them.
+    sub = next(s for s in ("leaf", "ping", "cg_")
+               if any(s in n and n != "cg_root" for n in names))
+    doc = report(spyc, path, "-f", sub, "-f", "cg_root")
     got = sorted(t["name"] for t in doc["sections"][0]["line_tables"])
-    want = sorted(n for n in names if "leaf" in n) + ["cg_root"]
-    assert got == sorted(want) and any("leaf" in n for n in got)
+    want = sorted(set(n for n in names if sub in n) | set(["cg_root"]))
+    assert got == want and any(sub in n for n in got if n != "cg_root")
     for t in doc["sections"][0]["line_tables"]:
         assert_line_table(t, exp, unit)
     # <callgraph>'s functions have no file to read.
