@@ -230,7 +230,7 @@ static int read_task_name(struct py_sampler *ps, uint64_t obj, char *name,
 	if (r)
 		return r;
 	if (flags & TPFLAGS_UNICODE) {
-		r = pystring_read_confirmed(pid, off, obj, &sb);
+		r = pystring_read(pid, off, obj, &sb);
 		if (!r)
 			copy_name(name, size, sb.buf);
 		strbuf_release(&sb);
