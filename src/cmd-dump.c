@@ -407,7 +407,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 	ps.max_depth = o->max_depth;
 	ps.async = o->async ? &pa : NULL;
 	/* A stack torn now is read again once its thread is stopped. */
-	ps.stop_reads = o->stop;
+	ps.stop_reads = o->stop ? STOP_READS_ALL : STOP_READS_NONE;
 	why = sample_clean(&ps, &sample);
 	ps.stop_reads = 0;
 	if (o->stop && why == DROP_NONE) {

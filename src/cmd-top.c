@@ -1389,7 +1389,9 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->max_depth = opts->max_depth;
 	/* Idle threads count in the header, but their stacks do not. */
 	ps->skip_idle = !opts->idle && !opts->gil;
-	ps->stop_reads = opts->stop;
+	ps->stop_reads = !opts->stop	? STOP_READS_NONE
+			 : opts->native ? STOP_READS_ALL
+					: STOP_READS_TORN;
 }
 
 int cmd_top(int argc, char **argv)

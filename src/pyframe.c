@@ -847,12 +847,17 @@ static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
 		    load_u64(b, off->iframe_previous) != l->previous ||
 		    load_u64(b, off->iframe_instr) != l->instr)
 			return 0;
-		if (!l->gen)
+		/*
+		 * A generator that suspended since says nothing of its copy:
+		 * its caller held the same call from before that copy to
+		 * now (checked above), and the copy linked the two.
+		 */
+		if (!l->gen ||
+		    gf[off->iframe_owner] != off->owner_generator ||
+		    (signed char)gf[off->gen_state_at] != off->gen_executing)
 			continue;
-		if (gf[off->iframe_owner] != off->owner_generator ||
-		    (signed char)gf[off->gen_state_at] != off->gen_executing ||
-		    load_u64(gf, off->iframe_previous) !=
-			(l->shim > 1 ? l->shim : l->addr))
+		if (load_u64(gf, off->iframe_previous) !=
+		    (l->shim > 1 ? l->shim : l->addr))
 			return 0;
 		if (l->shim > 1 &&
 		    (sf[off->iframe_owner] != off->owner_cstack ||
@@ -1102,6 +1107,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	if (off->tstate_base_frame != OFF_NONE)
 		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
 	ps->walk_frame = frame;
+	ps->walk_key = ps->walk_cframe ? ps->walk_cframe : frame;
 	ps->nr_links = 0;
 	ps->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);
@@ -1138,6 +1144,16 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 		returned_above = returned;
 		if (off->owner_cstack != OFF_NONE &&
 		    owner == off->owner_cstack) {
+			/*
+			 * Innermost, a shim was read as the eval call it
+			 * starts ended (it is the last frame that call runs):
+			 * on 3.12, mostly read through that call's C frame
+			 * after it returned, which leaves its current frame
+			 * the shim.  The thread was in that call when its
+			 * state was read: read again.
+			 */
+			if (out->nr_frames == first && !depth)
+				return DROP_INVALID;
 			/* 3.12+: a C-stack shim starts each eval call. */
 			if (out->nr_frames > first && !ps->omitted)
 				ps->entries[out->nr_frames - 1] = 1;

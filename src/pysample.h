@@ -25,6 +25,24 @@
 #define PY_MAX_INTERPS 64
 
 /* Why a sample was dropped.  Counted by commands. */
+/*
+ * When threads are stopped to be read.  A stop lands late: the kernel
+ * stops a thread that runs at its next entry to the kernel, which an
+ * interrupt from another CPU forces within 20-40 us on a virtual
+ * machine, but a system call made first takes it there sooner.  Stopped
+ * reads of every sample lean to the system calls a program makes
+ * (a loop that spends half its time in a 1 us system call sampled
+ * there 99 times in 100), so only --native, whose native frames must
+ * be of the moment the Python frames are, and dump stop every thread.
+ */
+enum stop_reads {
+	STOP_READS_NONE = 0,
+	/* --blocking: a thread whose reads all tore, read once stopped */
+	STOP_READS_TORN,
+	/* --native, dump: every thread that runs, read once stopped */
+	STOP_READS_ALL,
+};
+
 enum drop_reason {
 	DROP_NONE = 0,
 	DROP_READ,    /* a read failed: memory changed under us */
@@ -314,6 +332,13 @@ struct py_sampler {
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
 	/*
+	 * What the thread was running when the walk's first read was made
+	 * (0: not known): on 3.11 and 3.12 the C frame of the eval call it
+	 * was in, one word of its thread state; else its innermost frame.  A torn walk is read again until this is the same, so
+	 * that a sample is of the moment its first read was made.
+	 */
+	uint64_t walk_key;
+	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which
 	 * edges_still_hold reads again (see there).
@@ -378,9 +403,9 @@ struct py_sampler {
 	 */
 	int skip_idle;
 	/*
-	 * The threads that run are stopped and read again (--native,
-	 * --blocking): a stack torn in this read is left to that one
-	 * (py_thread.torn) rather than the sample dropped.
+	 * Threads are stopped and read again (enum stop_reads): a stack
+	 * torn in this read is left to that one (py_thread.torn) rather
+	 * than the sample dropped.
 	 */
 	int stop_reads;
 	/* py_sampler_walk_only's idents, sorted; NULL: every thread */

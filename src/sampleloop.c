@@ -402,6 +402,7 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 	int want_state = sl->ps.want_state, want_gil = sl->ps.want_gil;
 	int stop_reads = sl->ps.stop_reads;
 	enum drop_reason why;
+	int torn = 0;
 
 	ALLOC_GROW(sl->tids, nr + 1, sl->alloc_tids);
 	ALLOC_GROW(sl->idents, nr + 1, sl->alloc_idents);
@@ -420,8 +421,10 @@ enum drop_reason sampleloop_stop_wanted(struct sampleloop *sl,
 		sl->idents[nr_idents++] = t->ident;
 		if (t->tid)
 			sl->tids[n++] = t->tid;
+		torn |= t->torn;
 	}
-	if (!n)
+	/* --blocking: a sample read whole is of the moment it was asked. */
+	if (!n || (stop_reads == STOP_READS_TORN && !torn))
 		return DROP_NONE;
 	memcpy(sl->before, s->threads, nr * sizeof(*sl->before));
 	sl->ps.want_state = sl->ps.want_gil = sl->ps.stop_reads = 0;

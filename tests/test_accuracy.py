@@ -13,6 +13,11 @@ B. Code that lives in short-lived generator frames (targets/fastgen.py:
    --blocking, or --native, the target is stopped while it is read and
    nothing in its memory can change, so no sample may be dropped as torn;
    read without stopping, few are dropped (see PLAIN_MAX_DROPPED).
+C. Against stopped reads, and where a stop lands: read without stopping,
+   a generator expression's share is the one read with the thread
+   stopped for every sample (--native); --blocking, which stops a thread
+   only when its reads tore, does not lean to system calls, where a
+   stop lands (see README, Blocking and non-blocking).
 
 Bounds: shares agree within SHARE_POINTS percentage points, or
 SHARE_SIGMAS standard errors of the share where fewer samples make that
@@ -160,3 +165,103 @@ def test_plain_reads_generators(spyc, python, targets, tmp_path):
         "%s: %d of %d samples dropped reading without stopping (at most "
         "%.0f%%)\n%s" % (python.version, dropped, kept + dropped, 100 * bar,
                          res.describe()))
+
+
+# --- C: against reads of a stopped thread, and where a stop lands ---
+
+PY_FRAME_RE = re.compile(r" \((?:[^()]*\.py|<[^<>()]*>):\d+\)$")
+
+
+def python_leaf_shares(path):
+    """{innermost Python function: share of the samples, in points}, n;
+    native frames (--native) left out."""
+    counts = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            py = [fr for fr in stack.split(";") if PY_FRAME_RE.search(fr)]
+            leaf = PY_FRAME_RE.sub("", py[-1]) if py else "(no Python frame)"
+            counts[leaf] = counts.get(leaf, 0) + int(count)
+    n = sum(counts.values())
+    return dict((k, 100.0 * v / max(n, 1)) for k, v in counts.items()), n
+
+
+# Not met yet (issue 21): read without stopping, a generator handing
+# over every few hundred nanoseconds still loses up to 17 points of its
+# share to its caller on 3.13+ (3.14 most: 45-53% against 59-62%
+# stopped, here; 3.11 and 3.12 within 5), where it lost 40 on 3.12.
+GENEXPR_LEAN_POINTS = {(3, 13): 20.0, (3, 14): 20.0, (3, 15): 20.0}
+# A thread whose reads all tore is read once stopped, where the stop
+# lands: samples that tear still lean to system calls (up to 7 points
+# measured, on 3.6), where stopping every sample put 99% there.
+STOPPED_TORN_POINTS = 10.0
+
+
+def shares_off(a, na, b, nb, points=SHARE_POINTS):
+    """The functions whose shares in a and b (of na and nb samples) are
+    further apart than bound() allows for the smaller of the two, or
+    than points."""
+    n = min(na, nb)
+    return [(k, a.get(k, 0.0), b.get(k, 0.0)) for k in sorted(set(a) | set(b))
+            if abs(a.get(k, 0.0) - b.get(k, 0.0)) >
+            max(points, bound(max(a.get(k, 0.0), b.get(k, 0.0)), n))]
+
+
+def table(a, b):
+    return "\n".join("  %-40s %6.1f %6.1f" % (k, a.get(k, 0.0), b.get(k, 0.0))
+                     for k in sorted(set(a) | set(b),
+                                     key=lambda k: -b.get(k, a.get(k, 0))))
+
+
+def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
+    """A generator expression under sum(), the generator handing over
+    every few hundred nanoseconds: read without stopping, each function's
+    share of the innermost Python frames is its share read with the
+    thread stopped for every sample (--native, native frames left out).
+    Taking whatever a read made again found gave the generator's share to
+    its caller: on 3.12, 21% against 61% stopped."""
+    t = targets.start(python, "fastgen.py", "genexpr")
+    rate, duration = 1000, 3
+    got = {}
+    for mode, extra in (("plain", []), ("stopped", ["--native"])):
+        out = str(tmp_path / ("%s.txt" % mode))
+        res, kept, dropped = record_fastgen(spyc, t.pid, out, rate,
+                                            duration, extra)
+        assert kept >= MIN_KEPT_SHARE * rate * duration, res.describe()
+        got[mode] = python_leaf_shares(out) + (res,)
+    (plain, np, pres), (stopped, ns, sres) = got["plain"], got["stopped"]
+    points = GENEXPR_LEAN_POINTS.get(tuple(python.version_info[:2]), SHARE_POINTS)
+    off = shares_off(plain, np, stopped, ns, points)
+    assert not off, (
+        "%s: read without stopping, the shares of %s are off those read "
+        "stopped by over %.0f points (plain, stopped):\n%s\n%s\n%s" % (
+            python.version, ", ".join(k for k, _, _ in off), points,
+            table(plain, stopped), pres.describe(), sres.describe()))
+
+
+def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
+                                                tmp_path):
+    """A loop of a microsecond of Python, then one short system call:
+    --blocking's shares are those read without stopping.  A stop lands
+    at the thread's next entry to the kernel, which a system call makes
+    sooner than the interrupt that asks for it: stopping every sample
+    put 99% of the samples in the system call's caller, against 38%."""
+    t = targets.start(python, "fastgen.py", "syscalls")
+    rate, duration = 500, 2
+    got = {}
+    for mode, extra in (("plain", []), ("blocking", ["--blocking"])):
+        out = str(tmp_path / ("%s.txt" % mode))
+        res, kept, dropped = record_fastgen(spyc, t.pid, out, rate,
+                                            duration, extra)
+        assert kept >= MIN_KEPT_SHARE * rate * duration, res.describe()
+        got[mode] = python_leaf_shares(out) + (res,)
+    (plain, np, pres), (blocking, nb, bres) = got["plain"], got["blocking"]
+    assert plain.get("sys_work", 0) > 5 and plain.get("py_work", 0) > 5, (
+        "the workload runs both functions\n" + table(plain, blocking))
+    off = shares_off(plain, np, blocking, nb, STOPPED_TORN_POINTS)
+    assert not off, (
+        "%s: --blocking's shares of %s are off those read without "
+        "stopping by over %.0f points (plain, --blocking):\n%s\n%s\n%s" % (
+            python.version, ", ".join(k for k, _, _ in off),
+            STOPPED_TORN_POINTS,
+            table(plain, blocking), pres.describe(), bres.describe()))

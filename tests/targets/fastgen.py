@@ -10,6 +10,8 @@ Workloads (argv[1]), each a loop forever:
 - yield_from: a 5-deep `yield from` chain yielding every item;
 - genexpr: sum() over a generator expression;
 - asyncio: an event loop of short awaits (asyncio.sleep(0));
+- syscalls: a microsecond or so of Python (py_work), then one short
+  system call (sys_work: os.getppid()), in turn (not part of all);
 - all: a few milliseconds of each in turn.
 
 Usage: fastgen.py WORKLOAD REPORT.json; reports {"pid", "workload"}
@@ -81,19 +83,37 @@ def asyncio_round(loop):
     loop.run_until_complete(awaiter())
 
 
+def py_work():
+    s = 0
+    for i in range(20):
+        s += i
+    return s
+
+
+def sys_work():
+    return os.getppid()
+
+
+def syscalls_round():
+    for _ in range(100):
+        py_work()
+        sys_work()
+
+
 def main():
     workload, report = sys.argv[1], sys.argv[2]
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     rounds = {"json": json_round, "pyjson": pyjson_round,
               "yield_from": yield_from_round, "genexpr": genexpr_round,
-              "asyncio": lambda: asyncio_round(loop)}
+              "asyncio": lambda: asyncio_round(loop),
+              "syscalls": syscalls_round}
     tmp = report + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "workload": workload}, f)
     os.rename(tmp, report)
     if workload == "all":
-        order = [rounds[k] for k in sorted(rounds)]
+        order = [rounds[k] for k in sorted(rounds) if k != "syscalls"]
         while True:
             for r in order:
                 for _ in range(4):
