@@ -551,7 +551,7 @@ static void sample_loop(struct recorder *r)
 			   : UINT64_MAX;
 
 	/* Slots from now on: duration x rate of them end at the deadline. */
-	sl->next = started;
+	sl->next = sl->slot = started;
 	r->gp.t0_ns = started;
 	r->timeline.t0_ns = started;
 	r->start_unix_ns = realtime_ns();

@@ -112,7 +112,8 @@ void sampleloop_init(struct sampleloop *sl, double rate_hz)
 	sl->interval = (uint64_t)(1e9 / rate_hz + 0.5);
 	if (!sl->interval)
 		sl->interval = 1;
-	sl->next = sl->last_check = now_ns();
+	sl->next = sl->slot = sl->last_check = now_ns();
+	sl->rng = (sl->next ^ ((uint64_t)getpid() << 32)) | 1;
 }
 
 void sampleloop_release(struct sampleloop *sl)
@@ -259,11 +260,20 @@ sampleloop_take_tree(struct sampleloop *sl,
 	return sampleloop_target_gone(sl) ? DROP_GONE : DROP_NONE;
 }
 
+/* A random offset into a slot: [0, interval). */
+static uint64_t into_slot(struct sampleloop *sl)
+{
+	sl->rng ^= sl->rng << 13;
+	sl->rng ^= sl->rng >> 7;
+	sl->rng ^= sl->rng << 17;
+	return sl->rng % sl->interval;
+}
+
 uint64_t sampleloop_schedule(struct sampleloop *sl)
 {
 	uint64_t now = now_ns(), behind;
 
-	sl->next += sl->interval;
+	sl->slot += sl->interval;
 	/*
 	 * Slots stay on the grid of the first one.  A slot whose time
 	 * passed less than CATCH_UP_NS ago (spyc was preempted for a
@@ -271,11 +281,12 @@ uint64_t sampleloop_schedule(struct sampleloop *sl)
 	 * kept at the cost of a short burst.  Older ones are skipped and
 	 * counted, never made up.
 	 */
-	if (now > sl->next + CATCH_UP_NS) {
-		behind = (now - sl->next - CATCH_UP_NS) / sl->interval + 1;
+	if (now > sl->slot + CATCH_UP_NS) {
+		behind = (now - sl->slot - CATCH_UP_NS) / sl->interval + 1;
 		sl->missed += behind;
-		sl->next += behind * sl->interval;
+		sl->slot += behind * sl->interval;
 	}
+	sl->next = sl->slot + into_slot(sl);
 	return sl->next;
 }
 

@@ -31,7 +31,9 @@ struct sampleloop {
 	struct py_sampler ps;
 	struct py_sample sample; /* what sampleloop_take() read */
 	uint64_t interval;	 /* nanoseconds between samples */
+	uint64_t slot;		 /* when the next sample's slot starts */
 	uint64_t next;		 /* when the next sample is due (now_ns()) */
+	uint64_t rng;		 /* xorshift64 state: where in its slot */
 	uint64_t missed;	 /* slots skipped: their time passed */
 	uint64_t last_check;	 /* the last look for an exec */
 	/*
@@ -103,12 +105,18 @@ sampleloop_take_tree(struct sampleloop *sl,
 int sampleloop_target_gone(struct sampleloop *sl);
 
 /*
- * Move sl->next on to the next slot of the grid that started at the
- * first sample (no drift): one interval on.  A slot due a little while
- * ago (a slow sample, spyc preempted for a scheduler slice or two) is
- * still taken, at once, so that the asked rate is kept; slots whose
- * time passed longer ago are skipped and counted in sl->missed, never
- * made up in a long burst.  Returns the new sl->next.
+ * Move on to the next slot of the grid that started at the first sample
+ * (no drift): one interval on, and sl->next to a random moment in it.
+ * Samples a fixed interval apart run in step with a program that
+ * repeats at about that period (a loop of 1 ms steps at 1 kHz): its
+ * samples fall at nearly the same point of each step, one after the
+ * other, and a profile of a few seconds says more about the phase than
+ * about the program.  One sample at a random moment of each slot keeps
+ * the rate and leaves no period to fall in step with.  A slot due a
+ * little while ago (a slow sample, spyc preempted for a scheduler slice
+ * or two) is still taken, at once, so that the asked rate is kept;
+ * slots whose time passed longer ago are skipped and counted in
+ * sl->missed, never made up in a long burst.  Returns the new sl->next.
  */
 uint64_t sampleloop_schedule(struct sampleloop *sl);
 

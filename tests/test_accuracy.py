@@ -172,29 +172,57 @@ def test_plain_reads_generators(spyc, python, targets, tmp_path):
 PY_FRAME_RE = re.compile(r" \((?:[^()]*\.py|<[^<>()]*>):\d+\)$")
 
 
-def python_leaf_shares(path):
-    """{innermost Python function: share of the samples, in points}, n;
-    native frames (--native) left out."""
-    counts = {}
+def python_leaf_counts(path, counts):
+    """Add to counts {innermost Python function: samples} those of the
+    folded profile at path (native frames, --native, left out)."""
     with open(path, encoding="utf-8") as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             py = [fr for fr in stack.split(";") if PY_FRAME_RE.search(fr)]
             leaf = PY_FRAME_RE.sub("", py[-1]) if py else "(no Python frame)"
             counts[leaf] = counts.get(leaf, 0) + int(count)
-    n = sum(counts.values())
-    return dict((k, 100.0 * v / max(n, 1)) for k, v in counts.items()), n
 
 
-# Not met yet (issue 21): read without stopping, a generator handing
-# over every few hundred nanoseconds still loses up to 17 points of its
-# share to its caller on 3.13+ (3.14 most: 45-53% against 59-62%
-# stopped, here; 3.11 and 3.12 within 5), where it lost 40 on 3.12.
-GENEXPR_LEAN_POINTS = {(3, 13): 20.0, (3, 14): 20.0, (3, 15): 20.0}
-# A thread whose reads all tore is read once stopped, where the stop
-# lands: samples that tear still lean to system calls (up to 7 points
-# measured, on 3.6), where stopping every sample put 99% there.
-STOPPED_TORN_POINTS = 10.0
+# Rounds of each mode in turn: a workload's split between functions
+# drifts by a few points from one second to the next, so two modes are
+# compared over the same seconds, interleaved.
+ROUNDS = 3
+
+
+def interleaved_shares(spyc, pid, tmp_path, rate, secs, modes):
+    """{mode: ({innermost Python function: share, in points}, n,
+    describe)} of ROUNDS rounds of secs seconds of each of modes
+    {name: extra options} in turn."""
+    counts = dict((m, {}) for m in modes)
+    said = dict((m, []) for m in modes)
+    for r in range(ROUNDS):
+        for mode in sorted(modes):
+            out = str(tmp_path / ("%s%d.txt" % (mode, r)))
+            res, kept, dropped = record_fastgen(spyc, pid, out, rate, secs,
+                                                modes[mode])
+            assert kept >= MIN_KEPT_SHARE * rate * secs, res.describe()
+            python_leaf_counts(out, counts[mode])
+            said[mode].append(res.describe())
+    got = {}
+    for mode in modes:
+        n = sum(counts[mode].values())
+        got[mode] = (dict((k, 100.0 * v / max(n, 1))
+                          for k, v in counts[mode].items()), n,
+                     "\n".join(said[mode]))
+    return got
+
+
+# Bounds of the comparisons below, in points (or SHARE_SIGMAS standard
+# errors, where that is wider).  Read without stopping, a generator that
+# hands over every few hundred nanoseconds still loses up to 7 points of
+# its share to its caller (measured: 3.11 7, 3.14 and 3.15 5, others
+# within 3), where it lost 40 on 3.12 and 19 on 3.11; issue 21's goal
+# is 3.
+GENEXPR_POINTS = 8.0
+# A thread whose reads all tore is read stopped, where the stop lands:
+# within 4.5 standard errors of the shares read without stopping on
+# every slot, where stopping every sample put 99% in the system call.
+STOPPED_TORN_POINTS = 6.0
 
 
 def shares_off(a, na, b, nb, points=SHARE_POINTS):
@@ -219,24 +247,18 @@ def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
     share of the innermost Python frames is its share read with the
     thread stopped for every sample (--native, native frames left out).
     Taking whatever a read made again found gave the generator's share to
-    its caller: on 3.12, 21% against 61% stopped."""
+    its caller: on 3.12, 21% against 61% stopped.  (Each mode takes
+    ROUNDS seconds in turn, over the same seconds.)"""
     t = targets.start(python, "fastgen.py", "genexpr")
-    rate, duration = 1000, 3
-    got = {}
-    for mode, extra in (("plain", []), ("stopped", ["--native"])):
-        out = str(tmp_path / ("%s.txt" % mode))
-        res, kept, dropped = record_fastgen(spyc, t.pid, out, rate,
-                                            duration, extra)
-        assert kept >= MIN_KEPT_SHARE * rate * duration, res.describe()
-        got[mode] = python_leaf_shares(out) + (res,)
+    got = interleaved_shares(spyc, t.pid, tmp_path, 1000, 1,
+                             {"plain": [], "stopped": ["--native"]})
     (plain, np, pres), (stopped, ns, sres) = got["plain"], got["stopped"]
-    points = GENEXPR_LEAN_POINTS.get(tuple(python.version_info[:2]), SHARE_POINTS)
-    off = shares_off(plain, np, stopped, ns, points)
+    off = shares_off(plain, np, stopped, ns, GENEXPR_POINTS)
     assert not off, (
         "%s: read without stopping, the shares of %s are off those read "
         "stopped by over %.0f points (plain, stopped):\n%s\n%s\n%s" % (
-            python.version, ", ".join(k for k, _, _ in off), points,
-            table(plain, stopped), pres.describe(), sres.describe()))
+            python.version, ", ".join(k for k, _, _ in off), GENEXPR_POINTS,
+            table(plain, stopped), pres, sres))
 
 
 def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
@@ -247,14 +269,8 @@ def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
     sooner than the interrupt that asks for it: stopping every sample
     put 99% of the samples in the system call's caller, against 38%."""
     t = targets.start(python, "fastgen.py", "syscalls")
-    rate, duration = 500, 2
-    got = {}
-    for mode, extra in (("plain", []), ("blocking", ["--blocking"])):
-        out = str(tmp_path / ("%s.txt" % mode))
-        res, kept, dropped = record_fastgen(spyc, t.pid, out, rate,
-                                            duration, extra)
-        assert kept >= MIN_KEPT_SHARE * rate * duration, res.describe()
-        got[mode] = python_leaf_shares(out) + (res,)
+    got = interleaved_shares(spyc, t.pid, tmp_path, 500, 1,
+                             {"plain": [], "blocking": ["--blocking"]})
     (plain, np, pres), (blocking, nb, bres) = got["plain"], got["blocking"]
     assert plain.get("sys_work", 0) > 5 and plain.get("py_work", 0) > 5, (
         "the workload runs both functions\n" + table(plain, blocking))
@@ -263,5 +279,27 @@ def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
         "%s: --blocking's shares of %s are off those read without "
         "stopping by over %.0f points (plain, --blocking):\n%s\n%s\n%s" % (
             python.version, ", ".join(k for k, _, _ in off),
-            STOPPED_TORN_POINTS,
-            table(plain, blocking), pres.describe(), bres.describe()))
+            STOPPED_TORN_POINTS, table(plain, blocking), pres, bres))
+
+
+def test_samples_not_in_step_with_a_periodic_program(spyc, any_python,
+                                                     targets, tmp_path):
+    """A program whose steps last as long as spyc's interval (the first
+    half of every millisecond in one function, the second in another)
+    sampled at 1 kHz: each half has half the samples.  Samples a fixed
+    interval apart fell at one point of each step, one after the other:
+    96% / 4%, then 19% / 79% a moment later."""
+    t = targets.start(any_python, "fastgen.py", "phases")
+    counts = {}
+    out = str(tmp_path / "phases.txt")
+    res, kept, dropped = record_fastgen(spyc, t.pid, out, 1000, 2, [])
+    assert kept >= MIN_KEPT_SHARE * 2000, res.describe()
+    python_leaf_counts(out, counts)
+    n = sum(counts.values())
+    halves = [100.0 * counts.get(k, 0) / n
+              for k in ("first_half", "second_half")]
+    # a loaded machine keeps the target off a CPU at times: the other
+    # half runs then, on its return
+    assert all(abs(h - 50.0) <= max(10.0, bound(50.0, n)) for h in halves), (
+        "shares of the two halves of each millisecond: %.1f%%, %.1f%% "
+        "(50%% each)\n%s" % (halves[0], halves[1], res.describe()))

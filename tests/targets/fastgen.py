@@ -12,6 +12,8 @@ Workloads (argv[1]), each a loop forever:
 - asyncio: an event loop of short awaits (asyncio.sleep(0));
 - syscalls: a microsecond or so of Python (py_work), then one short
   system call (sys_work: os.getppid()), in turn (not part of all);
+- phases: the first half of every millisecond of the clock in
+  first_half, the second in second_half (not part of all);
 - all: a few milliseconds of each in turn.
 
 Usage: fastgen.py WORKLOAD REPORT.json; reports {"pid", "workload"}
@@ -23,6 +25,7 @@ import json
 import json.encoder
 import os
 import sys
+import time
 
 DOC = dict(("k%d" % i, [i, str(i), {"a": [1, 2, 3], "b": None}])
            for i in range(40))
@@ -94,6 +97,28 @@ def sys_work():
     return os.getppid()
 
 
+PERIOD = 0.001
+
+
+def first_half(until):
+    while time.perf_counter() < until:
+        pass
+
+
+def second_half(until):
+    while time.perf_counter() < until:
+        pass
+
+
+def phases_round():
+    now = time.perf_counter()
+    start = now - now % PERIOD
+    if now - start < PERIOD / 2:
+        first_half(start + PERIOD / 2)
+    else:
+        second_half(start + PERIOD)
+
+
 def syscalls_round():
     for _ in range(100):
         py_work()
@@ -107,13 +132,13 @@ def main():
     rounds = {"json": json_round, "pyjson": pyjson_round,
               "yield_from": yield_from_round, "genexpr": genexpr_round,
               "asyncio": lambda: asyncio_round(loop),
-              "syscalls": syscalls_round}
+              "syscalls": syscalls_round, "phases": phases_round}
     tmp = report + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "workload": workload}, f)
     os.rename(tmp, report)
     if workload == "all":
-        order = [rounds[k] for k in sorted(rounds) if k != "syscalls"]
+        order = [rounds[k] for k in sorted(rounds) if k not in ("syscalls", "phases")]
         while True:
             for r in order:
                 for _ in range(4):
