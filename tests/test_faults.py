@@ -218,7 +218,8 @@ def record(spyc, python, target, tmp_path, what, out_name, *extra):
     got = injected(counts, describe)
     assert got["read"] + got["garbage"] + got["stale"] > 0, (
         "no read fault injected (%s)\n%s" % (got, describe))
-    if "--native" in extra or "--blocking" in extra:
+    # --blocking stops a thread only when all its reads tore: seldom.
+    if "--native" in extra:
         assert got["ptrace"] > 0, (
             "no ptrace fault injected (%s)\n%s" % (got, describe))
     summary = parse_summary(res.stderr, describe)
