@@ -1283,7 +1283,8 @@ static enum top_end run(struct top *t)
 
 			if (why == DROP_GONE)
 				return END_TARGET;
-			count_attempt(t, now);
+			/* Its slot's start: a sample is at a random moment of it. */
+			count_attempt(t, t->sl.slot);
 			if (why == DROP_NONE && t->opts->stop)
 				why = sampleloop_stop_wanted(&t->sl, &t->nu,
 							     t->opts->idle,
