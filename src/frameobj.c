@@ -716,7 +716,6 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 	if (ps->batch.n)
 		pywalk_take_fresh_tstate(ps);
 	frame = load_u64(ps->tstate_buf, off->tstate_frame);
-	ps->walk_key = frame;
 	pywalk_loop_init(&lc);
 	while (frame) {
 		const unsigned char *f;

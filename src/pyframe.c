@@ -1107,7 +1107,6 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	if (off->tstate_base_frame != OFF_NONE)
 		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
 	ps->walk_frame = frame;
-	ps->walk_key = ps->walk_cframe ? ps->walk_cframe : frame;
 	ps->nr_links = 0;
 	ps->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);

@@ -308,49 +308,35 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 }
 
 /*
- * Reads of a thread's stack before its sample is dropped as torn (or,
- * with --blocking, read stopped).  Reads after the first are taken only
- * when the thread runs what it ran at the first (see walk_thread), which
- * a generator handing over every few hundred nanoseconds does only one
- * read in three or four: with 6, on 3.7 and 3.14, its share read without
- * stopping was 5-17 points under the share read stopped, with 16 within
- * 3 on 3.6-3.12 (3.13+: see tests/test_accuracy.py).  A read again costs
- * one process_vm_readv, and only a read that tore pays for it.
+ * Reads of a thread's stack before its sample is dropped as torn.  On
+ * generator-heavy code at 1 kHz (tests/targets/fastgen.py), 2 dropped
+ * 6-11% of samples, 6 drop under 0.3%, and the shares kept moved by
+ * under a point: the reads a thread's stack fails are not many more
+ * than it passes.
  */
-#define WALK_TRIES 16
+#define WALK_TRIES 6
 
 /*
  * Walk t's frames, from the copy of its thread state in ps->tstate_buf,
  * onto the end of out.  A chain that was torn (it changed while it was
- * read) or could not be read through is read again from a fresh copy of
- * the thread state, up to WALK_TRIES reads: dropping the sample instead
- * would bias against code that calls a lot.  A read again is taken only
- * when the thread runs what it ran at the first read (ps->walk_key), but
- * for the last: what tears most is the code that changes fastest, and
- * taking whatever a later read finds would give its share to the
- * callers (a generator expression under sum() on 3.12: 21% of the
- * samples, against 61% read stopped; 64% so).  With ps->stop_reads the
- * thread is left to the read made while it is stopped (t->torn).
+ * read) or could not be read through is read once more from a fresh
+ * copy of the thread state: the thread has moved on, and dropping the
+ * whole sample instead would bias against code that calls a lot.  With
+ * ps->stop_reads the thread is left to the read made while it is
+ * stopped (t->torn), which is exact.
  */
 static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 				    struct py_sample *out)
 {
 	enum drop_reason why;
 	int attempt, r;
-	uint64_t key = 0;
 
 	ps->walks++;
 	for (attempt = 0;; attempt++) {
 		t->first = out->nr_frames;
 		ps->root_frame = 0;
 		ps->moved = attempt;
-		ps->walk_key = 0;
 		why = pyframe_walk(ps, t->tstate, out);
-		if (!attempt)
-			key = ps->walk_key;
-		else if (!why && key && ps->walk_key != key &&
-			 attempt + 1 < WALK_TRIES)
-			why = DROP_INVALID;
 		t->root_frame = ps->root_frame;
 		t->omitted = ps->omitted;
 		t->depth = out->nr_frames - t->first;
@@ -358,8 +344,7 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 			ps->walks_again++;
 		t->torn = 0;
 		if ((why == DROP_INVALID || why == DROP_READ) &&
-		    (ps->stop_reads == STOP_READS_ALL ||
-		     (ps->stop_reads && attempt + 1 >= WALK_TRIES))) {
+		    ps->stop_reads) {
 			/* Read again, and exactly, once it is stopped. */
 			out->nr_frames = t->first;
 			t->depth = 0;

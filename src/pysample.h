@@ -31,13 +31,14 @@
  * interrupt from another CPU forces within 20-40 us on a virtual
  * machine, but a system call made first takes it there sooner.  Stopped
  * reads of every sample lean to the system calls a program makes
- * (a loop that spends half its time in a 1 us system call sampled
- * there 99 times in 100), so only --native, whose native frames must
- * be of the moment the Python frames are, and dump stop every thread.
+ * (a loop that spends a third of its time around a 1 us system call
+ * sampled there 99 times in 100), so only --native, whose native frames
+ * must be of the moment the Python frames are, and dump stop every
+ * thread; --blocking keeps a sample whose stacks were read whole.
  */
 enum stop_reads {
 	STOP_READS_NONE = 0,
-	/* --blocking: a thread whose reads all tore, read once stopped */
+	/* --blocking: the threads that run, read once stopped when one tore */
 	STOP_READS_TORN,
 	/* --native, dump: every thread that runs, read once stopped */
 	STOP_READS_ALL,
@@ -331,13 +332,6 @@ struct py_sampler {
 	unsigned char *link_buf;
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
-	/*
-	 * What the thread was running when the walk's first read was made
-	 * (0: not known): on 3.11 and 3.12 the C frame of the eval call it
-	 * was in, one word of its thread state; else its innermost frame.  A torn walk is read again until this is the same, so
-	 * that a sample is of the moment its first read was made.
-	 */
-	uint64_t walk_key;
 	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which

@@ -157,8 +157,9 @@ def test_only_sampled_threads_are_stopped(spyc, python, targets, tmp_path):
     """--native and --blocking stop the threads they sample and no other:
     a blocked thread that ptrace stopped would wake (a context switch)
     for every sample; left alone it does not wake at all.  --blocking
-    stops only a thread whose reads tore, which a blocked thread's never
-    do: even with --idle it is left alone."""
+    stops the sampled threads only in a sample where a read tore, which
+    a blocked thread's never does: with --idle, blocked threads are
+    stopped in those samples only, not in every one."""
     t = targets.start(python, "states.py", "{report}")
     idle = ("sleeper", "locker")
 
@@ -176,7 +177,7 @@ def test_only_sampled_threads_are_stopped(spyc, python, targets, tmp_path):
     assert woken("--blocking") == {"sleeper": 0, "locker": 0}
     # With --idle they are sampled, so stopped: the measure sees it.
     assert min(woken("--native", "--idle").values()) >= 50
-    assert woken("--blocking", "--idle") == {"sleeper": 0, "locker": 0}
+    assert max(woken("--blocking", "--idle").values()) < 50
     # dump stops every thread only when asked to.
     for options, stopped in (([], False), (["--blocking"], True)):
         before = context_switches(t.pid)
