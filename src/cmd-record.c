@@ -945,9 +945,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	/* Idle threads' stacks are not kept: do not even read them. */
 	ps->skip_idle = !opts->idle && !opts->gil;
 	ps->max_depth = opts->max_depth;
-	ps->stop_reads = !opts->stop	? STOP_READS_NONE
-			 : opts->native ? STOP_READS_ALL
-					: STOP_READS_TORN;
+	ps->stop_reads = py_stop_reads(opts->stop, opts->native);
 }
 
 /*

@@ -1390,9 +1390,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->max_depth = opts->max_depth;
 	/* Idle threads count in the header, but their stacks do not. */
 	ps->skip_idle = !opts->idle && !opts->gil;
-	ps->stop_reads = !opts->stop	? STOP_READS_NONE
-			 : opts->native ? STOP_READS_ALL
-					: STOP_READS_TORN;
+	ps->stop_reads = py_stop_reads(opts->stop, opts->native);
 }
 
 int cmd_top(int argc, char **argv)

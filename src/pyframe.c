@@ -1151,7 +1151,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * the shim.  The thread was in that call when its
 			 * state was read: read again.
 			 */
-			if (out->nr_frames == first && !depth)
+			if (!depth)
 				return DROP_INVALID;
 			/* 3.12+: a C-stack shim starts each eval call. */
 			if (out->nr_frames > first && !ps->omitted)

@@ -24,7 +24,6 @@
 #define PY_MAX_THREADS 4096
 #define PY_MAX_INTERPS 64
 
-/* Why a sample was dropped.  Counted by commands. */
 /*
  * When threads are stopped to be read.  A stop lands late: the kernel
  * stops a thread that runs at its next entry to the kernel, which an
@@ -44,6 +43,15 @@ enum stop_reads {
 	STOP_READS_ALL,
 };
 
+/* Which stop_reads a command's --native and --blocking ask for. */
+static inline int py_stop_reads(int stop, int native)
+{
+	if (!stop)
+		return STOP_READS_NONE;
+	return native ? STOP_READS_ALL : STOP_READS_TORN;
+}
+
+/* Why a sample was dropped.  Counted by commands. */
 enum drop_reason {
 	DROP_NONE = 0,
 	DROP_READ,    /* a read failed: memory changed under us */
