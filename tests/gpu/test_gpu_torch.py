@@ -61,6 +61,11 @@ def torch_python():
     return None
 
 
+# The kernel families cuBLAS runs GEMMs with: Hopper's nvjet_* and
+# sm90_xmma*, cutlass, and the older *gemm* names.
+GEMM_FAMILIES = ("gemm", "xmma", "cutlass", "nvjet")
+
+
 def layer_line():
     with open(TRAIN) as f:
         for n, line in enumerate(f, 1):
@@ -86,7 +91,7 @@ def check_profile(doc, stderr, forward_ms):
         leaf = frames[sample[-1]]["name"].lower()
         on_line = any(frames[i].get("file", "").endswith("train_small.py")
                       and frames[i].get("line") == line for i in sample)
-        is_gemm = any(k in leaf for k in ("gemm", "xmma", "cutlass"))
+        is_gemm = any(k in leaf for k in GEMM_FAMILIES)
         if on_line:
             under_line += weight
             if is_gemm:
@@ -125,22 +130,41 @@ def test_torch_training_gemms(spyc, tmp_path):
     check_profile(doc, res.stderr, result["forward_ms"])
 
 
+def losses(lines):
+    """{step: loss} from train_small.py's --progress lines."""
+    out = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "step" and parts[2] == "loss":
+            out[int(parts[1])] = float(parts[3])
+    return out
+
+
 def test_torch_training_attach(spyc, tmp_path):
     """Attach mode: spyc loads the agent into the running loop (PEP 768
-    on 3.14+, else ptrace) for a few seconds; the loop's result is the
-    same as without spyc."""
+    on 3.14+, else ptrace) once it has printed its first progress line,
+    records a few seconds, and the loop goes on to the same losses, step
+    by step, as a run without spyc."""
+    import threading
     py = torch_python()
     if py is None:
         pytest.skip("no Python with PyTorch and CUDA here "
                     "(set SPYC_TORCH_PYTHON)")
-    ref = subprocess.run([py, TRAIN, "100"], stdout=subprocess.PIPE,
-                         env=target_env(), timeout=600)
-    assert ref.returncode == 0
-    proc = subprocess.Popen([py, TRAIN, "3000"], stdout=subprocess.PIPE,
-                            env=target_env())
+    steps, every = "3000", "100"
+    proc = subprocess.Popen([py, TRAIN, steps, "--progress", every],
+                            stdout=subprocess.PIPE, env=target_env(),
+                            universal_newlines=True)
+    lines = []
+    started = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            started.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        import time
-        time.sleep(15)
+        assert started.wait(600), "the loop printed no progress line"
         out = tmp_path / "attach.json"
         res = spyc.run(["record", "--gpu", "--rate", "200", "--duration",
                         "5", "-o", out, "--pid", str(proc.pid)],
@@ -148,10 +172,24 @@ def test_torch_training_attach(spyc, tmp_path):
         assert res.returncode == 0, res.describe()
         assert "GPU activities" in res.stderr, res.describe()
         assert "agent loaded into pid" in res.stderr, res.describe()
+        assert proc.poll() is None, (
+            "the loop ended before spyc did: the comparison would not "
+            "cover the attached seconds (more steps needed)")
         doc = json.load(open(str(out), encoding="utf-8"))
         assert doc["spyc_gpu"]["by_launch_stack"] > 0, res.stderr
     finally:
-        stdout, _ = proc.communicate(timeout=900)
+        proc.wait(timeout=900)
+        reader.join(60)
     assert proc.returncode == 0
-    assert json.loads(stdout.decode().strip().splitlines()[-1])["steps"] \
-        == 3000
+    ref = subprocess.run([py, TRAIN, steps, "--progress", every],
+                         stdout=subprocess.PIPE, env=target_env(),
+                         universal_newlines=True, timeout=900)
+    assert ref.returncode == 0
+    got, want = losses(lines), losses(ref.stdout.splitlines())
+    assert len(want) == int(steps) // int(every), ref.stdout[-2000:]
+    assert sorted(got) == sorted(want), "steps printed differ"
+    off = [(s, got[s], want[s]) for s in sorted(want)
+           if abs(got[s] - want[s]) > 1e-5 * max(abs(want[s]), 1e-12)]
+    assert not off, "losses changed under spyc (step, with, without): " \
+        "%s" % off[:5]
+    assert json.loads(lines[-1])["steps"] == int(steps)
