@@ -57,6 +57,8 @@ void pywalk_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 		n = ps->alloc_walk;
 		ALLOC_GROW(ps->tlbc_arrays, out->nr_frames + 1, n);
 		n = ps->alloc_walk;
+		ALLOC_GROW(ps->gen_frames, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
 		ALLOC_GROW(ps->frame_addrs, out->nr_frames + 1, n);
 		ps->alloc_walk = n;
 	}
@@ -64,6 +66,7 @@ void pywalk_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
 	ps->code_addrs[out->nr_frames] = code;
 	ps->addrqs[out->nr_frames] = addrq;
 	ps->entries[out->nr_frames] = (unsigned char)entry;
+	ps->gen_frames[out->nr_frames] = 0;
 	ps->tlbcs[out->nr_frames] = 0;
 	ps->tlbc_arrays[out->nr_frames] = 0;
 	out->nr_frames++;
@@ -1226,6 +1229,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 				pywalk_push(ps, out, frame, code, addrq,
 					    last_entry);
 				ps->tlbcs[out->nr_frames - 1] = tlbc;
+				ps->gen_frames[out->nr_frames - 1] =
+					off->owner_generator != OFF_NONE &&
+					owner == off->owner_generator;
 			}
 			depth++;
 			callee = self;

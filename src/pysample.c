@@ -15,6 +15,7 @@
 #include "pynames.h"
 #include "pyresolve.h"
 #include "pystate.h"
+#include "pywalk.h"
 #include "util.h"
 
 /* Bytes of glibc's struct pthread searched for the tid field. */
@@ -147,6 +148,15 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->entries);
 	free(ps->tlbcs);
 	free(ps->tlbc_arrays);
+	free(ps->spare.code_addrs);
+	free(ps->spare.frame_addrs);
+	free(ps->spare.tlbc_arrays);
+	free(ps->spare.addrqs);
+	free(ps->spare.entries);
+	free(ps->spare.gen_frames);
+	free(ps->gen_frames);
+	free(ps->stop_keys);
+	free(ps->spare.tlbcs);
 	free(ps->tlbc_words);
 	free(ps->tlbc_slots);
 	free(ps->headers);
@@ -310,29 +320,239 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 /*
  * Reads of a thread's stack before its sample is dropped as torn.  On
  * generator-heavy code at 1 kHz (tests/targets/fastgen.py), 2 dropped
- * 6-11% of samples, 6 drop under 0.3%, and the shares kept moved by
- * under a point: the reads a thread's stack fails are not many more
- * than it passes.
+ * 6-11% of samples, 6 drop under 0.3%: the reads a thread's stack fails
+ * are not many more than it passes.
  */
 #define WALK_TRIES 6
+
+/* Move frames [from, from + n) of the walk arrays to index to. */
+static void move_frames(struct py_sampler *ps, size_t to, size_t from,
+			size_t n)
+{
+	memmove(ps->code_addrs + to, ps->code_addrs + from,
+		n * sizeof(*ps->code_addrs));
+	memmove(ps->frame_addrs + to, ps->frame_addrs + from,
+		n * sizeof(*ps->frame_addrs));
+	memmove(ps->addrqs + to, ps->addrqs + from, n * sizeof(*ps->addrqs));
+	memmove(ps->entries + to, ps->entries + from,
+		n * sizeof(*ps->entries));
+	memmove(ps->gen_frames + to, ps->gen_frames + from,
+		n * sizeof(*ps->gen_frames));
+	memmove(ps->tlbcs + to, ps->tlbcs + from, n * sizeof(*ps->tlbcs));
+	memmove(ps->tlbc_arrays + to, ps->tlbc_arrays + from,
+		n * sizeof(*ps->tlbc_arrays));
+}
+
+/* Make room for frames up to index n - 1 in the walk arrays. */
+static void walk_room(struct py_sampler *ps, struct py_sample *out, size_t n)
+{
+	size_t keep = out->nr_frames;
+
+	if (n <= ps->alloc_walk)
+		return;
+	out->nr_frames = n - 1;
+	pywalk_push(ps, out, 0, 0, 0, 0);
+	out->nr_frames = keep;
+}
+
+/*
+ * Keep, as the key of t's torn read, its innermost frame and the
+ * generators' frames under it, up to the first frame that is not a
+ * generator's; returns how many.
+ */
+static size_t take_key(const struct py_sampler *ps, const struct py_thread *t,
+		       struct walk_key *key)
+{
+	size_t i, n = 0;
+
+	for (i = t->first; i < t->first + t->depth && n < WALK_KEY_MAX; i++) {
+		if (!ps->frame_addrs[i])
+			break;
+		key[n].frame = ps->frame_addrs[i];
+		key[n].code = ps->code_addrs[i];
+		key[n].addrq = ps->addrqs[i];
+		key[n].tlbc = ps->tlbcs[i];
+		key[n].tlbc_array = ps->tlbc_arrays[i];
+		key[n].entry = ps->entries[i];
+		n++;
+		if (!ps->gen_frames[i])
+			break;
+	}
+	return n;
+}
+
+/*
+ * Does t's stack, just walked whole, hold the key's innermost frame (at
+ * the same place, running the same code), or the frame under the
+ * key's generators?  If so, it is cut there and the key's frames above
+ * it put back on top: the stack is what the thread ran when the sample
+ * was asked, its callers read whole.  A generator's link to its caller
+ * is set only while it runs: its frame, read with that link, was linked
+ * so at that moment.
+ */
+static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
+		      struct py_sample *out, const struct walk_key *key,
+		      size_t nr_key)
+{
+	size_t i = 0, j, end = t->first + t->depth, rest;
+
+	for (j = 0; j < nr_key; j++) {
+		for (i = t->first; i < end; i++)
+			if (ps->frame_addrs[i] == key[j].frame &&
+			    ps->code_addrs[i] == key[j].code)
+				break;
+		if (i < end)
+			break;
+	}
+	if (j == nr_key)
+		return 0;
+	rest = end - i;
+	walk_room(ps, out, t->first + j + rest);
+	move_frames(ps, t->first + j, i, rest);
+	for (i = 0; i < j; i++) {
+		size_t at = t->first + i;
+
+		ps->frame_addrs[at] = key[i].frame;
+		ps->code_addrs[at] = key[i].code;
+		ps->addrqs[at] = key[i].addrq;
+		ps->entries[at] = key[i].entry;
+		ps->gen_frames[at] = 1;
+		ps->tlbcs[at] = key[i].tlbc;
+		ps->tlbc_arrays[at] = key[i].tlbc_array;
+	}
+	/* the key's frame on the line it ran then */
+	ps->addrqs[t->first + j] = key[j].addrq;
+	ps->tlbcs[t->first + j] = key[j].tlbc;
+	ps->tlbc_arrays[t->first + j] = key[j].tlbc_array;
+	t->depth = j + rest;
+	out->nr_frames = t->first + t->depth;
+	return 1;
+}
+
+static void spare_grow(struct walk_spare *sp, size_t n)
+{
+	size_t a = sp->alloc;
+
+	ALLOC_GROW(sp->code_addrs, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->frame_addrs, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->tlbc_arrays, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->addrqs, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->entries, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->gen_frames, n, a);
+	a = sp->alloc;
+	ALLOC_GROW(sp->tlbcs, n, a);
+	sp->alloc = a;
+}
+
+/* Keep t's stack, just walked, in ps->spare. */
+static void spare_keep(struct py_sampler *ps, const struct py_thread *t)
+{
+	struct walk_spare *sp = &ps->spare;
+	size_t n = t->depth, f = t->first;
+
+	spare_grow(sp, n + 1);
+	memcpy(sp->code_addrs, ps->code_addrs + f, n * sizeof(*sp->code_addrs));
+	memcpy(sp->frame_addrs, ps->frame_addrs + f,
+	       n * sizeof(*sp->frame_addrs));
+	memcpy(sp->tlbc_arrays, ps->tlbc_arrays + f,
+	       n * sizeof(*sp->tlbc_arrays));
+	memcpy(sp->addrqs, ps->addrqs + f, n * sizeof(*sp->addrqs));
+	memcpy(sp->entries, ps->entries + f, n * sizeof(*sp->entries));
+	memcpy(sp->gen_frames, ps->gen_frames + f, n * sizeof(*sp->gen_frames));
+	memcpy(sp->tlbcs, ps->tlbcs + f, n * sizeof(*sp->tlbcs));
+	sp->nr = n;
+	sp->root_frame = t->root_frame;
+	sp->omitted = t->omitted;
+}
+
+/* Put the stack kept in ps->spare back as t's, at t->first. */
+static void spare_restore(struct py_sampler *ps, struct py_thread *t,
+			  struct py_sample *out)
+{
+	const struct walk_spare *sp = &ps->spare;
+	size_t n = sp->nr, f = t->first;
+
+	walk_room(ps, out, f + n);
+	memcpy(ps->code_addrs + f, sp->code_addrs, n * sizeof(*sp->code_addrs));
+	memcpy(ps->frame_addrs + f, sp->frame_addrs,
+	       n * sizeof(*sp->frame_addrs));
+	memcpy(ps->tlbc_arrays + f, sp->tlbc_arrays,
+	       n * sizeof(*sp->tlbc_arrays));
+	memcpy(ps->addrqs + f, sp->addrqs, n * sizeof(*sp->addrqs));
+	memcpy(ps->entries + f, sp->entries, n * sizeof(*sp->entries));
+	memcpy(ps->gen_frames + f, sp->gen_frames, n * sizeof(*sp->gen_frames));
+	memcpy(ps->tlbcs + f, sp->tlbcs, n * sizeof(*sp->tlbcs));
+	out->nr_frames = f + n;
+	t->depth = n;
+	t->root_frame = sp->root_frame;
+	t->omitted = sp->omitted;
+}
+
+/* Keep t's key for the read made once it is stopped. */
+static void keep_stop_key(struct py_sampler *ps, const struct py_thread *t,
+			  const struct walk_key *key, size_t nr_key)
+{
+	struct walk_stop_key *sk;
+
+	ALLOC_GROW(ps->stop_keys, ps->nr_stop_keys + 1, ps->alloc_stop_keys);
+	sk = &ps->stop_keys[ps->nr_stop_keys++];
+	sk->ident = t->ident;
+	sk->nr = nr_key;
+	memcpy(sk->key, key, nr_key * sizeof(*key));
+}
+
+/* The key the first read of t's stack left, NULL if none. */
+static const struct walk_stop_key *find_stop_key(const struct py_sampler *ps,
+						 const struct py_thread *t)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_stop_keys; i++)
+		if (ps->stop_keys[i].ident == t->ident)
+			return &ps->stop_keys[i];
+	return NULL;
+}
 
 /*
  * Walk t's frames, from the copy of its thread state in ps->tstate_buf,
  * onto the end of out.  A chain that was torn (it changed while it was
- * read) or could not be read through is read once more from a fresh
- * copy of the thread state: the thread has moved on, and dropping the
- * whole sample instead would bias against code that calls a lot.  With
- * ps->stop_reads the thread is left to the read made while it is
- * stopped (t->torn), which is exact.
+ * read) or could not be read through is read again from a fresh copy
+ * of the thread state: the thread has moved on, and dropping the whole
+ * sample instead would bias against code that calls a lot.
+ *
+ * Taking whatever a later read finds biases too: a generator resumed
+ * for one item lives a few microseconds, tears most reads made while it
+ * runs, and its later whole reads find its caller.  So the first torn
+ * read that found a frame is the sample's key: the frame the thread ran
+ * then, and the generators under it.  A later whole read that holds one
+ * of them (same place, same code) is cut there, the key's frames above
+ * it put back; only if none does is the first whole read taken.  On
+ * generator-heavy code this moves shares towards those of stopped
+ * reads (see tests/test_accuracy.py).
+ *
+ * With ps->stop_reads the thread is left to the read made while it is
+ * stopped (t->torn), whole but of a later moment: --blocking's key is
+ * kept for it, and that read cut at the key in the same way (not with
+ * --native, whose native frames are of the moment stopped).
  */
 static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 				    struct py_sample *out)
 {
+	struct walk_key key[WALK_KEY_MAX];
+	size_t nr_key = 0;
+	int have_spare = 0;
 	enum drop_reason why;
 	int attempt, r;
 
 	ps->walks++;
 	for (attempt = 0;; attempt++) {
+		int torn;
+
 		t->first = out->nr_frames;
 		ps->root_frame = 0;
 		ps->moved = attempt;
@@ -340,26 +560,57 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->root_frame = ps->root_frame;
 		t->omitted = ps->omitted;
 		t->depth = out->nr_frames - t->first;
-		if (!why && ps->moved)
-			ps->walks_again++;
+		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
-		if ((why == DROP_INVALID || why == DROP_READ) &&
-		    ps->stop_reads) {
+		if (torn && ps->stop_reads) {
+			if (ps->stop_reads == STOP_READS_TORN) {
+				nr_key = take_key(ps, t, key);
+				if (nr_key)
+					keep_stop_key(ps, t, key, nr_key);
+			}
 			/* Read again, and exactly, once it is stopped. */
 			out->nr_frames = t->first;
 			t->depth = 0;
 			t->torn = 1;
 			return DROP_NONE;
 		}
-		if (attempt + 1 >= WALK_TRIES ||
-		    (why != DROP_INVALID && why != DROP_READ))
+		if (!why && !attempt && ps->nr_stop_keys) {
+			const struct walk_stop_key *sk = find_stop_key(ps, t);
+
+			if (sk)
+				cut_at_key(ps, t, out, sk->key, sk->nr);
+			break;
+		}
+		if (torn && !nr_key)
+			nr_key = take_key(ps, t, key);
+		if (!why && nr_key) {
+			if (cut_at_key(ps, t, out, key, nr_key))
+				break;
+			if (!have_spare) {
+				spare_keep(ps, t);
+				have_spare = 1;
+			}
+			why = DROP_INVALID;
+			torn = 1;
+		}
+		if (attempt + 1 >= WALK_TRIES || !torn) {
+			if (torn && have_spare) {
+				spare_restore(ps, t, out);
+				break;
+			}
+			if (!why)
+				break;
 			return why;
+		}
 		out->nr_frames = t->first;
 		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
 			      (size_t)ps->rt->off->tstate_size);
 		if (r)
 			return py_read_error(r);
 	}
+	if (attempt)
+		ps->walks_again++;
+	return DROP_NONE;
 }
 
 /*
@@ -690,6 +941,9 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	int r;
 
 	ps->sample_stamp++;
+	/* The first read of a sample: keys left by the last are done with. */
+	if (ps->stop_reads)
+		ps->nr_stop_keys = 0;
 	/* The previous sample is done with: its replaced code may go. */
 	pycode_cache_collect(&ps->codes);
 	/* Copies left by a sample that was dropped are stale now. */

@@ -142,6 +142,29 @@ struct py_thread {
 
 struct py_task;
 
+/*
+ * Frames of a torn read kept as its key (see walk_thread in pysample.c):
+ * the innermost, the generators' frames under it and the first frame
+ * that is not a generator's.  A chain of `yield from` deeper than this
+ * is keyed by its innermost frames only.
+ */
+#define WALK_KEY_MAX 16
+
+/* A frame of a torn read, as the walk arrays held it. */
+struct walk_key {
+	uint64_t frame, code, tlbc_array;
+	long addrq;
+	int32_t tlbc;
+	unsigned char entry;
+};
+
+/* A thread's key, for the read made once it is stopped. */
+struct walk_stop_key {
+	uint64_t ident;
+	size_t nr;
+	struct walk_key key[WALK_KEY_MAX];
+};
+
 /* One sample of every thread.  Reused between samples: no allocation once warm.
  */
 struct py_sample {
@@ -210,6 +233,8 @@ struct py_sampler {
 	uint64_t *frame_addrs; /* where each walked frame is, 0 if a stand-in */
 	long *addrqs;
 	unsigned char *entries;
+	/* 1 where the frame is a generator's or coroutine's (3.11+) */
+	unsigned char *gen_frames;
 	/*
 	 * Free-threaded builds: the thread-local bytecode copy each frame
 	 * runs (0: the code's own, whose offset addrqs holds; else addrqs
@@ -219,6 +244,20 @@ struct py_sampler {
 	int32_t *tlbcs;
 	uint64_t *tlbc_arrays;
 	size_t alloc_walk;
+	/*
+	 * A whole read of a torn stack that did not hold the frame the
+	 * first read found innermost, kept while later reads look for that
+	 * frame (see walk_thread): its frames as the arrays above hold them.
+	 */
+	struct walk_spare {
+		uint64_t *code_addrs, *frame_addrs, *tlbc_arrays;
+		long *addrqs;
+		unsigned char *entries, *gen_frames;
+		int32_t *tlbcs;
+		size_t nr, alloc;
+		uint64_t root_frame;
+		size_t omitted;
+	} spare;
 	/* pyresolve_frames's reads of co_tlbc arrays: two words a frame */
 	uint64_t *tlbc_words;
 	size_t *tlbc_slots;
@@ -410,6 +449,13 @@ struct py_sampler {
 	 * than the sample dropped.
 	 */
 	int stop_reads;
+	/*
+	 * STOP_READS_TORN: the keys of the threads whose first read tore
+	 * (see walk_thread in pysample.c), for the read made while they are
+	 * stopped: that read is of a later moment.
+	 */
+	struct walk_stop_key *stop_keys;
+	size_t nr_stop_keys, alloc_stop_keys;
 	/* py_sampler_walk_only's idents, sorted; NULL: every thread */
 	const uint64_t *walk_only;
 	size_t nr_walk_only;
