@@ -7,6 +7,8 @@
   (the last rank does three times the others' work).
 - `srun --overlap --jobid J spyc record --pid PID`: attached to a running
   step of job J, its python's pid found with `scontrol listpids`.
+- `scancel` of `srun spyc record -- python ...` (a time limit does the
+  same): the profile is still written.
 - `srun --mpi=pmix`: an MPI job (mpi4py) over Slurm's PMIx plugin,
   checked as tests/test_mpi.py checks mpirun's.
 
@@ -324,41 +326,78 @@ def listpids(slurm, job):
     return pids
 
 
+class Job(object):
+    """`srun -J NAME ARGV` left running in the background: a job of one
+    step, its output in LOG."""
+
+    def __init__(self, slurm, name, argv, log):
+        self.slurm = slurm
+        self.name = "%s-%d" % (name, os.getpid())
+        self.log = log
+        with open(log, "wb") as f:
+            self.srun = subprocess.Popen(
+                [slurm.bins["srun"], "-J", self.name] + [str(a)
+                                                          for a in argv],
+                stdout=f, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=slurm.env,
+                start_new_session=True)
+
+    def describe(self):
+        return "srun: exit %s\n%s\n%s" % (self.srun.returncode,
+                                          log_tail(self.log),
+                                          self.slurm.describe())
+
+    def wait_file(self, path):
+        """Wait until path exists while srun runs; fail if it does not."""
+        deadline = time.time() + START_TIMEOUT
+        while not os.path.exists(str(path)):
+            assert self.srun.poll() is None, (
+                "%s not written\n%s" % (path, self.describe()))
+            assert time.time() < deadline, (
+                "%s not written in %.0f s\n%s" % (path, START_TIMEOUT,
+                                                  self.describe()))
+            time.sleep(0.05)
+
+    def ids(self):
+        """The job's id as squeue lists it (a list: empty once ended)."""
+        return self.slurm.run(["squeue", "-h", "-n", self.name, "-o", "%i"],
+                              check=False).stdout.split()
+
+    def cancel(self):
+        """scancel the job; its srun's exit status once it exits."""
+        ids = self.ids()
+        if ids:
+            self.slurm.run(["scancel"] + ids, check=False)
+        try:
+            return self.srun.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.srun.pid, signal.SIGKILL)
+            self.srun.wait()
+            raise
+
+
 def test_attach_with_srun_overlap(spyc, slurm, py, tmp_path):
     """A job's step runs hot.py; `srun --overlap --jobid J spyc record
     --pid PID` in a second step of the same job profiles it."""
     report = tmp_path / "hot.json"
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    name = "spyc-target-%d" % os.getpid()
-    with open(str(tmp_path / "target.log"), "wb") as log:
-        target = subprocess.Popen(
-            [slurm.bins["srun"], "-n", "1", "-J", name, py.path,
-             os.path.join(TARGETS, "hot.py"), "0", str(report)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=slurm.env, start_new_session=True)
+    job = Job(slurm, "spyc-target",
+              ["-n", 1, py.path, os.path.join(TARGETS, "hot.py"), 0, report],
+              str(tmp_path / "srun.log"))
     try:
-        deadline = time.time() + START_TIMEOUT
-        while not report.exists():
-            assert target.poll() is None, (
-                "srun of the target exited %s\n%s\n%s" % (
-                    target.returncode, log_tail(str(tmp_path /
-                                                    "target.log")),
-                    slurm.describe()))
-            assert time.time() < deadline, "the target wrote no report"
-            time.sleep(0.05)
+        job.wait_file(report)
         with open(str(report)) as f:
             info = json.load(f)
-        jobs = slurm.run(["squeue", "-h", "-n", name, "-o", "%i"])
-        assert len(jobs.stdout.split()) == 1, jobs.stdout
-        job = jobs.stdout.split()[0]
+        ids = job.ids()
+        assert len(ids) == 1, (ids, job.describe())
         # The way a user finds it: the job's first task of step 0.
-        pids = listpids(slurm, job)
+        pids = listpids(slurm, ids[0])
         assert pids.get(("0", 0)) == info["pid"], (pids, info)
         pid = pids[("0", 0)]
 
         out = str(out_dir / "prof.txt")
-        argv = ["srun", "--overlap", "--jobid", job, "-w", slurm.node,
+        argv = ["srun", "--overlap", "--jobid", ids[0], "-w", slurm.node,
                 "-n", "1", spyc.path,
                 "record", "--pid", pid, "--duration", 2, "--full-filenames",
                 "-o", out]
@@ -367,21 +406,44 @@ def test_attach_with_srun_overlap(spyc, slurm, py, tmp_path):
                     % (" ".join(str(a) for a in argv), res.returncode,
                        res.stdout[-4000:], res.stderr[-4000:]))
         assert res.returncode == 0, describe
-        assert target.poll() is None, "recording must not stop the target"
+        assert job.srun.poll() is None, "recording must not stop the target"
         summary = parse_summary(res.stderr, describe)
         check_profile(out, "folded", info["chain"], summary, describe,
                       full_filenames=True)
     finally:
-        if target.poll() is None:
-            jobs = slurm.run(["squeue", "-h", "-n", name, "-o", "%i"],
-                             check=False).stdout.split()
-            if jobs:
-                slurm.run(["scancel"] + jobs, check=False)
-            try:
-                target.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(target.pid, signal.SIGKILL)
-                target.wait()
+        job.cancel()
+
+
+def test_scancel_writes_the_profile(spyc, slurm, py, tmp_path):
+    """scancel (and a job's time limit) sends SIGTERM to every process of
+    the step at once, spyc and its program alike: `srun spyc record --
+    python hot.py` still writes the profile, and exits as the program
+    did (128 + SIGTERM)."""
+    report = tmp_path / "hot.json"
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = str(out_dir / "prof.txt")
+    job = Job(slurm, "spyc-cancelled",
+              ["-n", 1, spyc.path, "record", "--full-filenames", "-o", out,
+               "--", py.path, os.path.join(TARGETS, "hot.py"), 0, report],
+              str(tmp_path / "srun.log"))
+    try:
+        job.wait_file(report)
+        with open(str(report)) as f:
+            info = json.load(f)
+        # Some samples of the program's own functions first.
+        time.sleep(1)
+    finally:
+        status = job.cancel()
+    describe = job.describe()
+    with open(job.log, "rb") as f:
+        err = decode(f.read())
+    assert "task 0: Exited with exit code %d" % (128 + signal.SIGTERM) in \
+        err, describe
+    assert status != 0, describe
+    summary = parse_summary(err, describe)
+    check_profile(out, "folded", info["chain"], summary, describe,
+                  full_filenames=True, launched=True)
 
 
 def pmix_missing(slurm):
