@@ -302,16 +302,20 @@ def test_srun_ranks_and_imbalance(spyc, slurm, py, tmp_path):
                      if l.startswith("rank "))
     assert printed == [["rank", str(r)] for r in range(ranks)], describe
 
-    with open(str(tmp_path / "report.0.json")) as f:
-        host = json.load(f)["host"]
-    reports = check_ranks(spyc, tmp_path, ranks, ranks - 1,
-                          ["prof.%d.%s.json" % (r, host)
-                           for r in range(ranks)],
-                          ("SLURM_PROCID",), describe)
-    # %h is the host name, which Slurm took for the node's.
+    hosts = []
     for r in range(ranks):
+        with open(str(tmp_path / ("report.%d.json" % r))) as f:
+            hosts.append(json.load(f)["host"])
+    names = ["prof.%d.%s.json" % (r, hosts[r]) for r in range(ranks)]
+    reports = check_ranks(spyc, tmp_path, ranks, ranks - 1, names,
+                          ("SLURM_PROCID",), describe)
+    for r in range(ranks):
+        # %h, and the profile's host, are the task's host name, which
+        # Slurm took for the node's.
+        with open(str(tmp_path / names[r])) as f:
+            assert json.load(f)["spyc_process"]["host"] == hosts[r]
         assert reports[r]["node"] == slurm.node, reports[r]
-        assert reports[r]["host"].split(".")[0] == slurm.node, reports[r]
+        assert hosts[r].split(".")[0] == slurm.node, reports[r]
 
 
 def listpids(slurm, job):
