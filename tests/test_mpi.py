@@ -152,6 +152,8 @@ def check_ranks(spyc, tmp_path, ranks, slow_rank, names, rank_from,
     # Samples count the time work() was running or runnable: each rank's
     # own wall time in work(), give or take sampling and start-up.
     # And at least most of its own CPU time there: running is sampled.
+    # (Not the ratio of CPU times: a loaded machine bends the wall times,
+    # which samples follow, from the CPU times: 1.35 against 2.97.)
     for r in range(ranks):
         assert abs(vals[r] - wall[r]) <= 0.35 * wall[r] + 0.05, (
             "rank %d\n%s" % (r, detail))
@@ -169,5 +171,4 @@ def check_ranks(spyc, tmp_path, ranks, slow_rank, names, rank_from,
     print("work() ratio: spyc %.2f, the ranks' wall %.2f, CPU %.2f" % (
         ratio(vals), ratio(wall), ratio(cpu)))
     assert ratio(wall) / 1.5 < ratio(vals) < ratio(wall) * 1.5, detail
-    assert ratio(cpu) / 2 < ratio(vals) < ratio(cpu) * 2, detail
     return reports

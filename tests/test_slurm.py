@@ -32,6 +32,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 
 import pytest
 
@@ -106,7 +107,7 @@ class Cluster(object):
         try:
             self.procs[name] = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=self.env,
+                stdin=subprocess.DEVNULL, env=self.env, cwd=self.dir,
                 start_new_session=True)
         finally:
             log.close()
@@ -177,6 +178,9 @@ class Cluster(object):
             "MpiDefault=none",
             "MailProg=/bin/true",
             "ReturnToService=2",
+            # SIGKILL 3 s after SIGTERM (not 30): a cancelled step that
+            # lingers holds the teardown.
+            "KillWait=3",
             "NodeName=%s NodeAddr=127.0.0.1 %s State=UNKNOWN" % (
                 self.node, self.node_config()),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE "
@@ -201,7 +205,7 @@ class Cluster(object):
         try:
             res = subprocess.run(argv, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, env=self.env,
-                                 timeout=timeout)
+                                 cwd=self.dir, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             pytest.fail("%s did not finish in %d s\nstderr: %s\n%s" % (
                 " ".join(argv), timeout, decode(e.stderr or b""),
@@ -228,36 +232,97 @@ class Cluster(object):
 
     def stop(self):
         """Cancel every job, stop the daemons, remove the directory; each
-        step runs whatever the ones before it did."""
+        step runs whatever the ones before it did.  A step that takes
+        long is named in a warning: teardown time is CI time."""
+        slow = []
+
+        def timed(what, fn, *args):
+            start = time.time()
+            try:
+                return fn(*args)
+            finally:
+                if time.time() - start > 5:
+                    slow.append("%s: %.1f s" % (what, time.time() - start))
+
         shut_down = False
         try:
             ctld = self.procs.get("slurmctld")
             if ctld is not None and ctld.poll() is None:
-                jobs = self.quiet(["squeue", "-h", "-o", "%i"]).split()
-                if jobs:
-                    self.quiet(["scancel"] + jobs)
-                    deadline = time.time() + 30
-                    while jobs and time.time() < deadline:
-                        time.sleep(0.1)
-                        jobs = self.quiet(["squeue", "-h", "-o",
-                                           "%i"]).split()
-                self.quiet(["scontrol", "shutdown"])
+                timed("cancelling the jobs left", self.cancel_all)
+                timed("scontrol shutdown", self.quiet,
+                      ["scontrol", "shutdown"])
                 shut_down = True
         finally:
             for name in ("slurmd", "slurmctld", "munged"):
                 proc = self.procs.get(name)
-                if proc is None:
-                    continue
-                # What `scontrol shutdown` did not reach, SIGTERM stops.
-                if proc.poll() is None and (name == "munged" or
-                                            not shut_down):
-                    proc.send_signal(signal.SIGTERM)
+                if proc is not None:
+                    timed("stopping " + name, self.end, proc,
+                          shut_down and name != "munged")
+            # A step the controller never heard end keeps its slurmstepd
+            # retrying, the controller gone.
+            left = self.stepds()
+            for pid in left:
                 try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if left:
+                slow.append("slurmstepd left running: pid %s, killed" %
+                            ", ".join(str(p) for p in left))
             shutil.rmtree(self.dir, ignore_errors=True)
+            if slow:
+                warnings.warn("slow teardown of the Slurm cluster: " +
+                              ", ".join(slow))
+
+    def cancel_all(self):
+        """scancel every job and wait until squeue lists none (SIGKILL
+        comes KillWait after SIGTERM), 20 s at most."""
+        jobs = self.quiet(["squeue", "-h", "-o", "%i"]).split()
+        if jobs:
+            self.quiet(["scancel"] + jobs)
+        deadline = time.time() + 20
+        while jobs and time.time() < deadline:
+            time.sleep(0.1)
+            jobs = self.quiet(["squeue", "-h", "-o", "%i"]).split()
+
+    def stepds(self):
+        """The pids of this cluster's slurmstepd processes: those holding
+        a socket in its spool folder (a step's, NODE_JOB.STEP)."""
+        spool = self.path("spool") + os.sep
+        inodes = set()
+        try:
+            with open("/proc/net/unix") as f:
+                for line in f.read().splitlines()[1:]:
+                    fields = line.split()
+                    if len(fields) >= 8 and fields[7].startswith(spool):
+                        inodes.add("socket:[%s]" % fields[6])
+        except OSError:
+            return []
+        pids = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fds = os.listdir("/proc/%s/fd" % pid)
+                if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes
+                       for fd in fds):
+                    pids.append(int(pid))
+            except OSError:
+                continue
+        return [p for p in pids if p not in
+                set(proc.pid for proc in self.procs.values())]
+
+    @staticmethod
+    def end(proc, asked):
+        """Wait for a daemon to exit: 10 s if it was asked to already
+        (scontrol shutdown), then SIGTERM, then SIGKILL."""
+        for sig, wait in ((None, 10 if asked else 0),
+                          (signal.SIGTERM, 10), (signal.SIGKILL, 30)):
+            if sig is not None and proc.poll() is None:
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                pass
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +409,7 @@ class Job(object):
                 [slurm.bins["srun"], "-J", self.name] + [str(a)
                                                           for a in argv],
                 stdout=f, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=slurm.env,
+                stdin=subprocess.DEVNULL, env=slurm.env, cwd=slurm.dir,
                 start_new_session=True)
 
     def describe(self):
@@ -488,7 +553,7 @@ def test_mpi_under_srun_pmix(spyc, slurm, tmp_path):
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env,
-                              timeout=300)
+                              cwd=str(tmp_path), timeout=300)
     except subprocess.TimeoutExpired as e:
         pytest.fail("srun did not finish in 300 s\nstderr: %s" %
                     decode(e.stderr or b""))
