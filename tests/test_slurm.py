@@ -298,6 +298,8 @@ class Cluster(object):
                         inodes.add("socket:[%s]" % fields[6])
         except OSError:
             return []
+        if not inodes:
+            return []
         pids = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
