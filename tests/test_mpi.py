@@ -86,20 +86,37 @@ def test_mpi_ranks_and_imbalance(spyc, mpi, tmp_path):
         decode(proc.stderr)[-4000:])
     assert proc.returncode == 0, describe
 
+    check_ranks(spyc, tmp_path, RANKS, SLOW_RANK, ["prof.%d.json" % r
+                                                   for r in range(RANKS)],
+                ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"),
+                describe)
+
+
+def check_ranks(spyc, tmp_path, ranks, slow_rank, names, rank_from,
+                describe):
+    """The checks of a job whose ranks wrote tmp_path/report.RANK.json
+    (as tests/targets/mpi_work.py does) and whose spyc wrote
+    tmp_path/names[RANK]: one profile per rank, of that rank's process,
+    rank found in one of the variables rank_from; `spyc merge` reports
+    slow_rank the slowest in work(), and its seconds of work() by rank
+    agree with the time each rank measured itself.  Returns the
+    reports."""
     reports = {}
-    for r in range(RANKS):
+    for r in range(ranks):
         with open(str(tmp_path / ("report.%d.json" % r))) as f:
             reports[r] = json.load(f)
+        # The job the ranks saw: each its own rank, all of the same size.
+        assert (reports[r]["rank"], reports[r]["size"]) == (r, ranks), (
+            reports[r], describe)
     # One valid profile per rank, named by rank, of that rank's process.
-    names = sorted(n for n in os.listdir(str(tmp_path))
+    found = sorted(n for n in os.listdir(str(tmp_path))
                    if n.startswith("prof."))
-    assert names == ["prof.%d.json" % r for r in range(RANKS)], describe
-    for r in range(RANKS):
+    assert found == sorted(names), describe
+    for r in range(ranks):
         doc, stacks = parse_speedscope(str(tmp_path / names[r]))
         proc_info = doc["spyc_process"]
         assert proc_info["rank"] == r, proc_info
-        assert proc_info["rank_from"] in (
-            "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"), proc_info
+        assert proc_info["rank_from"] in rank_from, proc_info
         assert proc_info["pid"] == reports[r]["pid"], (proc_info,
                                                        reports[r])
         assert stacks, "rank %d: no samples" % r
@@ -110,9 +127,9 @@ def test_mpi_ranks_and_imbalance(spyc, mpi, tmp_path):
     res.assert_ok()
     report = json.loads(res.stdout)
     assert [p["label"] for p in report["processes"]] == \
-        ["rank %d" % r for r in range(RANKS)]
+        ["rank %d" % r for r in range(ranks)]
     doc, _ = parse_speedscope(str(merged))
-    for r in range(RANKS):
+    for r in range(ranks):
         assert any(p["name"].startswith("rank %d (pid %d): " %
                                         (r, reports[r]["pid"]))
                    for p in doc["profiles"]), [p["name"]
@@ -125,29 +142,33 @@ def test_mpi_ranks_and_imbalance(spyc, mpi, tmp_path):
                             for f in report["functions"]]
     work = work[0]
     vals = work["total"]["values"]
-    others = [v for r, v in enumerate(vals) if r != SLOW_RANK]
-    mean_others = sum(others) / len(others)
-    wall = [reports[r]["work_wall"] for r in range(RANKS)]
-    cpu = [reports[r]["work_cpu"] for r in range(RANKS)]
+    wall = [reports[r]["work_wall"] for r in range(ranks)]
+    cpu = [reports[r]["work_cpu"] for r in range(ranks)]
     detail = ("work() seconds by rank, spyc: %r; the ranks' own wall "
               "seconds: %r, CPU seconds: %r\n%s" % (vals, wall, cpu,
                                                     describe))
-    assert work["slowest"] == "rank %d" % SLOW_RANK, detail
+    assert work["slowest"] == "rank %d" % slow_rank, detail
     assert work["none"] == [], detail
     # Samples count the time work() was running or runnable: each rank's
     # own wall time in work(), give or take sampling and start-up.
-    for r in range(RANKS):
+    # And at least most of its own CPU time there: running is sampled.
+    # (Not the ratio of CPU times: a loaded machine bends the wall times,
+    # which samples follow, from the CPU times: 1.35 against 2.97.)
+    for r in range(ranks):
         assert abs(vals[r] - wall[r]) <= 0.35 * wall[r] + 0.05, (
             "rank %d\n%s" % (r, detail))
+        assert vals[r] >= 0.65 * cpu[r] - 0.05, "rank %d\n%s" % (r, detail)
 
     # Three times the work: as the ranks measured it themselves, and as
     # spyc sampled it (the ranks take turns, so contention for cores
-    # bends it little; a loaded machine still may: wide margins).
+    # bends it little; a loaded machine still may: wide margins, and no
+    # fixed bound on the ratio, which a loaded machine bends too: 1.55 by
+    # the ranks' own clocks and 1.57 by spyc's samples in one run).
     def ratio(v):
-        others = [x for r, x in enumerate(v) if r != SLOW_RANK]
-        return v[SLOW_RANK] / (sum(others) / len(others))
+        others = [x for r, x in enumerate(v) if r != slow_rank]
+        return v[slow_rank] / (sum(others) / len(others))
 
     print("work() ratio: spyc %.2f, the ranks' wall %.2f, CPU %.2f" % (
         ratio(vals), ratio(wall), ratio(cpu)))
-    assert 1.6 < ratio(vals) < 6.0, detail
     assert ratio(wall) / 1.5 < ratio(vals) < ratio(wall) * 1.5, detail
+    return reports
