@@ -29,7 +29,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 3
+#define GPUCHAN_VERSION 4
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -141,6 +141,23 @@ struct gpuchan_header {
 
 	/* spyc, once it knows the target's interpreter */
 	struct gpu_py_layout py;
+
+	/*
+	 * The agent: what it or CUPTI dropped, each a count it only adds
+	 * to (atomically), and the clock its records' times are on.
+	 */
+	uint64_t zero_time;	/* records with a 0 start or end: no time */
+	uint64_t cupti_dropped; /* cuptiActivityGetNumDroppedRecords' sum */
+	uint64_t bad_buffers;	/* buffers whose walk stopped at an error */
+	uint32_t clock;		/* enum gpu_agent_clock */
+	uint32_t reserved2;
+};
+
+/* Which clock CUPTI's times are on (header.clock). */
+enum gpu_agent_clock {
+	GPU_CLOCK_CUPTI = 0,	 /* CUPTI's own (CLOCK_REALTIME on Linux) */
+	GPU_CLOCK_MONOTONIC = 1, /* CLOCK_MONOTONIC, through the agent's
+				    timestamp callback */
 };
 
 /* What a record is. */

@@ -113,6 +113,8 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 	}
 	case GPU_REC_SYNC:
 		gp->syncs++;
+		if (rec->u.sync.end > rec->u.sync.start)
+			gp->sync_time += rec->u.sync.end - rec->u.sync.start;
 		break;
 	case GPU_REC_CLOCK:
 		add_clock(gp, &rec->u.clock);
@@ -853,6 +855,18 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    last > first
 			? 100.0 - 100.0 * (double)busy / (double)(last - first)
 			: 0.0);
+	if (gp->syncs) {
+		strbuf_addf(sb, "  synchronizations: %" PRIu64 ", ", gp->syncs);
+		add_duration(sb, 0, (double)gp->sync_time);
+		strbuf_addstr(sb, " waited\n");
+	}
+	if (gp->zero_time || gp->cupti_dropped || gp->bad_buffers)
+		strbuf_addf(sb,
+			    "  records dropped: %" PRIu64
+			    " with no timestamps (CUPTI gave 0), %" PRIu64
+			    " by CUPTI (no buffer space), %" PRIu64
+			    " CUPTI buffers cut short by an invalid record\n",
+			    gp->zero_time, gp->cupti_dropped, gp->bad_buffers);
 	add_line_rows(gp, max_rows, all_time, sb);
 	if (gp->launch_off[0])
 		strbuf_addf(sb,
@@ -876,9 +890,14 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 	if (gp->clock.known)
 		strbuf_addf(sb,
 			    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64
-			    " ns (%" PRIu64 " pairs, drift %" PRId64 " ns)\n",
+			    " ns (%" PRIu64 " pairs, drift %" PRId64
+			    " ns; CUPTI on %s)\n",
 			    gp->clock.offset_ns, gp->clock.pairs,
-			    gp->clock.drift_ns);
+			    gp->clock.drift_ns,
+			    gp->monotonic_clock
+				? "CLOCK_MONOTONIC, by the agent's timestamp "
+				  "callback"
+				: "its own clock");
 	else
 		strbuf_addstr(sb, "  clock: no alignment pair from the agent; "
 				  "CUPTI times used as they are\n");

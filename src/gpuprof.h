@@ -77,8 +77,14 @@ struct gpuprof {
 	struct gpu_cpu_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct gpu_clock_alignment clock;
-	uint64_t syncs; /* synchronisation records: counted only */
-	uint64_t lost;	/* records the agent dropped: the caller sets it */
+	uint64_t syncs;	    /* synchronisation records */
+	uint64_t sync_time; /* their nanoseconds, all together */
+	/* The caller sets these, from the channel's header. */
+	uint64_t lost;		/* records the agent dropped: ring full */
+	uint64_t zero_time;	/* records with no time, dropped */
+	uint64_t cupti_dropped; /* records CUPTI dropped: no buffer space */
+	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
+	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 
 	/*

@@ -300,7 +300,8 @@ static void test_summary(void)
 		     "sample, 1 with no launch record, 1 with no sample of "
 		     "the launching thread\n") != NULL);
 	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
-			     "pairs, drift 300 ns)") != NULL);
+			     "pairs, drift 300 ns; CUPTI on its own "
+			     "clock)") != NULL);
 	CHECK(strstr(sb.buf, "GPU busy 5.602ms of 39.002ms") != NULL);
 	/*
 	 * Lines by the GPU time they launched: forward's two GEMMs and the
