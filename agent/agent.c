@@ -354,6 +354,79 @@ static int no_time(uint64_t start, uint64_t end)
 	return !start || !end;
 }
 
+/*
+ * The hashes of the long kernel names already sent whole (0: a free
+ * slot): a name is sent once, before its first kernel.  Open addressing;
+ * a name that finds no slot is sent again with each of its kernels.
+ */
+#define SENT_NAMES 4096
+#define SENT_PROBES 64
+static uint64_t sent_names[SENT_NAMES];
+
+static int name_sent(uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < SENT_PROBES; i++) {
+		uint64_t h = __atomic_load_n(
+		    &sent_names[(hash + i) % SENT_NAMES], __ATOMIC_ACQUIRE);
+
+		if (h == hash)
+			return 1;
+		if (!h)
+			return 0;
+	}
+	return 0;
+}
+
+static void mark_name_sent(uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < SENT_PROBES; i++) {
+		uint64_t *slot = &sent_names[(hash + i) % SENT_NAMES];
+		uint64_t expected = 0;
+
+		if (__atomic_compare_exchange_n(slot, &expected, hash, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE) ||
+		    expected == hash)
+			return;
+	}
+}
+
+/*
+ * Send a kernel name too long for its record in pieces, unless it was
+ * sent already.  A piece the ring cannot take leaves the name unsent, to
+ * be tried again with its next kernel; spyc shows its start meanwhile.
+ */
+static void send_long_name(const char *name, uint32_t len, uint64_t hash)
+{
+	struct gpu_record r;
+	uint32_t off;
+
+	if (!hash)
+		hash = 1; /* 0 marks a free slot */
+	if (name_sent(hash))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_NAME;
+	r.size = sizeof(r.u.name);
+	r.u.name.hash = hash;
+	r.u.name.len = len;
+	for (off = 0; off < len; off += GPU_NAME_PIECE) {
+		uint32_t n = len - off < GPU_NAME_PIECE ? len - off
+							: GPU_NAME_PIECE;
+
+		r.u.name.offset = off;
+		r.u.name.count = n;
+		memcpy(r.u.name.text, name + off, n);
+		if (ring_write(&writer, &r))
+			return;
+	}
+	mark_name_sent(hash);
+}
+
 /* The call's name as CUPTI knows it (a lookup in its tables), or "". */
 static void api_name(struct gpu_api *o)
 {
@@ -375,7 +448,8 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const void *)a;
 		struct gpu_kernel *o = &r->u.kernel;
-		size_t len = k->name ? strlen(k->name) : 0;
+		const char *name = k->name ? k->name : "";
+		size_t len = strnlen(name, GPU_NAME_MAX);
 
 		r->type = GPU_REC_KERNEL;
 		r->size = sizeof(*o);
@@ -394,11 +468,16 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 		o->shared_static = (uint32_t)k->staticSharedMemory;
 		o->shared_dynamic = (uint32_t)k->dynamicSharedMemory;
 		o->registers = k->registersPerThread;
+		o->name_truncated = name[len] != '\0';
+		o->name_len = (uint32_t)len;
+		o->name_hash = gpu_name_hash(name, len);
+		if (!o->name_hash)
+			o->name_hash = 1;
 		if (len >= sizeof(o->name)) {
+			send_long_name(name, (uint32_t)len, o->name_hash);
 			len = sizeof(o->name) - 1;
-			o->name_truncated = 1;
 		}
-		memcpy(o->name, k->name ? k->name : "", len);
+		memcpy(o->name, name, len);
 		return 1;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -13,9 +13,39 @@
 
 #include "util.h"
 
+#ifdef HAVE_DEMANGLE
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
 			    int *status);
+#endif
+
+/* A C++ name demangled (the caller frees it), or NULL. */
+static char *demangle(const char *mangled)
+{
+#ifdef HAVE_DEMANGLE
+	int status = -1;
+	char *s;
+
+	if (strncmp(mangled, "_Z", 2))
+		return NULL;
+	s = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (s && !status)
+		return s;
+	free(s);
+#else
+	(void)mangled;
+#endif
+	return NULL;
+}
+
+int gpuprof_demangles(void)
+{
+#ifdef HAVE_DEMANGLE
+	return 1;
+#else
+	return 0;
+#endif
+}
 
 /* CUpti_ActivityMemcpyKind's values, as cupti_activity.h numbers them. */
 static const char *const copy_kinds[] = {
@@ -33,6 +63,7 @@ void gpuprof_init(struct gpuprof *gp)
 	memset(gp, 0, sizeof(*gp));
 	stacks_init(&gp->stacks);
 	stacks_init(&gp->launch_stacks);
+	gpu_names_init(&gp->names);
 }
 
 void gpuprof_release(struct gpuprof *gp)
@@ -42,6 +73,7 @@ void gpuprof_release(struct gpuprof *gp)
 	for (i = 0; i < gp->nr_api_names; i++)
 		free(gp->api_names[i]);
 	free(gp->api_names);
+	gpu_names_release(&gp->names);
 	free(gp->python_frame);
 	free(gp->line_time);
 	free(gp->launches);
@@ -118,6 +150,9 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 		break;
 	case GPU_REC_CLOCK:
 		add_clock(gp, &rec->u.clock);
+		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&gp->names, &rec->u.name);
 		break;
 	default:
 		break;
@@ -246,24 +281,28 @@ static uint32_t activity_correlation(const struct gpu_record *act)
 	}
 }
 
-void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb)
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb)
 {
 	const struct gpu_kernel *k = &act->u.kernel;
+	struct strbuf mangled = STRBUF_INIT;
 	char *demangled = NULL;
-	int status = -1;
+	int whole;
 
 	switch (act->type) {
 	case GPU_REC_KERNEL:
+		whole = gpu_names_kernel(names, k, &mangled);
 		/* A cut name does not demangle: show it as it is. */
-		if (!k->name_truncated && !strncmp(k->name, "_Z", 2))
-			demangled =
-			    __cxa_demangle(k->name, NULL, NULL, &status);
-		strbuf_addstr(sb, demangled && !status ? demangled
-				  : k->name[0]	       ? k->name
-						       : "[kernel]");
-		if (k->name_truncated)
-			strbuf_addstr(sb, "...");
+		if (whole)
+			demangled = demangle(mangled.buf);
+		strbuf_addstr(sb, demangled	 ? demangled
+				  : mangled.len ? mangled.buf
+						: "[kernel]");
+		if (!whole)
+			strbuf_addf(sb, "... [name %08x]",
+				    (unsigned)(k->name_hash >> 32));
 		free(demangled);
+		strbuf_release(&mangled);
 		break;
 	case GPU_REC_MEMCPY:
 		strbuf_addf(sb, "[memcpy %s]",
@@ -394,10 +433,13 @@ static void assign_leaves(struct gpuprof *gp)
 		size_t old;
 
 		strbuf_reset(&sb);
-		if (act->type == GPU_REC_KERNEL)
-			strbuf_addstr(&sb, act->u.kernel.name);
-		else
-			gpuprof_activity_name(act, &sb);
+		/* A kernel by its mangled name, whole or its start and hash. */
+		if (act->type == GPU_REC_KERNEL &&
+		    !gpu_names_kernel(&gp->names, &act->u.kernel, &sb))
+			strbuf_addf(&sb, "\001%016" PRIx64,
+				    act->u.kernel.name_hash);
+		else if (act->type != GPU_REC_KERNEL)
+			gpuprof_activity_name(&gp->names, act, &sb);
 		id = stacks_frame(&names, sb.buf, "", 0);
 		old = alloc;
 		ALLOC_GROW(leaf_of_name, (size_t)id + 1, alloc);
@@ -406,7 +448,7 @@ static void assign_leaves(struct gpuprof *gp)
 			       (alloc - old) * sizeof(*leaf_of_name));
 		if (leaf_of_name[id] == UINT32_MAX) {
 			strbuf_reset(&sb);
-			gpuprof_activity_name(act, &sb);
+			gpuprof_activity_name(&gp->names, act, &sb);
 			leaf_of_name[id] =
 			    stacks_frame(&gp->stacks, sb.buf, "", 0);
 		}

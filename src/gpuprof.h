@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gpuchan-layout.h"
+#include "gpunames.h"
 #include "stacks.h"
 
 struct strbuf;
@@ -52,6 +53,7 @@ struct gpuprof {
 	size_t nr_acts, alloc_acts;
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
+	struct gpu_names names; /* kernel names too long for their records */
 	char **api_names; /* the distinct names of API calls */
 	size_t nr_api_names, alloc_api_names;
 	/*
@@ -159,11 +161,17 @@ uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);
 
 /*
- * The name outputs give an activity: a kernel's demangled name (its
- * mangled one when it does not demangle, "..." appended when the agent
- * cut it), "[memcpy HtoD]", "[memset]".  Appended to sb.
+ * The name outputs give an activity: a kernel's demangled name, whole
+ * (a long one from names, which may be NULL); its mangled one when it
+ * does not demangle; its start, "..." and its hash ("[name 1f2e3d4c]")
+ * when spyc has only its start, so that two such names are never one;
+ * "[memcpy HtoD]", "[memset]".  Appended to sb.
  */
-void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb);
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb);
+
+/* Whether this spyc demangles C++ names (built with a demangler). */
+int gpuprof_demangles(void);
 
 /*
  * The API call that launched act (the one with its correlation id), or

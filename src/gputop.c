@@ -23,6 +23,7 @@ enum { KERNELS, COPIES, MEMSETS };
 void gputop_init(struct gputop *g)
 {
 	memset(g, 0, sizeof(*g));
+	gpu_names_init(&g->long_names);
 }
 
 void gputop_release(struct gputop *g)
@@ -34,6 +35,7 @@ void gputop_release(struct gputop *g)
 		free(g->names[i].name);
 	}
 	free(g->names);
+	gpu_names_release(&g->long_names);
 	free(g->index);
 	free(g->spans);
 	free(g->window.rows);
@@ -96,7 +98,7 @@ static struct gputop_name *find_name(struct gputop *g, const char *key,
 	n->key = xstrdup(key);
 	if (rec) {
 		/* Demangled once per name, not once per launch. */
-		gpuprof_activity_name(rec, &sb);
+		gpuprof_activity_name(&g->long_names, rec, &sb);
 		n->name = strbuf_detach(&sb);
 	} else {
 		n->name = xstrdup(OTHER_NAME);
@@ -110,7 +112,7 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 {
 	struct gpu_record copy;
 	struct gputop_name *n;
-	char key[sizeof(rec->u.kernel.name) + 4];
+	char key[sizeof(rec->u.kernel.name) + 32];
 	uint64_t start, end, ns;
 
 	switch (rec->type) {
@@ -120,8 +122,11 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		rec = &copy;
 		start = rec->u.kernel.start;
 		end = rec->u.kernel.end;
-		snprintf(key, sizeof(key), "k%d%.*s",
+		/* Names that share their start differ by length or hash. */
+		snprintf(key, sizeof(key), "k%d %u %016llx %.*s",
 			 rec->u.kernel.name_truncated ? 1 : 0,
+			 (unsigned)rec->u.kernel.name_len,
+			 (unsigned long long)rec->u.kernel.name_hash,
 			 (int)sizeof(rec->u.kernel.name) - 1,
 			 rec->u.kernel.name);
 		g->counts[KERNELS]++;
@@ -139,6 +144,9 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		snprintf(key, sizeof(key), "s");
 		g->counts[MEMSETS]++;
 		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&g->long_names, &rec->u.name);
+		return;
 	default:
 		return;
 	}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gpuchan-layout.h"
+#include "gpunames.h"
 
 /* One name's work over a window: a row of top's GPU section. */
 struct gputop_row {
@@ -51,6 +52,7 @@ struct gputop {
 	/* what gputop_close_window() made */
 	struct gputop_view window, run;
 	size_t windows; /* closed so far */
+	struct gpu_names long_names; /* kernel names too long for a record */
 };
 
 void gputop_init(struct gputop *g);
@@ -59,7 +61,8 @@ void gputop_release(struct gputop *g);
 
 /*
  * Count a record from the channel in the current window: kernels,
- * copies and memsets; anything else is ignored.  At most
+ * copies and memsets; pieces of long kernel names are kept for them;
+ * anything else is ignored.  At most
  * GPUTOP_MAX_NAMES distinct names are kept: the rest count under
  * "[other kernels]".
  */

@@ -495,7 +495,7 @@ static int write_gpu_rows(struct chrome_out *o)
 		ts = (double)(((int64_t)(start - tl->t0_ns) + 500) / 1000);
 		dur = end > start ? (double)((end - start + 500) / 1000) : 0;
 		strbuf_reset(&o->tmp);
-		gpuprof_activity_name(act, &o->tmp);
+		gpuprof_activity_name(&gp->names, act, &o->tmp);
 		ev = event(o, "X", pid, (double)stream, ts);
 		if (ev && (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||
 			   !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||

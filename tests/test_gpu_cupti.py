@@ -314,3 +314,55 @@ def test_dropped_records_and_invalid_record(spyc, fake_cuda, any_python,
     g = doc["spyc_gpu"]
     assert (g["records_dropped_by_cupti"], g["buffers_cut_short"]) == \
         (fake["dropped"], 1), g
+
+
+# Kernels whose mangled names are 800+ characters (as cuBLAS's and
+# CUTLASS's templates are) and differ only at their end, and a short one.
+NAMES_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+body = "N4cute5tupleE" * 60
+names = {"int": ("_Z6kernelI" + body + "iEvT_").encode(),
+         "long": ("_Z6kernelI" + body + "lEvT_").encode(),
+         "short": b"_Z4gemmPfS_i"}
+did = dict((k, 0) for k in names)
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    for k in ("int", "long", "long", "short"):
+        cupti.fake_launch(names[k], 100000, 7)
+        did[k] += 1
+    s = time.monotonic()
+    while time.monotonic() - s < 0.002:
+        pass
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+def test_long_kernel_names(spyc, fake_cuda, any_python, tmp_path):
+    """Kernel names far longer than a channel record reach every output
+    whole and demangled, each its own row even where two share their
+    first hundreds of characters."""
+    program = tmp_path / "names.py"
+    program.write_text(NAMES_PROGRAM)
+    report = tmp_path / "did.json"
+    out = tmp_path / "out.trace.json"
+    res = spyc.run(["record", "--gpu", "--rate", "100", "-o", out, "--",
+                    any_python.path, program, FAKE, report, "0.7"],
+                   env=target_env(), timeout=120)
+    assert res.returncode == 0, res.describe()
+    with open(str(report)) as f:
+        did = json.load(f)
+    tuple_list = ", ".join(["cute::tuple"] * 60)
+    want = {"int": "void kernel<%s, int>(cute::tuple)" % tuple_list,
+            "long": "void kernel<%s, long>(cute::tuple)" % tuple_list,
+            "short": "gemm(float*, float*, int)"}
+    rows = summary_rows(res)
+    assert sorted(rows) == sorted(want.values()), res.describe()
+    for k, name in want.items():
+        assert rows[name][0] == did[k], (k, rows[name], did)
+    with open(str(out)) as f:
+        rows = chrome_rows(json.load(f)["traceEvents"])
+    names = [e["name"] for e in rows[("GPU 0", "stream 7")]]
+    for k, name in want.items():
+        assert names.count(name) == did[k], (k, sorted(set(names)))
