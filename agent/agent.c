@@ -29,11 +29,21 @@
 #define ACTIVITY_BUFFER_SIZE (1u << 20)
 #define ACTIVITY_BUFFER_ALIGN 8
 /*
- * How often CUPTI hands over a buffer that is not full (ms): spyc drains
- * the channel while it samples, and a kernel should reach it within a
- * few of its ticks rather than at the end of the run.
+ * CUPTI's worker thread's period (cuptiActivityFlushPeriod), in ms: it
+ * hands over only full buffers ("periodic flush can return only those
+ * activity buffers which are full", says its documentation), which a
+ * quiet program takes minutes to fill.
  */
 #define FLUSH_PERIOD_MS 100
+/*
+ * So the watcher asks for the rest this often (ms), with a default
+ * flush (cuptiActivityFlushAll(0)): buffers whose records are complete,
+ * full or not, which its documentation says may be done "at a regular
+ * interval in a separate thread".  A forced flush, which also hands over
+ * incomplete records, is kept for the end.  spyc drains the channel as
+ * it samples: a kernel reaches it within some 200 ms, not in bursts.
+ */
+#define WATCH_FLUSH_MS 200
 /* How often the agent's watcher thread looks at spyc's control word. */
 #define CONTROL_POLL_MS 20
 
@@ -794,18 +804,24 @@ static void stop_collecting(int flush)
 }
 
 /*
- * The watcher: a thread of the agent's that waits for spyc to say stop
- * (polling the channel's control word), stops collecting with a flush,
- * and ends.  It sleeps between looks and takes no lock the process
+ * The watcher: a thread of the agent's that asks CUPTI for its complete
+ * buffers every WATCH_FLUSH_MS, waits for spyc to say stop (polling the
+ * channel's control word), stops collecting with a forced flush, and
+ * ends.  It sleeps between looks and takes no lock the process
  * uses.
  */
 static void *watch_control(void *arg)
 {
 	struct timespec ts = {0, CONTROL_POLL_MS * 1000000L};
+	unsigned polls = 0;
 
 	(void)arg;
-	while (ring_control(&writer) != GPU_CONTROL_STOP)
+	while (ring_control(&writer) != GPU_CONTROL_STOP) {
 		nanosleep(&ts, NULL);
+		if (++polls % (WATCH_FLUSH_MS / CONTROL_POLL_MS) == 0 &&
+		    cupti.flush_all)
+			cupti.flush_all(0);
+	}
 	stop_collecting(1);
 	__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
 	return NULL;

@@ -897,6 +897,9 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    last > first
 			? 100.0 - 100.0 * (double)busy / (double)(last - first)
 			: 0.0);
+	if (!gpuprof_demangles())
+		strbuf_addstr(sb, "  names: C++ names mangled (spyc was built "
+				  "without a demangler)\n");
 	if (gp->syncs) {
 		strbuf_addf(sb, "  synchronizations: %" PRIu64 ", ", gp->syncs);
 		add_duration(sb, 0, (double)gp->sync_time);

@@ -366,3 +366,46 @@ def test_long_kernel_names(spyc, fake_cuda, any_python, tmp_path):
     names = [e["name"] for e in rows[("GPU 0", "stream 7")]]
     for k, name in want.items():
         assert names.count(name) == did[k], (k, sorted(set(names)))
+
+
+# A few launches a second: far from filling a CUPTI buffer in the run.
+SLOW_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+n, t = 0, time.monotonic()
+while time.monotonic() - t < seconds:
+    cupti.fake_launch(b"slow_kernel", 1000000, 7)
+    n += 1
+    time.sleep(0.02)
+with open(report, "w") as f:
+    json.dump({"slow_kernel": n}, f)
+"""
+
+
+def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
+                                        tmp_path):
+    """A CUPTI whose own periodic flush hands over only full buffers, and
+    a program that fills none: top --gpu still shows its kernels as it
+    runs, window after window (the agent's watcher asks CUPTI for its
+    complete buffers every 200 ms), not all at its end."""
+    from test_top_gpu import WORK_RE, parse_gpu_plain
+
+    program = tmp_path / "slow.py"
+    program.write_text(SLOW_PROGRAM)
+    report = tmp_path / "did.json"
+    res = spyc.run(["top", "--gpu", "--interval", "0.5", "--program-output",
+                    tmp_path / "prog.out", "--", any_python.path, program,
+                    FAKE, report, "3"], env=target_env(), timeout=90)
+    assert res.returncode == 0, res.describe()
+    with open(str(report)) as f:
+        did = json.load(f)
+    counts = []
+    for header, _, rows in parse_gpu_plain(res.stdout):
+        m = WORK_RE.match(header["gpu work"])
+        assert m, header
+        counts.append(int(m.group(1)))
+    assert sum(counts) == did["slow_kernel"], (counts, did)
+    # Allow the first window (the agent loading) and the last.
+    assert len(counts) >= 4 and \
+        sum(1 for c in counts[1:-1] if c) >= len(counts) - 3, counts
+    assert max(counts) < 0.6 * did["slow_kernel"], counts

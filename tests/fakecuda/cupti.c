@@ -7,8 +7,10 @@
  * a real one would (a runtime API call and a kernel, or a copy, with one
  * correlation id, on CUPTI's clock), calls the subscriber's callbacks
  * around the call as CUPTI does, and hands the records to the agent in
- * the buffers it gives, from a thread of its own every flush period, or
- * at once on cuptiActivityFlushAll.  Timings are made up; nothing here
+ * the buffers it gives: from a thread of its own every flush period,
+ * only full buffers' worth (CUPTI's documentation of
+ * cuptiActivityFlushPeriod); on cuptiActivityFlushAll(0), the records
+ * that are complete (their work has ended); on a forced flush, all.  Timings are made up; nothing here
  * touches a device.
  *
  * As the real one: records are packed in a buffer each at its own
@@ -17,7 +19,6 @@
  * registered, ids of devices, contexts and streams are what the program
  * chose (a context's is its device's + 1: CUPTI's start at 1).  Modes,
  * from the environment, make it misbehave as CUPTI may:
- *   FAKE_CUPTI_NO_FLUSH_PERIOD    only full buffers, unless flushed
  *   FAKE_CUPTI_KERNEL_KIND        kernels as CUPTI_ACTIVITY_KIND_KERNEL
  *   FAKE_CUPTI_CLOCK_STEP_NS=S    the wall clock steps by S ns (may be
  *   FAKE_CUPTI_CLOCK_STEP_AFTER=N   negative) after N launches
@@ -46,7 +47,7 @@
 #define LAUNCH_LATENCY_NS 3000ULL
 #define MAX_STREAMS 64
 #define MAX_CBIDS 1024
-/* Records in what counts as a full buffer (FAKE_CUPTI_NO_FLUSH_PERIOD). */
+/* Records in what counts as a full buffer (the periodic flush's unit). */
 #define FULL_BUFFER 4096
 /* fake_collect_alone's buffers: the agent's size. */
 #define ALONE_BUFFER_SIZE (1u << 20)
@@ -274,8 +275,11 @@ static void spoil(uint8_t *buf, size_t *offsets, size_t n)
 	stats.invalid_lost += n - n / 2;
 }
 
-/* Hand every pending record to the agent, in as many buffers as it takes. */
-static void deliver(void)
+/*
+ * Hand the first max pending records (at most) to the agent, in as many
+ * buffers as it takes.
+ */
+static void deliver(size_t max)
 {
 	static size_t *offsets;
 	static size_t alloc_offsets;
@@ -283,18 +287,18 @@ static void deliver(void)
 	pthread_mutex_lock(&deliver_lock);
 	for (;;) {
 		uint8_t *buf = NULL;
-		size_t size = 0, max = 0, used = 0, n = 0;
+		size_t size = 0, max_records = 0, used = 0, n = 0;
 
 		pthread_mutex_lock(&lock);
-		n = nr_pending;
+		n = nr_pending < max ? nr_pending : max;
 		pthread_mutex_unlock(&lock);
 		if (!n || !requested || !completed)
 			break;
-		requested(&buf, &size, &max);
+		requested(&buf, &size, &max_records);
 		if (!buf || size < sizeof(union fake_record))
 			break;
 		pthread_mutex_lock(&lock);
-		for (n = 0; n < nr_pending; n++) {
+		for (n = 0; n < nr_pending && n < max; n++) {
 			size_t len = record_size(pending[n].a.kind);
 
 			if (used + len > size)
@@ -314,6 +318,7 @@ static void deliver(void)
 		memmove(pending, pending + n,
 			(nr_pending - n) * sizeof(*pending));
 		nr_pending -= n;
+		max -= n;
 		pthread_mutex_unlock(&lock);
 		completed(NULL, 0, buf, size, used);
 	}
@@ -321,14 +326,13 @@ static void deliver(void)
 }
 
 /*
- * Every flush period, hand over what is pending.  With
- * FAKE_CUPTI_NO_FLUSH_PERIOD set, only full buffers' worth, as CUPTI does
- * without a flush period: the rest waits for cuptiActivityFlushAll.
+ * Every flush period, hand over full buffers' worth of what is pending:
+ * "periodic flush can return only those activity buffers which are
+ * full" (cuptiActivityFlushPeriod's documentation).  The rest waits for
+ * cuptiActivityFlushAll.
  */
 static void *flusher(void *arg)
 {
-	int only_full = getenv("FAKE_CUPTI_NO_FLUSH_PERIOD") != NULL;
-
 	(void)arg;
 	for (;;) {
 		struct timespec ts = {period_ms / 1000,
@@ -339,10 +343,35 @@ static void *flusher(void *arg)
 		pthread_mutex_lock(&lock);
 		n = nr_pending;
 		pthread_mutex_unlock(&lock);
-		if (!only_full || n >= FULL_BUFFER)
-			deliver();
+		if (n >= FULL_BUFFER)
+			deliver(n / FULL_BUFFER * FULL_BUFFER);
 	}
 	return NULL;
+}
+
+/* How many pending records, from the first, have their times: ended. */
+static size_t completed_records(void)
+{
+	uint64_t t = now();
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	for (n = 0; n < nr_pending; n++) {
+		const CUpti_Activity *a = &pending[n].a;
+		uint64_t end = 0;
+
+		if (a->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+		    a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			end = pending[n].kernel.end;
+		else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+			end = pending[n].copy.end;
+		else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET)
+			end = pending[n].memset.end;
+		if (end > t)
+			break;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 /* The subscriber's callback for a call, if it asked for it. */
@@ -795,10 +824,14 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
-	(void)flag;
 	if (failing(__func__))
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	deliver();
+	/*
+	 * Forced: every buffer, complete or not; else only buffers whose
+	 * records are all complete (here: up to the first that is not).
+	 */
+	deliver(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? SIZE_MAX
+							: completed_records());
 	return CUPTI_SUCCESS;
 }
 
