@@ -378,7 +378,7 @@ while time.monotonic() - t < seconds:
     n += 1
     time.sleep(0.02)
 with open(report, "w") as f:
-    json.dump({"slow_kernel": n}, f)
+    json.dump({"slow_kernel": n, "seconds": time.monotonic() - t}, f)
 """
 
 
@@ -387,7 +387,9 @@ def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
     """A CUPTI whose own periodic flush hands over only full buffers, and
     a program that fills none: top --gpu still shows its kernels as it
     runs, window after window (the agent's watcher asks CUPTI for its
-    complete buffers every 200 ms), not all at its end."""
+    complete buffers every 200 ms), not all at its end; and how busy the
+    GPU was in each window, by the kernels' own times, is the program's
+    share of 1 ms kernels."""
     from test_top_gpu import WORK_RE, parse_gpu_plain
 
     program = tmp_path / "slow.py"
@@ -399,13 +401,17 @@ def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
     assert res.returncode == 0, res.describe()
     with open(str(report)) as f:
         did = json.load(f)
-    counts = []
+    counts, busy = [], []
     for header, _, rows in parse_gpu_plain(res.stdout):
         m = WORK_RE.match(header["gpu work"])
         assert m, header
         counts.append(int(m.group(1)))
+        busy.append(header["gpu busy"])
     assert sum(counts) == did["slow_kernel"], (counts, did)
     # Allow the first window (the agent loading) and the last.
     assert len(counts) >= 4 and \
         sum(1 for c in counts[1:-1] if c) >= len(counts) - 3, counts
     assert max(counts) < 0.6 * did["slow_kernel"], counts
+    share = 100.0 * did["slow_kernel"] * 1e-3 / did["seconds"]
+    for b in busy[1:-1]:
+        assert abs(float(b.rstrip("%")) - share) < 1.5, (busy, share)
