@@ -73,6 +73,7 @@ void gpuprof_release(struct gpuprof *gp)
 	for (i = 0; i < gp->nr_api_names; i++)
 		free(gp->api_names[i]);
 	free(gp->api_names);
+	free(gp->pairs);
 	gpu_names_release(&gp->names);
 	free(gp->python_frame);
 	free(gp->line_time);
@@ -97,6 +98,16 @@ static void add_clock(struct gpuprof *gp, const struct gpu_clock *c)
 	}
 	gp->clock.drift_ns = offset - gp->clock.offset_ns;
 	gp->clock.pairs++;
+	ALLOC_GROW(gp->pairs, gp->nr_pairs + 1, gp->alloc_pairs);
+	gp->pairs[gp->nr_pairs++] = *c;
+	gp->pairs_sorted = 0;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct gpu_clock *x = a, *y = b;
+
+	return (x->cupti_ns > y->cupti_ns) - (x->cupti_ns < y->cupti_ns);
 }
 
 /* The index of an API call's name in gp->api_names (added if new). */
@@ -219,8 +230,28 @@ void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
 
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
 {
-	return gp->clock.known ? cupti_ns + (uint64_t)gp->clock.offset_ns
-			       : cupti_ns;
+	const struct gpu_clock *p;
+	size_t lo = 0, hi = gp->nr_pairs;
+
+	if (!gp->clock.known)
+		return cupti_ns;
+	if (!gp->pairs_sorted || !gp->nr_pairs)
+		return cupti_ns + (uint64_t)gp->clock.offset_ns;
+	/* The first pair at or after cupti_ns, or the one before. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->pairs[mid].cupti_ns < cupti_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == gp->nr_pairs ||
+	    (lo > 0 && cupti_ns - gp->pairs[lo - 1].cupti_ns <
+			   gp->pairs[lo].cupti_ns - cupti_ns))
+		lo--;
+	p = &gp->pairs[lo];
+	return cupti_ns + (p->monotonic_ns - p->cupti_ns);
 }
 
 void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
@@ -530,6 +561,9 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	if (gp->attributed_done)
 		return;
 	gp->attributed_done = 1;
+	if (gp->nr_pairs)
+		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
+	gp->pairs_sorted = 1;
 	/* The CPU frames first, so that their ids are the same here. */
 	for (i = 0; i < cpu->nr_frames; i++)
 		stacks_frame(&gp->stacks, cpu->frames[i].name,
@@ -644,6 +678,9 @@ static int cmp_timeline(const void *a, const void *b, void *ctx)
 		return xs < ys ? -1 : 1;
 	gpuprof_activity_times(x, &x0, &x1);
 	gpuprof_activity_times(y, &y0, &y1);
+	/* On spyc's clock: CUPTI's may have stepped between them. */
+	x0 = gpuprof_to_monotonic(gp, x0);
+	y0 = gpuprof_to_monotonic(gp, y0);
 	if (x0 != y0)
 		return x0 < y0 ? -1 : 1;
 	/* Ties in index order, so the result does not depend on qsort. */
@@ -726,8 +763,11 @@ static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 	struct interval *iv = xmalloc((n ? n : 1) * sizeof(*iv));
 	uint64_t busy = 0, cur_start = 0, cur_end = 0;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		gpuprof_activity_times(&gp->acts[i], &iv[i].start, &iv[i].end);
+		iv[i].start = gpuprof_to_monotonic(gp, iv[i].start);
+		iv[i].end = gpuprof_to_monotonic(gp, iv[i].end);
+	}
 	qsort(iv, n, sizeof(*iv), cmp_interval);
 	*first = n ? iv[0].start : 0;
 	*last = 0;

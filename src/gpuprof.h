@@ -79,6 +79,15 @@ struct gpuprof {
 	struct gpu_cpu_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct gpu_clock_alignment clock;
+	/*
+	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
+	 * attributed: a time goes by the pair nearest it, so that a step of
+	 * CUPTI's clock (CLOCK_REALTIME, when the agent could not put CUPTI
+	 * on CLOCK_MONOTONIC) moves only what came after it.
+	 */
+	struct gpu_clock *pairs;
+	size_t nr_pairs, alloc_pairs;
+	int pairs_sorted;
 	uint64_t syncs;	    /* synchronisation records */
 	uint64_t sync_time; /* their nanoseconds, all together */
 	/* The caller sets these, from the channel's header. */
@@ -145,7 +154,11 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 			  uint32_t tid, uint32_t alias,
 			  const struct stack_frame *frames, size_t depth);
 
-/* A CUPTI time on spyc's clock (unchanged when no clock pair was seen). */
+/*
+ * A CUPTI time on spyc's clock (unchanged when no clock pair was seen):
+ * by the first pair's offset, or once attributed, by the pair nearest
+ * in CUPTI's time.
+ */
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
 
 /*

@@ -256,12 +256,15 @@ def test_wall_clock_without_timestamp_callback(spyc, fake_cuda, any_python,
                                                tmp_path):
     """A CUPTI that refuses the timestamp callback (and callbacks, and its
     dropped count): times stay on CUPTI's clock, CLOCK_REALTIME here,
-    and are put on spyc's through the agent's clock pairs; kernels by
-    the nearest CPU sample, as the summary says."""
+    which steps an hour back mid-run, and are put on spyc's through the
+    agent's clock pair nearest each (one per buffer), so that nothing
+    moves; kernels by the nearest CPU sample, as the summary says."""
     out = tmp_path / "out.trace.json"
     res, did, fake = record(spyc, any_python, tmp_path, out, {
         "FAKE_CUPTI_FAIL": "cuptiActivityRegisterTimestampCallback,"
-                           "cuptiSubscribe,cuptiActivityGetNumDroppedRecords"})
+                           "cuptiSubscribe,cuptiActivityGetNumDroppedRecords",
+        "FAKE_CUPTI_CLOCK_STEP_NS": str(-3600 * 10**9),
+        "FAKE_CUPTI_CLOCK_STEP_AFTER": "100"})
     assert "CUPTI on its own clock" in res.stderr, res.describe()
     m = re.search(r"clock: CLOCK_MONOTONIC = CUPTI ([+-]\d+) ns", res.stderr)
     # CLOCK_REALTIME is decades ahead of CLOCK_MONOTONIC.
@@ -273,8 +276,20 @@ def test_wall_clock_without_timestamp_callback(spyc, fake_cuda, any_python,
     with open(str(out)) as f:
         rows = chrome_rows(json.load(f)["traceEvents"])
     span_us = (did["end"] - did["start"]) * 1e6
-    for e in rows[("GPU 1", "stream 13")]:
+    assert fake["launches"] > 100, fake
+    gemms = [e for e in rows[("GPU 1", "stream 13")]
+             if e["name"] == "gemm_kernel"]
+    for e in gemms:
         assert -2e6 < e["ts"] < span_us + 5e6, (e, span_us)
+        assert e["dur"] == 200, e
+    starts = [e["ts"] for e in gemms]
+    assert starts == sorted(starts)
+    m = re.search(r"GPU busy \S+ of ([\d.]+)(ns|us|ms|s) from the first",
+                  res.stderr)
+    assert m, res.describe()
+    span_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0,
+                                   "s": 1e3}[m.group(2)]
+    assert span_ms < span_us / 1e3 + 1000, res.describe()
 
 
 def test_cupti_enable_fails(spyc, fake_cuda, any_python, tmp_path):

@@ -209,22 +209,29 @@ static int failing(const char *function)
  * on Linux), which FAKE_CUPTI_CLOCK_STEP_NS steps once the program has
  * made FAKE_CUPTI_CLOCK_STEP_AFTER launches.
  */
+/* How far the wall clock has stepped by now (0 on the callback's clock). */
+static uint64_t clock_step(void)
+{
+	if (__atomic_load_n(&timestamp_callback, __ATOMIC_ACQUIRE))
+		return 0;
+	if (mode.step_ns &&
+	    __atomic_load_n(&stats.launches, __ATOMIC_RELAXED) >=
+		mode.step_after)
+		return (uint64_t)mode.step_ns;
+	return 0;
+}
+
 static uint64_t now(void)
 {
 	CUpti_TimestampCallbackFunc cb =
 	    __atomic_load_n(&timestamp_callback, __ATOMIC_ACQUIRE);
 	struct timespec ts;
-	uint64_t t;
 
 	if (cb)
 		return cb();
 	clock_gettime(CLOCK_REALTIME, &ts);
-	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	if (mode.step_ns &&
-	    __atomic_load_n(&stats.launches, __ATOMIC_RELAXED) >=
-		mode.step_after)
-		t += (uint64_t)mode.step_ns;
-	return t;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec +
+	       clock_step();
 }
 
 static int on(CUpti_ActivityKind kind)
@@ -437,17 +444,24 @@ static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
 			   symbol, end);
 }
 
-/* When work of gpu_ns queued on stream now runs: [*start, *end). */
+/*
+ * When work of gpu_ns queued on stream now runs: [*start, *end).  The
+ * device's own timeline does not step with the wall clock (stream_free_at
+ * is kept without the step); CUPTI puts its times on the stepped clock.
+ */
 static void schedule(unsigned stream, uint64_t issued, uint64_t gpu_ns,
 		     uint64_t *start, uint64_t *end)
 {
 	uint64_t *free_at = &stream_free_at[stream % MAX_STREAMS];
+	uint64_t step = clock_step();
 
-	*start = issued + LAUNCH_LATENCY_NS;
+	*start = issued - step + LAUNCH_LATENCY_NS;
 	if (*start < *free_at)
 		*start = *free_at;
 	*end = *start + gpu_ns;
 	*free_at = *end;
+	*start += step;
+	*end += step;
 }
 
 /*
@@ -569,7 +583,8 @@ EXPORT int fake_sync(unsigned stream)
 	pthread_mutex_lock(&lock);
 	if (on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
 		CUpti_ActivitySynchronization2 *y = &add()->sync;
-		uint64_t done = stream_free_at[stream % MAX_STREAMS];
+		uint64_t done =
+		    stream_free_at[stream % MAX_STREAMS] + clock_step();
 
 		y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
 		y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
