@@ -425,8 +425,8 @@ static void send_long_name(const char *name, uint32_t len, uint64_t hash)
 	r.u.name.hash = hash;
 	r.u.name.len = len;
 	for (off = 0; off < len; off += GPU_NAME_PIECE) {
-		uint32_t n = len - off < GPU_NAME_PIECE ? len - off
-							: GPU_NAME_PIECE;
+		uint32_t n =
+		    len - off < GPU_NAME_PIECE ? len - off : GPU_NAME_PIECE;
 
 		r.u.name.offset = off;
 		r.u.name.count = n;
@@ -714,19 +714,24 @@ static void record_times(const struct gpu_record *r, uint64_t *start,
 {
 	switch (r->type) {
 	case GPU_REC_KERNEL:
-		*start = r->u.kernel.start, *end = r->u.kernel.end;
+		*start = r->u.kernel.start;
+		*end = r->u.kernel.end;
 		break;
 	case GPU_REC_MEMCPY:
-		*start = r->u.memcpy.start, *end = r->u.memcpy.end;
+		*start = r->u.memcpy.start;
+		*end = r->u.memcpy.end;
 		break;
 	case GPU_REC_MEMSET:
-		*start = r->u.memset.start, *end = r->u.memset.end;
+		*start = r->u.memset.start;
+		*end = r->u.memset.end;
 		break;
 	case GPU_REC_SYNC:
-		*start = r->u.sync.start, *end = r->u.sync.end;
+		*start = r->u.sync.start;
+		*end = r->u.sync.end;
 		break;
 	default:
-		*start = r->u.api.start, *end = r->u.api.end;
+		*start = r->u.api.start;
+		*end = r->u.api.end;
 	}
 }
 

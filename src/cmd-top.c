@@ -605,13 +605,12 @@ static void gpu_refresh(struct top *t, uint64_t now)
 	gpusession_drain(&t->gpu, GPU_DRAIN_PER_TICK);
 	if (!t->paused) {
 		/* Busy time of the interval records have come for. */
-		gputop_close_window(&t->gt,
-				    t->gpu_window_start > GPU_RECORD_LAG_NS
-					? t->gpu_window_start - GPU_RECORD_LAG_NS
-					: 0,
-				    now > GPU_RECORD_LAG_NS
-					? now - GPU_RECORD_LAG_NS
-					: 0);
+		gputop_close_window(
+		    &t->gt,
+		    t->gpu_window_start > GPU_RECORD_LAG_NS
+			? t->gpu_window_start - GPU_RECORD_LAG_NS
+			: 0,
+		    now > GPU_RECORD_LAG_NS ? now - GPU_RECORD_LAG_NS : 0);
 		t->gpu_window_start = now;
 	}
 	n = t->gt.window.nr_rows > t->gt.run.nr_rows ? t->gt.window.nr_rows

@@ -326,7 +326,7 @@ void gpuprof_activity_name(const struct gpu_names *names,
 		/* A cut name does not demangle: show it as it is. */
 		if (whole)
 			demangled = demangle(mangled.buf);
-		strbuf_addstr(sb, demangled	 ? demangled
+		strbuf_addstr(sb, demangled	? demangled
 				  : mangled.len ? mangled.buf
 						: "[kernel]");
 		if (!whole)
@@ -973,16 +973,15 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    gp->nr_acts, gp->exact, gp->attributed, gp->no_launch,
 		    gp->no_sample);
 	if (gp->clock.known)
-		strbuf_addf(sb,
-			    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64
-			    " ns (%" PRIu64 " pairs, drift %" PRId64
-			    " ns; CUPTI on %s)\n",
-			    gp->clock.offset_ns, gp->clock.pairs,
-			    gp->clock.drift_ns,
-			    gp->monotonic_clock
-				? "CLOCK_MONOTONIC, by the agent's timestamp "
-				  "callback"
-				: "its own clock");
+		strbuf_addf(
+		    sb,
+		    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64 " ns (%" PRIu64
+		    " pairs, drift %" PRId64 " ns; CUPTI on %s)\n",
+		    gp->clock.offset_ns, gp->clock.pairs, gp->clock.drift_ns,
+		    gp->monotonic_clock
+			? "CLOCK_MONOTONIC, by the agent's timestamp "
+			  "callback"
+			: "its own clock");
 	else
 		strbuf_addstr(sb, "  clock: no alignment pair from the agent; "
 				  "CUPTI times used as they are\n");

@@ -54,7 +54,7 @@ struct gpuprof {
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
 	struct gpu_names names; /* kernel names too long for their records */
-	char **api_names; /* the distinct names of API calls */
+	char **api_names;	/* the distinct names of API calls */
 	size_t nr_api_names, alloc_api_names;
 	/*
 	 * The Python stacks the agent copied at launches: per launch, its

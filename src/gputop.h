@@ -58,7 +58,7 @@ struct gputop {
 	uint64_t counts[3]; /* kernels, copies, memsets of the window */
 	/* what gputop_close_window() made */
 	struct gputop_view window, run;
-	size_t windows; /* closed so far */
+	size_t windows;		     /* closed so far */
 	struct gpu_names long_names; /* kernel names too long for a record */
 };
 

@@ -10,8 +10,8 @@
  * the buffers it gives: from a thread of its own every flush period,
  * only full buffers' worth (CUPTI's documentation of
  * cuptiActivityFlushPeriod); on cuptiActivityFlushAll(0), the records
- * that are complete (their work has ended); on a forced flush, all.  Timings are made up; nothing here
- * touches a device.
+ * that are complete (their work has ended); on a forced flush, all.  Timings
+ * are made up; nothing here touches a device.
  *
  * As the real one: records are packed in a buffer each at its own
  * struct's size (the versions cupti_activity.h has last, which the agent
@@ -198,8 +198,7 @@ static int failing(const char *function)
 
 	modes();
 	for (p = mode.fail; p && (p = strstr(p, function)); p += n)
-		if ((p == mode.fail || p[-1] == ',') &&
-		    (p[n] == ',' || !p[n]))
+		if ((p == mode.fail || p[-1] == ',') && (p[n] == ',' || !p[n]))
 			return 1;
 	return 0;
 }
@@ -312,8 +311,8 @@ static void deliver(size_t max)
 				break;
 			if (n == alloc_offsets) {
 				alloc_offsets = n ? 2 * n : 1024;
-				offsets = realloc(offsets, alloc_offsets *
-							       sizeof(*offsets));
+				offsets = realloc(
+				    offsets, alloc_offsets * sizeof(*offsets));
 				if (!offsets)
 					abort();
 			}
@@ -402,9 +401,9 @@ static void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
  * A runtime or driver call: its callbacks and its record; the call's
  * end.
  */
-static uint32_t domain_call(CUpti_CallbackDomain domain,
-			    CUpti_CallbackId cbid, const char *function,
-			    const char *symbol, uint64_t *end)
+static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			    const char *function, const char *symbol,
+			    uint64_t *end)
 {
 	CUpti_ActivityKind kind = domain == CUPTI_CB_DOMAIN_DRIVER_API
 				      ? CUPTI_ACTIVITY_KIND_DRIVER
@@ -440,8 +439,8 @@ static uint32_t domain_call(CUpti_CallbackDomain domain,
 static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
 			 const char *symbol, uint64_t *end)
 {
-	return domain_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, function,
-			   symbol, end);
+	return domain_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, function, symbol,
+			   end);
 }
 
 /*
@@ -526,10 +525,9 @@ EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream)
 {
 	uint64_t issued;
-	uint32_t corr =
-	    domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
-			CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-			"cuLaunchKernel", kernel, &issued);
+	uint32_t corr = domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
+				    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+				    "cuLaunchKernel", kernel, &issued);
 
 	pthread_mutex_lock(&lock);
 	add_kernel(kernel, gpu_ns, stream, issued, corr);
@@ -587,7 +585,8 @@ EXPORT int fake_sync(unsigned stream)
 		    stream_free_at[stream % MAX_STREAMS] + clock_step();
 
 		y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-		y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+		y->type =
+		    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
 		y->start = issued;
 		y->end = done > issued ? done : issued + 1;
 		y->correlationId = corr;
@@ -781,8 +780,9 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc func)
 	return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(
-    CUcontext context, uint32_t streamId, size_t *dropped)
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
+							      uint32_t streamId,
+							      size_t *dropped)
 {
 	(void)context;
 	(void)streamId;
