@@ -428,5 +428,6 @@ def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
         sum(1 for c in counts[1:-1] if c) >= len(counts) - 3, counts
     assert max(counts) < 0.6 * did["slow_kernel"], counts
     share = 100.0 * did["slow_kernel"] * 1e-3 / did["seconds"]
-    for b in busy[1:-1]:
+    # The first two intervals may start before the program's launches.
+    for b in busy[2:-1]:
         assert abs(float(b.rstrip("%")) - share) < 1.5, (busy, share)
