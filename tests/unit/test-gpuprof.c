@@ -626,6 +626,40 @@ static void test_names(void)
 	strbuf_release(&sb);
 }
 
+/*
+ * CUPTI's clock steps back mid-run (CLOCK_REALTIME): once attributed, a
+ * time goes by the pair nearest it, so that neither side of the step
+ * moves; before, by the first pair.
+ */
+static void test_clock_step(void)
+{
+	struct gpuprof gp;
+	struct stacks cpu;
+	struct gpu_record r;
+
+	gpuprof_init(&gp);
+	stacks_init(&cpu);
+	r = clock_pair(1000000, 5000000);
+	gpuprof_add(&gp, &r);
+	r = clock_pair(2000000, 6000000);
+	gpuprof_add(&gp, &r);
+	/* The wall clock went 1.9 ms back: CUPTI's times with it. */
+	r = clock_pair(1100000, 7000000);
+	gpuprof_add(&gp, &r);
+	r = kernel(1, "k", 1950000, 1960000, 7);
+	gpuprof_add(&gp, &r);
+	r = kernel(2, "k", 1150000, 1160000, 7);
+	gpuprof_add(&gp, &r);
+	CHECK(gpuprof_to_monotonic(&gp, 1150000) == 5150000);
+	gpuprof_attribute(&gp, &cpu);
+	CHECK(gpuprof_to_monotonic(&gp, 1950000) == 5950000);
+	CHECK(gpuprof_to_monotonic(&gp, 1150000) == 7050000);
+	CHECK(gpuprof_to_monotonic(&gp, 2500000) == 6500000);
+	CHECK(gpuprof_to_monotonic(&gp, 10) == 4000010);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+}
+
 /* The pieces of a long name, as the agent sends them (in any order). */
 static void add_name_pieces(struct gpuprof *gp, const char *name, int reverse)
 {
@@ -917,5 +951,6 @@ int main(void)
 	test_chrome();
 	test_names();
 	test_long_names();
+	test_clock_step();
 	return failed;
 }
