@@ -298,6 +298,27 @@ void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
 	}
 }
 
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*context = act->u.kernel.context;
+		*correlation = act->u.kernel.correlation;
+		break;
+	case GPU_REC_MEMCPY:
+		*context = act->u.memcpy.context;
+		*correlation = act->u.memcpy.correlation;
+		break;
+	case GPU_REC_MEMSET:
+		*context = act->u.memset.context;
+		*correlation = act->u.memset.correlation;
+		break;
+	default:
+		*context = *correlation = 0;
+	}
+}
+
 static uint32_t activity_correlation(const struct gpu_record *act)
 {
 	switch (act->type) {

@@ -203,6 +203,9 @@ void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
 /* An activity's device and stream. */
 void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
 			     uint32_t *stream);
+/* An activity's CUDA context id and correlation id (0 for none). */
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation);
 
 /*
  * The activities' indices ordered by device, stream and start: the

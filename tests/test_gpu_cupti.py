@@ -33,7 +33,8 @@ report, seconds = sys.argv[2], float(sys.argv[3])
 ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
 cupti.fake_set_device(1)
 did = {"gemm_kernel": 0, "driver_kernel": 0, "memsets": 0, "syncs": 0,
-       "copies": 0, "start": time.monotonic()}
+       "copies": 0, "start": time.monotonic(),
+       "context": cupti.fake_context_id(), "driver_correlations": []}
 
 def step():
     cupti.fake_copy(1 << 16, 50000, 15)
@@ -43,7 +44,8 @@ def step():
     for _ in range(3):
         cupti.fake_launch(b"gemm_kernel", 200000, 13)
         did["gemm_kernel"] += 1
-    cupti.fake_driver_launch(b"driver_kernel", 30000, 14)
+    did["driver_correlations"].append(
+        cupti.fake_driver_launch(b"driver_kernel", 30000, 14))
     did["driver_kernel"] += 1
     cupti.fake_sync(13)
     did["syncs"] += 1
@@ -190,6 +192,18 @@ def test_record_kinds_and_ids_chrome(spyc, fake_cuda, any_python, tmp_path,
                    "cudaStreamSynchronize": did["syncs"]}, api
     flows = set(e["id"] for e in events if e["ph"] == "f")
     assert len(flows) == kernels + copies + memsets
+    # Ids: the context the program's work ran in; each driver launch's
+    # kernel and call by the correlation id the launch returned.
+    assert set(e["args"]["context"] for evs in gpu_rows.values()
+               for e in evs) == {did["context"]}
+    assert sorted(e["args"]["correlation"]
+                  for e in gpu_rows[("GPU 1", "stream 14")]) == \
+        sorted(did["driver_correlations"])
+    calls = dict((e["args"]["correlation"], e["name"])
+                 for (proc, row), evs in rows.items()
+                 if row and row.startswith("CUDA API: ") for e in evs)
+    assert set(calls[c] for c in did["driver_correlations"]) == \
+        {"cuLaunchKernel"}
 
 
 def test_record_kinds_and_ids_speedscope(spyc, fake_cuda, any_python, tmp_path):

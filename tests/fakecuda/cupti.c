@@ -139,6 +139,7 @@ EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 EXPORT int fake_collect_alone(void);
 EXPORT int fake_set_device(unsigned device);
+EXPORT int fake_context_id(void);
 EXPORT int fake_memset(unsigned long long bytes, unsigned long long gpu_ns,
 		       unsigned stream);
 EXPORT int fake_sync(unsigned stream);
@@ -540,6 +541,12 @@ EXPORT int fake_set_device(unsigned device)
 {
 	current_device = device;
 	return 0;
+}
+
+/* The id of the calling thread's context (cuCtxGetId). */
+EXPORT int fake_context_id(void)
+{
+	return (int)current_device + 1;
 }
 
 /* cudaMemsetAsync of bytes, taking gpu_ns. */
