@@ -740,8 +740,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 				      size_t valid)
 {
 	CUpti_Activity *a = NULL;
+	CUptiResult res = CUPTI_ERROR_MAX_LIMIT_REACHED;
 	uint64_t zero = 0;
-	CUptiResult res;
 
 	(void)ctx;
 	(void)stream;

@@ -133,9 +133,56 @@ static void test_many_names(void)
 	gputop_release(&g);
 }
 
+/*
+ * Two long names that share their first 159 bytes: two rows; the one
+ * whose pieces came shows whole, the other its start and hash.
+ */
+static void test_long_names(void)
+{
+	char a[400], b[400];
+	struct gpu_record ka, kb, piece;
+	struct gputop g;
+	size_t i;
+
+	memset(a, 'x', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	memcpy(b, a, sizeof(b));
+	b[sizeof(b) - 2] = 'y';
+	gputop_init(&g);
+	for (i = 0; i < strlen(a); i += GPU_NAME_PIECE) {
+		memset(&piece, 0, sizeof(piece));
+		piece.type = GPU_REC_NAME;
+		piece.u.name.hash = gpu_name_hash(a, strlen(a));
+		piece.u.name.len = (uint32_t)strlen(a);
+		piece.u.name.offset = (uint32_t)i;
+		piece.u.name.count =
+		    (uint32_t)(strlen(a) - i < GPU_NAME_PIECE ? strlen(a) - i
+							      : GPU_NAME_PIECE);
+		memcpy(piece.u.name.text, a + i, piece.u.name.count);
+		gputop_add(&g, &piece);
+	}
+	ka = kernel(a, 0, 200);
+	ka.u.kernel.name_len = (uint32_t)strlen(a);
+	ka.u.kernel.name_hash = gpu_name_hash(a, strlen(a));
+	kb = kernel(b, 0, 50);
+	kb.u.kernel.name_len = (uint32_t)strlen(b);
+	kb.u.kernel.name_hash = gpu_name_hash(b, strlen(b));
+	add(&g, ka);
+	add(&g, kb);
+	add(&g, kb);
+	gputop_close_window(&g, 0, 1000);
+	CHECK(g.window.nr_rows == 2);
+	CHECK(!strcmp(g.window.rows[0].name, a));
+	CHECK(g.window.rows[1].calls == 2);
+	CHECK(!strncmp(g.window.rows[1].name, b, GPU_KERNEL_NAME_INLINE - 1));
+	CHECK(strstr(g.window.rows[1].name, "... [name ") != NULL);
+	gputop_release(&g);
+}
+
 int main(void)
 {
 	test_window();
 	test_many_names();
+	test_long_names();
 	return failed;
 }
