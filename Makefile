@@ -122,7 +122,17 @@ $(OBJDIR)/%.o: %.c | build-deps-check
 .SECONDARY: $(RING_OBJ) $(ASAN_RING_OBJ)
 
 CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-LDLIBS += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lelf -ldw -lcjson -lprotobuf-c -lz) -lstdc++ -lm
+LDLIBS += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lelf -ldw -lcjson -lprotobuf-c -lz) -lm
+
+# C++ names (CUDA kernels, native frames) are demangled with libstdc++'s
+# __cxa_demangle (Debian: libstdc++-12-dev, which g++ brings) when a probe
+# links with it; without it they stay mangled, and the link says so once.
+HAVE_DEMANGLE := $(shell $(CC) scripts/feature/test-demangle.c -o /dev/null \
+	-lstdc++ >/dev/null 2>&1 && echo yes)
+ifeq ($(HAVE_DEMANGLE),yes)
+CFLAGS += -DHAVE_DEMANGLE
+LDLIBS += -lstdc++
+endif
 
 # Generated, so not held to DEVELOPER's warnings; rebuilt when the schema
 # changes.  The pattern rule makes one protoc-c run yield both files.
@@ -137,6 +147,10 @@ $(OBJDIR)/src/out-pprof.o: build/proto/profile.pb-c.h
 
 spyc: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+ifneq ($(HAVE_DEMANGLE),yes)
+	@echo "spyc: no C++ demangler (libstdc++'s __cxa_demangle):" \
+		"kernel and native C++ names stay mangled"
+endif
 ifneq ($(HAVE_CUPTI),yes)
 	@echo "spyc: no CUPTI headers found (CUDA_HOME='$(CUDA_HOME)'):" \
 		"built without the GPU agent (--gpu)"

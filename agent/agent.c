@@ -29,11 +29,21 @@
 #define ACTIVITY_BUFFER_SIZE (1u << 20)
 #define ACTIVITY_BUFFER_ALIGN 8
 /*
- * How often CUPTI hands over a buffer that is not full (ms): spyc drains
- * the channel while it samples, and a kernel should reach it within a
- * few of its ticks rather than at the end of the run.
+ * CUPTI's worker thread's period (cuptiActivityFlushPeriod), in ms: it
+ * hands over only full buffers ("periodic flush can return only those
+ * activity buffers which are full", says its documentation), which a
+ * quiet program takes minutes to fill.
  */
 #define FLUSH_PERIOD_MS 100
+/*
+ * So the watcher asks for the rest this often (ms), with a default
+ * flush (cuptiActivityFlushAll(0)): buffers whose records are complete,
+ * full or not, which its documentation says may be done "at a regular
+ * interval in a separate thread".  A forced flush, which also hands over
+ * incomplete records, is kept for the end.  spyc drains the channel as
+ * it samples: a kernel reaches it within some 200 ms, not in bursts.
+ */
+#define WATCH_FLUSH_MS 200
 /* How often the agent's watcher thread looks at spyc's control word. */
 #define CONTROL_POLL_MS 20
 
@@ -55,6 +65,8 @@ static struct {
 	__typeof__(cuptiSubscribe) *subscribe;
 	__typeof__(cuptiUnsubscribe) *unsubscribe;
 	__typeof__(cuptiEnableCallback) *enable_callback;
+	__typeof__(cuptiActivityRegisterTimestampCallback) *timestamp_callback;
+	__typeof__(cuptiActivityGetNumDroppedRecords) *dropped_records;
 } cupti;
 
 /* What the agent exports: declared here, its only users being outside. */
@@ -73,6 +85,8 @@ static CUpti_SubscriberHandle subscriber;
 /* spyc's layout of the target's frames, once checked (launch_layout). */
 static struct gpu_py_layout layout;
 static int layout_ok;
+/* 1 once CUPTI takes its timestamps from monotonic_ns (the callback). */
+static int monotonic_clock;
 /* Inside a runtime call that copied its stack: its correlation id. */
 static __thread uint32_t runtime_correlation;
 
@@ -284,25 +298,143 @@ static int resolve_cupti(void)
 	memcpy(&cupti.unsubscribe, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiEnableCallback");
 	memcpy(&cupti.enable_callback, &optional, sizeof(optional));
+	optional =
+	    dlsym(cupti.handle, "cuptiActivityRegisterTimestampCallback");
+	memcpy(&cupti.timestamp_callback, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiActivityGetNumDroppedRecords");
+	memcpy(&cupti.dropped_records, &optional, sizeof(optional));
 	return 0;
 }
 
+/*
+ * CUPTI's timestamps, once registered (cuptiActivityRegisterTimestampCallback):
+ * CLOCK_MONOTONIC, which spyc samples by and which no wall-clock step
+ * (NTP, date -s) moves; CUPTI's own on Linux is CLOCK_REALTIME.
+ */
+static uint64_t CUPTIAPI monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A pair of CUPTI's and CLOCK_MONOTONIC's readings.  With the timestamp
+ * callback the two are one clock: the pair is one reading twice (whether
+ * cuptiGetTimestamp goes through the callback is not documented).
+ */
 static void clock_record(void)
 {
 	struct gpu_record r;
-	struct timespec ts;
 	uint64_t t = 0;
 
 	memset(&r, 0, sizeof(r));
-	if (cupti.get_timestamp(&t) != CUPTI_SUCCESS)
+	if (__atomic_load_n(&monotonic_clock, __ATOMIC_ACQUIRE))
+		t = monotonic_ns();
+	else if (cupti.get_timestamp(&t) != CUPTI_SUCCESS)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	r.type = GPU_REC_CLOCK;
 	r.size = sizeof(r.u.clock);
 	r.u.clock.cupti_ns = t;
-	r.u.clock.monotonic_ns =
-	    (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	r.u.clock.monotonic_ns = monotonic_clock ? t : monotonic_ns();
 	ring_write(&writer, &r);
+}
+
+/* Add what CUPTI says it dropped since it was last asked to the header. */
+static void count_cupti_dropped(void)
+{
+	size_t dropped = 0;
+
+	if (cupti.dropped_records &&
+	    cupti.dropped_records(NULL, 0, &dropped) == CUPTI_SUCCESS &&
+	    dropped)
+		__atomic_add_fetch(&writer.header->cupti_dropped,
+				   (uint64_t)dropped, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether an activity has no time: CUPTI gives 0 for a start or an end
+ * it could not take (no device memory left for it, says
+ * cuptiActivityGetNextRecord's documentation); such a record would be
+ * put decades before the run.
+ */
+static int no_time(uint64_t start, uint64_t end)
+{
+	return !start || !end;
+}
+
+/*
+ * The hashes of the long kernel names already sent whole (0: a free
+ * slot): a name is sent once, before its first kernel.  Open addressing;
+ * a name that finds no slot is sent again with each of its kernels.
+ */
+#define SENT_NAMES 4096
+#define SENT_PROBES 64
+static uint64_t sent_names[SENT_NAMES];
+
+static int name_sent(uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < SENT_PROBES; i++) {
+		uint64_t h = __atomic_load_n(
+		    &sent_names[(hash + i) % SENT_NAMES], __ATOMIC_ACQUIRE);
+
+		if (h == hash)
+			return 1;
+		if (!h)
+			return 0;
+	}
+	return 0;
+}
+
+static void mark_name_sent(uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < SENT_PROBES; i++) {
+		uint64_t *slot = &sent_names[(hash + i) % SENT_NAMES];
+		uint64_t expected = 0;
+
+		if (__atomic_compare_exchange_n(slot, &expected, hash, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE) ||
+		    expected == hash)
+			return;
+	}
+}
+
+/*
+ * Send a kernel name too long for its record in pieces, unless it was
+ * sent already.  A piece the ring cannot take leaves the name unsent, to
+ * be tried again with its next kernel; spyc shows its start meanwhile.
+ */
+static void send_long_name(const char *name, uint32_t len, uint64_t hash)
+{
+	struct gpu_record r;
+	uint32_t off;
+
+	if (!hash)
+		hash = 1; /* 0 marks a free slot */
+	if (name_sent(hash))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_NAME;
+	r.size = sizeof(r.u.name);
+	r.u.name.hash = hash;
+	r.u.name.len = len;
+	for (off = 0; off < len; off += GPU_NAME_PIECE) {
+		uint32_t n =
+		    len - off < GPU_NAME_PIECE ? len - off : GPU_NAME_PIECE;
+
+		r.u.name.offset = off;
+		r.u.name.count = n;
+		memcpy(r.u.name.text, name + off, n);
+		if (ring_write(&writer, &r))
+			return;
+	}
+	mark_name_sent(hash);
 }
 
 /* The call's name as CUPTI knows it (a lookup in its tables), or "". */
@@ -326,7 +458,8 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const void *)a;
 		struct gpu_kernel *o = &r->u.kernel;
-		size_t len = k->name ? strlen(k->name) : 0;
+		const char *name = k->name ? k->name : "";
+		size_t len = strnlen(name, GPU_NAME_MAX);
 
 		r->type = GPU_REC_KERNEL;
 		r->size = sizeof(*o);
@@ -345,11 +478,16 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 		o->shared_static = (uint32_t)k->staticSharedMemory;
 		o->shared_dynamic = (uint32_t)k->dynamicSharedMemory;
 		o->registers = k->registersPerThread;
+		o->name_truncated = name[len] != '\0';
+		o->name_len = (uint32_t)len;
+		o->name_hash = gpu_name_hash(name, len);
+		if (!o->name_hash)
+			o->name_hash = 1;
 		if (len >= sizeof(o->name)) {
+			send_long_name(name, (uint32_t)len, o->name_hash);
 			len = sizeof(o->name) - 1;
-			o->name_truncated = 1;
 		}
-		memcpy(o->name, k->name ? k->name : "", len);
+		memcpy(o->name, name, len);
 		return 1;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -570,19 +708,71 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 	*max_records = 0;
 }
 
+/* A converted record's times (every kind convert() makes has them). */
+static void record_times(const struct gpu_record *r, uint64_t *start,
+			 uint64_t *end)
+{
+	switch (r->type) {
+	case GPU_REC_KERNEL:
+		*start = r->u.kernel.start;
+		*end = r->u.kernel.end;
+		break;
+	case GPU_REC_MEMCPY:
+		*start = r->u.memcpy.start;
+		*end = r->u.memcpy.end;
+		break;
+	case GPU_REC_MEMSET:
+		*start = r->u.memset.start;
+		*end = r->u.memset.end;
+		break;
+	case GPU_REC_SYNC:
+		*start = r->u.sync.start;
+		*end = r->u.sync.end;
+		break;
+	default:
+		*start = r->u.api.start;
+		*end = r->u.api.end;
+	}
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 				      uint8_t *buffer, size_t size,
 				      size_t valid)
 {
 	CUpti_Activity *a = NULL;
+	CUptiResult res = CUPTI_ERROR_MAX_LIMIT_REACHED;
+	uint64_t zero = 0;
 
+	(void)ctx;
+	(void)stream;
+	(void)size;
+	/*
+	 * CUPTI's documentation says to stop at any error: an invalid or
+	 * incomplete record (CUPTI_ERROR_INVALID_KIND) has no size to step
+	 * over, and asking again returns the same record.  The rest of the
+	 * buffer is lost, and counted.
+	 */
 	while (buffer &&
-	       cupti.next_record(buffer, valid, &a) == CUPTI_SUCCESS) {
+	       (res = cupti.next_record(buffer, valid, &a)) == CUPTI_SUCCESS) {
 		struct gpu_record r;
+		uint64_t start, end;
 
-		if (convert(a, &r))
-			ring_write(&writer, &r);
+		if (!convert(a, &r))
+			continue;
+		record_times(&r, &start, &end);
+		if (no_time(start, end)) {
+			zero++;
+			continue;
+		}
+		ring_write(&writer, &r);
 	}
+	if (buffer && res != CUPTI_ERROR_MAX_LIMIT_REACHED)
+		__atomic_add_fetch(&writer.header->bad_buffers, 1,
+				   __ATOMIC_RELAXED);
+	if (zero)
+		__atomic_add_fetch(&writer.header->zero_time, zero,
+				   __ATOMIC_RELAXED);
+	count_cupti_dropped();
 	free(buffer);
 	/* A pair per buffer: spyc sees how the two clocks drift apart. */
 	clock_record();
@@ -612,24 +802,31 @@ static void stop_collecting(int flush)
 		cupti.disable(kinds[i]);
 	if (flush && cupti.flush_all)
 		cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	count_cupti_dropped();
 	set_status(GPU_AGENT_STOPPED, 0,
 		   flush ? "activities disabled, buffers flushed"
 			 : "activities disabled");
 }
 
 /*
- * The watcher: a thread of the agent's that waits for spyc to say stop
- * (polling the channel's control word), stops collecting with a flush,
- * and ends.  It sleeps between looks and takes no lock the process
+ * The watcher: a thread of the agent's that asks CUPTI for its complete
+ * buffers every WATCH_FLUSH_MS, waits for spyc to say stop (polling the
+ * channel's control word), stops collecting with a forced flush, and
+ * ends.  It sleeps between looks and takes no lock the process
  * uses.
  */
 static void *watch_control(void *arg)
 {
 	struct timespec ts = {0, CONTROL_POLL_MS * 1000000L};
+	unsigned polls = 0;
 
 	(void)arg;
-	while (ring_control(&writer) != GPU_CONTROL_STOP)
+	while (ring_control(&writer) != GPU_CONTROL_STOP) {
 		nanosleep(&ts, NULL);
+		if (++polls % (WATCH_FLUSH_MS / CONTROL_POLL_MS) == 0 &&
+		    cupti.flush_all)
+			cupti.flush_all(0);
+	}
 	stop_collecting(1);
 	__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
 	return NULL;
@@ -667,6 +864,7 @@ static void flush_at_exit(void)
 {
 	if (cupti.flush_all)
 		cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	count_cupti_dropped();
 }
 
 /* Load CUPTI and start collecting; the outcome is the status. */
@@ -692,6 +890,17 @@ static void start_cupti(void)
 	 */
 	if (cupti.set_thread_id_type)
 		cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	/*
+	 * Before any kind is enabled, as its documentation asks, so that
+	 * every record is on it.  Without it (older CUPTIs, or an error)
+	 * times are on CUPTI's own clock, aligned by the clock pairs.
+	 */
+	if (cupti.timestamp_callback &&
+	    cupti.timestamp_callback(monotonic_ns) == CUPTI_SUCCESS) {
+		__atomic_store_n(&monotonic_clock, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&writer.header->clock, GPU_CLOCK_MONOTONIC,
+				 __ATOMIC_RELAXED);
+	}
 	r = cupti.register_callbacks(buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS) {
 		set_status(GPU_AGENT_CUPTI_ERROR, (int)r,

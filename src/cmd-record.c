@@ -903,6 +903,10 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 		return NULL;
 	}
 	r->gp.lost = st.lost;
+	r->gp.zero_time = st.zero_time;
+	r->gp.cupti_dropped = st.cupti_dropped;
+	r->gp.bad_buffers = st.bad_buffers;
+	r->gp.monotonic_clock = st.clock == GPU_CLOCK_MONOTONIC;
 	switch (st.status) {
 	case GPU_AGENT_WAITING:
 		fprintf(stderr,

@@ -61,6 +61,13 @@
 #define MIN_CPU_ROWS 3
 #define GPU_POLL_NS 10000000ULL
 #define GPU_DRAIN_PER_TICK (64 * GPUSESSION_BATCH)
+/*
+ * How late an activity's record reaches top after it ran: the agent
+ * asks CUPTI for its records every 200 ms (agent/agent.c), then the
+ * next drain.  A window's busy time is that of its interval this long
+ * before, so that the records of the interval are in.
+ */
+#define GPU_RECORD_LAG_NS 300000000ULL
 /* The GPU table's columns, in characters. */
 #define GPU_PCT_WIDTH 8
 #define GPU_TIME_WIDTH 10
@@ -597,7 +604,13 @@ static void gpu_refresh(struct top *t, uint64_t now)
 		return;
 	gpusession_drain(&t->gpu, GPU_DRAIN_PER_TICK);
 	if (!t->paused) {
-		gputop_close_window(&t->gt, now - t->gpu_window_start);
+		/* Busy time of the interval records have come for. */
+		gputop_close_window(
+		    &t->gt,
+		    t->gpu_window_start > GPU_RECORD_LAG_NS
+			? t->gpu_window_start - GPU_RECORD_LAG_NS
+			: 0,
+		    now > GPU_RECORD_LAG_NS ? now - GPU_RECORD_LAG_NS : 0);
 		t->gpu_window_start = now;
 	}
 	n = t->gt.window.nr_rows > t->gt.run.nr_rows ? t->gt.window.nr_rows

@@ -29,12 +29,14 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 3
+#define GPUCHAN_VERSION 5
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
 #define GPUCHAN_HEADER_SIZE 4096
 #define GPUCHAN_RECORD_SIZE 256
+/* What is left of a slot after its sequence number and a record's type. */
+#define GPU_RECORD_PAYLOAD (GPUCHAN_RECORD_SIZE - 16)
 /* Bounds the reader and the writer both check (a power of two each). */
 #define GPUCHAN_MIN_SLOTS 2u
 #define GPUCHAN_MAX_SLOTS (1u << 20)
@@ -141,6 +143,23 @@ struct gpuchan_header {
 
 	/* spyc, once it knows the target's interpreter */
 	struct gpu_py_layout py;
+
+	/*
+	 * The agent: what it or CUPTI dropped, each a count it only adds
+	 * to (atomically), and the clock its records' times are on.
+	 */
+	uint64_t zero_time;	/* records with a 0 start or end: no time */
+	uint64_t cupti_dropped; /* cuptiActivityGetNumDroppedRecords' sum */
+	uint64_t bad_buffers;	/* buffers whose walk stopped at an error */
+	uint32_t clock;		/* enum gpu_agent_clock */
+	uint32_t reserved2;
+};
+
+/* Which clock CUPTI's times are on (header.clock). */
+enum gpu_agent_clock {
+	GPU_CLOCK_CUPTI = 0,	 /* CUPTI's own (CLOCK_REALTIME on Linux) */
+	GPU_CLOCK_MONOTONIC = 1, /* CLOCK_MONOTONIC, through the agent's
+				    timestamp callback */
 };
 
 /* What a record is. */
@@ -153,8 +172,30 @@ enum gpu_record_type {
 	GPU_REC_API = 5,   /* a CUDA runtime or driver API call */
 	GPU_REC_CLOCK = 6, /* a CUPTI timestamp and CLOCK_MONOTONIC together */
 	GPU_REC_STACK = 7, /* part of the Python stack of a launch */
-	GPU_REC_TYPE_MAX = 7
+	GPU_REC_NAME = 8,  /* a piece of a kernel's name too long to inline */
+	GPU_REC_TYPE_MAX = 8
 };
+
+/*
+ * A kernel's name: the first GPU_KERNEL_NAME_INLINE - 1 bytes travel in
+ * its record; a longer one is sent whole, once per distinct name, in
+ * GPU_REC_NAME pieces before the first kernel that has it, and kernels
+ * refer to it by its length and hash.  Names longer than GPU_NAME_MAX
+ * (C++ templates can reach that) are cut there.
+ */
+#define GPU_KERNEL_NAME_INLINE 160
+#define GPU_NAME_MAX 65536
+
+/* FNV-1a 64 of a name's len bytes: how a kernel refers to its name. */
+static inline uint64_t gpu_name_hash(const char *name, unsigned long len)
+{
+	uint64_t sum = 0xcbf29ce484222325ULL;
+	unsigned long i;
+
+	for (i = 0; i < len; i++)
+		sum = (sum ^ (unsigned char)name[i]) * 0x100000001b3ULL;
+	return sum;
+}
 
 /* Times are CUPTI's nanoseconds; GPU_REC_CLOCK relates them to spyc's. */
 struct gpu_kernel {
@@ -164,8 +205,22 @@ struct gpu_kernel {
 	uint32_t grid[3], block[3];
 	uint32_t shared_static, shared_dynamic;
 	uint16_t registers;
-	uint16_t name_truncated; /* 1 if name was cut to fit */
-	char name[168];		 /* mangled, NUL-terminated */
+	uint16_t name_truncated; /* 1 if the name was cut at GPU_NAME_MAX */
+	uint32_t name_len;	 /* of the whole name (at most GPU_NAME_MAX) */
+	uint64_t name_hash;	 /* gpu_name_hash() of the whole name */
+	/* mangled, NUL-terminated; its start only when name_len is longer */
+	char name[GPU_KERNEL_NAME_INLINE];
+};
+
+/* A piece of a long kernel name (GPU_REC_NAME), at offset of its len. */
+#define GPU_NAME_PIECE (GPU_RECORD_PAYLOAD - 24)
+struct gpu_name {
+	uint64_t hash; /* gpu_name_hash() of the whole name */
+	uint32_t len;  /* the whole name's */
+	uint32_t offset;
+	uint32_t count; /* bytes of text used */
+	uint32_t reserved;
+	char text[GPU_NAME_PIECE];
 };
 
 struct gpu_memcpy {
@@ -238,8 +293,6 @@ struct gpu_stack {
 	struct gpu_stack_frame frames[GPU_STACK_FRAMES];
 };
 
-/* What is left of a slot after its sequence number and a record's type. */
-#define GPU_RECORD_PAYLOAD (GPUCHAN_RECORD_SIZE - 16)
 
 /* One record as it travels (without the slot's sequence number). */
 struct gpu_record {
@@ -254,6 +307,7 @@ struct gpu_record {
 		struct gpu_api api;
 		struct gpu_clock clock;
 		struct gpu_stack stack;
+		struct gpu_name name;
 		unsigned char raw[GPU_RECORD_PAYLOAD];
 	} u;
 };
@@ -270,6 +324,8 @@ _Static_assert(sizeof(struct gpuchan_slot) == GPUCHAN_RECORD_SIZE,
 	       "slots have the advertised size");
 _Static_assert(sizeof(struct gpu_kernel) <= GPU_RECORD_PAYLOAD,
 	       "a kernel fits a record");
+_Static_assert(sizeof(struct gpu_name) == GPU_RECORD_PAYLOAD,
+	       "a name piece fills a record");
 _Static_assert(sizeof(struct gpu_api) <= GPU_RECORD_PAYLOAD,
 	       "an API call fits a record");
 _Static_assert(sizeof(struct gpu_stack) <= GPU_RECORD_PAYLOAD,

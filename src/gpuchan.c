@@ -202,6 +202,11 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->agent_pid = h->agent_pid;
 	st->cupti_version = h->cupti_version;
 	st->lost = __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
+	st->zero_time = __atomic_load_n(&h->zero_time, __ATOMIC_RELAXED);
+	st->cupti_dropped =
+	    __atomic_load_n(&h->cupti_dropped, __ATOMIC_RELAXED);
+	st->bad_buffers = __atomic_load_n(&h->bad_buffers, __ATOMIC_RELAXED);
+	st->clock = __atomic_load_n(&h->clock, __ATOMIC_RELAXED);
 	memcpy(st->message, h->message, sizeof(st->message));
 	st->message[sizeof(st->message) - 1] = '\0';
 	st->launch_stacks =

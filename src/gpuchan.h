@@ -29,6 +29,10 @@ struct gpuchan_state {
 	char message[GPUCHAN_MESSAGE_SIZE];
 	/* enum gpu_launch_stacks (GPU_STACKS_UNKNOWN if out of range) */
 	uint32_t launch_stacks;
+	uint64_t zero_time;	/* records with no time, dropped by the agent */
+	uint64_t cupti_dropped; /* records CUPTI dropped (no buffer space) */
+	uint64_t bad_buffers;	/* buffers cut short at an invalid record */
+	uint32_t clock;		/* enum gpu_agent_clock */
 };
 
 /*

@@ -13,9 +13,39 @@
 
 #include "util.h"
 
+#ifdef HAVE_DEMANGLE
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
 			    int *status);
+#endif
+
+/* A C++ name demangled (the caller frees it), or NULL. */
+static char *demangle(const char *mangled)
+{
+#ifdef HAVE_DEMANGLE
+	int status = -1;
+	char *s;
+
+	if (strncmp(mangled, "_Z", 2))
+		return NULL;
+	s = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (s && !status)
+		return s;
+	free(s);
+#else
+	(void)mangled;
+#endif
+	return NULL;
+}
+
+int gpuprof_demangles(void)
+{
+#ifdef HAVE_DEMANGLE
+	return 1;
+#else
+	return 0;
+#endif
+}
 
 /* CUpti_ActivityMemcpyKind's values, as cupti_activity.h numbers them. */
 static const char *const copy_kinds[] = {
@@ -33,6 +63,7 @@ void gpuprof_init(struct gpuprof *gp)
 	memset(gp, 0, sizeof(*gp));
 	stacks_init(&gp->stacks);
 	stacks_init(&gp->launch_stacks);
+	gpu_names_init(&gp->names);
 }
 
 void gpuprof_release(struct gpuprof *gp)
@@ -42,6 +73,8 @@ void gpuprof_release(struct gpuprof *gp)
 	for (i = 0; i < gp->nr_api_names; i++)
 		free(gp->api_names[i]);
 	free(gp->api_names);
+	free(gp->pairs);
+	gpu_names_release(&gp->names);
 	free(gp->python_frame);
 	free(gp->line_time);
 	free(gp->launches);
@@ -65,6 +98,16 @@ static void add_clock(struct gpuprof *gp, const struct gpu_clock *c)
 	}
 	gp->clock.drift_ns = offset - gp->clock.offset_ns;
 	gp->clock.pairs++;
+	ALLOC_GROW(gp->pairs, gp->nr_pairs + 1, gp->alloc_pairs);
+	gp->pairs[gp->nr_pairs++] = *c;
+	gp->pairs_sorted = 0;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct gpu_clock *x = a, *y = b;
+
+	return (x->cupti_ns > y->cupti_ns) - (x->cupti_ns < y->cupti_ns);
 }
 
 /* The index of an API call's name in gp->api_names (added if new). */
@@ -113,9 +156,14 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 	}
 	case GPU_REC_SYNC:
 		gp->syncs++;
+		if (rec->u.sync.end > rec->u.sync.start)
+			gp->sync_time += rec->u.sync.end - rec->u.sync.start;
 		break;
 	case GPU_REC_CLOCK:
 		add_clock(gp, &rec->u.clock);
+		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&gp->names, &rec->u.name);
 		break;
 	default:
 		break;
@@ -182,8 +230,28 @@ void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
 
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
 {
-	return gp->clock.known ? cupti_ns + (uint64_t)gp->clock.offset_ns
-			       : cupti_ns;
+	const struct gpu_clock *p;
+	size_t lo = 0, hi = gp->nr_pairs;
+
+	if (!gp->clock.known)
+		return cupti_ns;
+	if (!gp->pairs_sorted || !gp->nr_pairs)
+		return cupti_ns + (uint64_t)gp->clock.offset_ns;
+	/* The first pair at or after cupti_ns, or the one before. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->pairs[mid].cupti_ns < cupti_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == gp->nr_pairs ||
+	    (lo > 0 && cupti_ns - gp->pairs[lo - 1].cupti_ns <
+			   gp->pairs[lo].cupti_ns - cupti_ns))
+		lo--;
+	p = &gp->pairs[lo];
+	return cupti_ns + (p->monotonic_ns - p->cupti_ns);
 }
 
 void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
@@ -230,6 +298,27 @@ void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
 	}
 }
 
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*context = act->u.kernel.context;
+		*correlation = act->u.kernel.correlation;
+		break;
+	case GPU_REC_MEMCPY:
+		*context = act->u.memcpy.context;
+		*correlation = act->u.memcpy.correlation;
+		break;
+	case GPU_REC_MEMSET:
+		*context = act->u.memset.context;
+		*correlation = act->u.memset.correlation;
+		break;
+	default:
+		*context = *correlation = 0;
+	}
+}
+
 static uint32_t activity_correlation(const struct gpu_record *act)
 {
 	switch (act->type) {
@@ -244,24 +333,28 @@ static uint32_t activity_correlation(const struct gpu_record *act)
 	}
 }
 
-void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb)
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb)
 {
 	const struct gpu_kernel *k = &act->u.kernel;
+	struct strbuf mangled = STRBUF_INIT;
 	char *demangled = NULL;
-	int status = -1;
+	int whole;
 
 	switch (act->type) {
 	case GPU_REC_KERNEL:
+		whole = gpu_names_kernel(names, k, &mangled);
 		/* A cut name does not demangle: show it as it is. */
-		if (!k->name_truncated && !strncmp(k->name, "_Z", 2))
-			demangled =
-			    __cxa_demangle(k->name, NULL, NULL, &status);
-		strbuf_addstr(sb, demangled && !status ? demangled
-				  : k->name[0]	       ? k->name
-						       : "[kernel]");
-		if (k->name_truncated)
-			strbuf_addstr(sb, "...");
+		if (whole)
+			demangled = demangle(mangled.buf);
+		strbuf_addstr(sb, demangled	? demangled
+				  : mangled.len ? mangled.buf
+						: "[kernel]");
+		if (!whole)
+			strbuf_addf(sb, "... [name %08x]",
+				    (unsigned)(k->name_hash >> 32));
 		free(demangled);
+		strbuf_release(&mangled);
 		break;
 	case GPU_REC_MEMCPY:
 		strbuf_addf(sb, "[memcpy %s]",
@@ -392,10 +485,13 @@ static void assign_leaves(struct gpuprof *gp)
 		size_t old;
 
 		strbuf_reset(&sb);
-		if (act->type == GPU_REC_KERNEL)
-			strbuf_addstr(&sb, act->u.kernel.name);
-		else
-			gpuprof_activity_name(act, &sb);
+		/* A kernel by its mangled name, whole or its start and hash. */
+		if (act->type == GPU_REC_KERNEL &&
+		    !gpu_names_kernel(&gp->names, &act->u.kernel, &sb))
+			strbuf_addf(&sb, "\001%016" PRIx64,
+				    act->u.kernel.name_hash);
+		else if (act->type != GPU_REC_KERNEL)
+			gpuprof_activity_name(&gp->names, act, &sb);
 		id = stacks_frame(&names, sb.buf, "", 0);
 		old = alloc;
 		ALLOC_GROW(leaf_of_name, (size_t)id + 1, alloc);
@@ -404,7 +500,7 @@ static void assign_leaves(struct gpuprof *gp)
 			       (alloc - old) * sizeof(*leaf_of_name));
 		if (leaf_of_name[id] == UINT32_MAX) {
 			strbuf_reset(&sb);
-			gpuprof_activity_name(act, &sb);
+			gpuprof_activity_name(&gp->names, act, &sb);
 			leaf_of_name[id] =
 			    stacks_frame(&gp->stacks, sb.buf, "", 0);
 		}
@@ -486,6 +582,9 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	if (gp->attributed_done)
 		return;
 	gp->attributed_done = 1;
+	if (gp->nr_pairs)
+		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
+	gp->pairs_sorted = 1;
 	/* The CPU frames first, so that their ids are the same here. */
 	for (i = 0; i < cpu->nr_frames; i++)
 		stacks_frame(&gp->stacks, cpu->frames[i].name,
@@ -600,6 +699,9 @@ static int cmp_timeline(const void *a, const void *b, void *ctx)
 		return xs < ys ? -1 : 1;
 	gpuprof_activity_times(x, &x0, &x1);
 	gpuprof_activity_times(y, &y0, &y1);
+	/* On spyc's clock: CUPTI's may have stepped between them. */
+	x0 = gpuprof_to_monotonic(gp, x0);
+	y0 = gpuprof_to_monotonic(gp, y0);
 	if (x0 != y0)
 		return x0 < y0 ? -1 : 1;
 	/* Ties in index order, so the result does not depend on qsort. */
@@ -682,8 +784,11 @@ static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 	struct interval *iv = xmalloc((n ? n : 1) * sizeof(*iv));
 	uint64_t busy = 0, cur_start = 0, cur_end = 0;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		gpuprof_activity_times(&gp->acts[i], &iv[i].start, &iv[i].end);
+		iv[i].start = gpuprof_to_monotonic(gp, iv[i].start);
+		iv[i].end = gpuprof_to_monotonic(gp, iv[i].end);
+	}
 	qsort(iv, n, sizeof(*iv), cmp_interval);
 	*first = n ? iv[0].start : 0;
 	*last = 0;
@@ -853,6 +958,21 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    last > first
 			? 100.0 - 100.0 * (double)busy / (double)(last - first)
 			: 0.0);
+	if (!gpuprof_demangles())
+		strbuf_addstr(sb, "  names: C++ names mangled (spyc was built "
+				  "without a demangler)\n");
+	if (gp->syncs) {
+		strbuf_addf(sb, "  synchronizations: %" PRIu64 ", ", gp->syncs);
+		add_duration(sb, 0, (double)gp->sync_time);
+		strbuf_addstr(sb, " waited\n");
+	}
+	if (gp->zero_time || gp->cupti_dropped || gp->bad_buffers)
+		strbuf_addf(sb,
+			    "  records dropped: %" PRIu64
+			    " with no timestamps (CUPTI gave 0), %" PRIu64
+			    " by CUPTI (no buffer space), %" PRIu64
+			    " CUPTI buffers cut short by an invalid record\n",
+			    gp->zero_time, gp->cupti_dropped, gp->bad_buffers);
 	add_line_rows(gp, max_rows, all_time, sb);
 	if (gp->launch_off[0])
 		strbuf_addf(sb,
@@ -874,11 +994,15 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    gp->nr_acts, gp->exact, gp->attributed, gp->no_launch,
 		    gp->no_sample);
 	if (gp->clock.known)
-		strbuf_addf(sb,
-			    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64
-			    " ns (%" PRIu64 " pairs, drift %" PRId64 " ns)\n",
-			    gp->clock.offset_ns, gp->clock.pairs,
-			    gp->clock.drift_ns);
+		strbuf_addf(
+		    sb,
+		    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64 " ns (%" PRIu64
+		    " pairs, drift %" PRId64 " ns; CUPTI on %s)\n",
+		    gp->clock.offset_ns, gp->clock.pairs, gp->clock.drift_ns,
+		    gp->monotonic_clock
+			? "CLOCK_MONOTONIC, by the agent's timestamp "
+			  "callback"
+			: "its own clock");
 	else
 		strbuf_addstr(sb, "  clock: no alignment pair from the agent; "
 				  "CUPTI times used as they are\n");

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gpuchan-layout.h"
+#include "gpunames.h"
 #include "stacks.h"
 
 struct strbuf;
@@ -52,7 +53,8 @@ struct gpuprof {
 	size_t nr_acts, alloc_acts;
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
-	char **api_names; /* the distinct names of API calls */
+	struct gpu_names names; /* kernel names too long for their records */
+	char **api_names;	/* the distinct names of API calls */
 	size_t nr_api_names, alloc_api_names;
 	/*
 	 * The Python stacks the agent copied at launches: per launch, its
@@ -77,8 +79,23 @@ struct gpuprof {
 	struct gpu_cpu_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct gpu_clock_alignment clock;
-	uint64_t syncs; /* synchronisation records: counted only */
-	uint64_t lost;	/* records the agent dropped: the caller sets it */
+	/*
+	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
+	 * attributed: a time goes by the pair nearest it, so that a step of
+	 * CUPTI's clock (CLOCK_REALTIME, when the agent could not put CUPTI
+	 * on CLOCK_MONOTONIC) moves only what came after it.
+	 */
+	struct gpu_clock *pairs;
+	size_t nr_pairs, alloc_pairs;
+	int pairs_sorted;
+	uint64_t syncs;	    /* synchronisation records */
+	uint64_t sync_time; /* their nanoseconds, all together */
+	/* The caller sets these, from the channel's header. */
+	uint64_t lost;		/* records the agent dropped: ring full */
+	uint64_t zero_time;	/* records with no time, dropped */
+	uint64_t cupti_dropped; /* records CUPTI dropped: no buffer space */
+	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
+	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 
 	/*
@@ -137,7 +154,11 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 			  uint32_t tid, uint32_t alias,
 			  const struct stack_frame *frames, size_t depth);
 
-/* A CUPTI time on spyc's clock (unchanged when no clock pair was seen). */
+/*
+ * A CUPTI time on spyc's clock (unchanged when no clock pair was seen):
+ * by the first pair's offset, or once attributed, by the pair nearest
+ * in CUPTI's time.
+ */
 uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
 
 /*
@@ -153,11 +174,17 @@ uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);
 
 /*
- * The name outputs give an activity: a kernel's demangled name (its
- * mangled one when it does not demangle, "..." appended when the agent
- * cut it), "[memcpy HtoD]", "[memset]".  Appended to sb.
+ * The name outputs give an activity: a kernel's demangled name, whole
+ * (a long one from names, which may be NULL); its mangled one when it
+ * does not demangle; its start, "..." and its hash ("[name 1f2e3d4c]")
+ * when spyc has only its start, so that two such names are never one;
+ * "[memcpy HtoD]", "[memset]".  Appended to sb.
  */
-void gpuprof_activity_name(const struct gpu_record *act, struct strbuf *sb);
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb);
+
+/* Whether this spyc demangles C++ names (built with a demangler). */
+int gpuprof_demangles(void);
 
 /*
  * The API call that launched act (the one with its correlation id), or
@@ -176,6 +203,9 @@ void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
 /* An activity's device and stream. */
 void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
 			     uint32_t *stream);
+/* An activity's CUDA context id and correlation id (0 for none). */
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation);
 
 /*
  * The activities' indices ordered by device, stream and start: the

@@ -82,7 +82,8 @@ size_t gpusession_drain(struct gpusession *gs, size_t max);
  * Ask the agent to stop (disable CUPTI's activities, flush what CUPTI
  * still buffers) and wait until it says it has, at most 2 s, draining
  * meanwhile: its flush holds the work of the last moments before spyc
- * stopped, which CUPTI hands over only every 100 ms.  No wait for a pid
+ * stopped, which reaches spyc otherwise only with the agent's next
+ * 200 ms flush, or never.  No wait for a pid
  * that is gone, or an agent that is not collecting.  Does nothing
  * without a channel.
  */

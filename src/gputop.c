@@ -23,6 +23,7 @@ enum { KERNELS, COPIES, MEMSETS };
 void gputop_init(struct gputop *g)
 {
 	memset(g, 0, sizeof(*g));
+	gpu_names_init(&g->long_names);
 }
 
 void gputop_release(struct gputop *g)
@@ -34,6 +35,7 @@ void gputop_release(struct gputop *g)
 		free(g->names[i].name);
 	}
 	free(g->names);
+	gpu_names_release(&g->long_names);
 	free(g->index);
 	free(g->spans);
 	free(g->window.rows);
@@ -96,7 +98,7 @@ static struct gputop_name *find_name(struct gputop *g, const char *key,
 	n->key = xstrdup(key);
 	if (rec) {
 		/* Demangled once per name, not once per launch. */
-		gpuprof_activity_name(rec, &sb);
+		gpuprof_activity_name(&g->long_names, rec, &sb);
 		n->name = strbuf_detach(&sb);
 	} else {
 		n->name = xstrdup(OTHER_NAME);
@@ -110,7 +112,7 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 {
 	struct gpu_record copy;
 	struct gputop_name *n;
-	char key[sizeof(rec->u.kernel.name) + 4];
+	char key[sizeof(rec->u.kernel.name) + 32];
 	uint64_t start, end, ns;
 
 	switch (rec->type) {
@@ -120,8 +122,11 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		rec = &copy;
 		start = rec->u.kernel.start;
 		end = rec->u.kernel.end;
-		snprintf(key, sizeof(key), "k%d%.*s",
+		/* Names that share their start differ by length or hash. */
+		snprintf(key, sizeof(key), "k%d %u %016llx %.*s",
 			 rec->u.kernel.name_truncated ? 1 : 0,
+			 (unsigned)rec->u.kernel.name_len,
+			 (unsigned long long)rec->u.kernel.name_hash,
 			 (int)sizeof(rec->u.kernel.name) - 1,
 			 rec->u.kernel.name);
 		g->counts[KERNELS]++;
@@ -139,6 +144,15 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		snprintf(key, sizeof(key), "s");
 		g->counts[MEMSETS]++;
 		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&g->long_names, &rec->u.name);
+		return;
+	case GPU_REC_CLOCK:
+		if (!g->clock_known)
+			g->offset_ns = (int64_t)(rec->u.clock.monotonic_ns -
+						 rec->u.clock.cupti_ns);
+		g->clock_known = 1;
+		return;
 	default:
 		return;
 	}
@@ -149,8 +163,8 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 	n->ns[WINDOW] += ns;
 	if (ns) {
 		ALLOC_GROW(g->spans, g->nr_spans + 1, g->alloc_spans);
-		g->spans[g->nr_spans][0] = start;
-		g->spans[g->nr_spans][1] = end;
+		g->spans[g->nr_spans][0] = start + (uint64_t)g->offset_ns;
+		g->spans[g->nr_spans][1] = end + (uint64_t)g->offset_ns;
 		g->nr_spans++;
 	}
 }
@@ -162,24 +176,38 @@ static int cmp_span(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* The time covered by at least one of the window's spans. */
-static uint64_t union_ns(uint64_t (*spans)[2], size_t nr)
+/*
+ * The time within [from, to) covered by at least one span; the spans
+ * that end by `to` are dropped (the next interval starts there).
+ */
+static uint64_t union_ns(struct gputop *g, uint64_t from, uint64_t to)
 {
 	uint64_t busy = 0, start = 0, end = 0;
-	size_t i;
+	size_t i, kept = 0;
+	int any = 0;
 
-	if (nr)
-		qsort(spans, nr, sizeof(*spans), cmp_span);
-	for (i = 0; i < nr; i++) {
-		if (i && spans[i][0] <= end) {
-			if (spans[i][1] > end)
-				end = spans[i][1];
+	if (g->nr_spans)
+		qsort(g->spans, g->nr_spans, sizeof(*g->spans), cmp_span);
+	for (i = 0; i < g->nr_spans; i++) {
+		uint64_t s = g->spans[i][0] > from ? g->spans[i][0] : from;
+		uint64_t e = g->spans[i][1] < to ? g->spans[i][1] : to;
+
+		if (g->spans[i][1] > to)
+			memmove(g->spans[kept++], g->spans[i],
+				sizeof(*g->spans));
+		if (s >= e)
+			continue;
+		if (any && s <= end) {
+			if (e > end)
+				end = e;
 			continue;
 		}
 		busy += end - start;
-		start = spans[i][0];
-		end = spans[i][1];
+		start = s;
+		end = e;
+		any = 1;
 	}
+	g->nr_spans = kept;
 	return busy + (end - start);
 }
 
@@ -218,10 +246,23 @@ static void make_rows(struct gputop *g, struct gputop_view *v, int which)
 		qsort(v->rows, v->nr_rows, sizeof(*v->rows), cmp_row);
 }
 
-void gputop_close_window(struct gputop *g, uint64_t wall_ns)
+/* The window's counts back to 0 (its spans stay: they have times). */
+static void clear_counts(struct gputop *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_names; i++) {
+		g->names[i].calls[WINDOW] = 0;
+		g->names[i].ns[WINDOW] = 0;
+	}
+	memset(g->counts, 0, sizeof(g->counts));
+}
+
+void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns)
 {
 	struct gputop_view *w = &g->window, *run = &g->run;
-	uint64_t busy = union_ns(g->spans, g->nr_spans);
+	uint64_t wall_ns = to_ns > from_ns ? to_ns - from_ns : 0;
+	uint64_t busy = union_ns(g, from_ns, to_ns);
 	size_t i;
 
 	make_rows(g, w, WINDOW);
@@ -238,23 +279,16 @@ void gputop_close_window(struct gputop *g, uint64_t wall_ns)
 	run->kernels += w->kernels;
 	run->copies += w->copies;
 	run->memsets += w->memsets;
-	/* Records come up to a CUPTI buffer late: no more than the window. */
-	run->busy_ns += busy < wall_ns ? busy : wall_ns;
+	run->busy_ns += busy;
 	run->wall_ns += wall_ns;
-	gputop_reset_window(g);
+	clear_counts(g);
 	g->windows++;
 }
 
 void gputop_reset_window(struct gputop *g)
 {
-	size_t i;
-
-	for (i = 0; i < g->nr_names; i++) {
-		g->names[i].calls[WINDOW] = 0;
-		g->names[i].ns[WINDOW] = 0;
-	}
+	clear_counts(g);
 	g->nr_spans = 0;
-	memset(g->counts, 0, sizeof(g->counts));
 }
 
 double gputop_busy_pct(const struct gputop_view *v)

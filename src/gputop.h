@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gpuchan-layout.h"
+#include "gpunames.h"
 
 /* One name's work over a window: a row of top's GPU section. */
 struct gputop_row {
@@ -28,7 +29,8 @@ struct gputop_view {
 	uint64_t kernels; /* activities of each kind */
 	uint64_t copies;
 	uint64_t memsets;
-	uint64_t busy_ns; /* the union of their spans: time some work ran */
+	/* the union of the activities' spans within the window's interval */
+	uint64_t busy_ns;
 	uint64_t wall_ns; /* the window's length (the run's: the sum) */
 };
 
@@ -44,13 +46,20 @@ struct gputop {
 	size_t nr_names, alloc_names;
 	uint32_t *index; /* open addressing: name index + 1, 0 for none */
 	size_t index_size;
-	/* the window being filled: each activity's start and end */
+	/*
+	 * Each activity's start and end on spyc's clock, kept until a
+	 * closed window's interval has passed its end.
+	 */
 	uint64_t (*spans)[2];
 	size_t nr_spans, alloc_spans;
+	/* CLOCK_MONOTONIC = CUPTI + offset_ns, from the agent's first pair */
+	int64_t offset_ns;
+	int clock_known;
 	uint64_t counts[3]; /* kernels, copies, memsets of the window */
 	/* what gputop_close_window() made */
 	struct gputop_view window, run;
-	size_t windows; /* closed so far */
+	size_t windows;		     /* closed so far */
+	struct gpu_names long_names; /* kernel names too long for a record */
 };
 
 void gputop_init(struct gputop *g);
@@ -59,7 +68,8 @@ void gputop_release(struct gputop *g);
 
 /*
  * Count a record from the channel in the current window: kernels,
- * copies and memsets; anything else is ignored.  At most
+ * copies and memsets; pieces of long kernel names are kept for them;
+ * anything else is ignored.  At most
  * GPUTOP_MAX_NAMES distinct names are kept: the rest count under
  * "[other kernels]".
  */
@@ -67,10 +77,13 @@ void gputop_release(struct gputop *g);
 void gputop_add(struct gputop *g, const struct gpu_record *rec);
 
 /*
- * End the current window, which lasted wall_ns: it becomes g->window,
- * and counts in g->run; a new, empty window starts.
+ * End the current window: it becomes g->window, and counts in g->run; a
+ * new, empty window starts.  Its rows are the records read since the
+ * last close; its busy time is by each activity's own start and end,
+ * the time within [from_ns, to_ns) (spyc's clock) that some ran: the
+ * caller sets that interval back by how late records arrive.
  */
-void gputop_close_window(struct gputop *g, uint64_t wall_ns);
+void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns);
 
 /* Forget what the current window holds (after a pause). */
 void gputop_reset_window(struct gputop *g);

@@ -27,9 +27,11 @@
 /* Addresses in no known module make spyc re-read the maps at most this often.
  */
 #define REREPORT_NS 1000000000ULL
+#ifdef HAVE_DEMANGLE
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
 			    int *status);
+#endif
 
 /* libunwind hands accessors the UPT context: ours is found here. */
 static struct native_unwinder *active;
@@ -530,8 +532,10 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		int status = -1;
 		char *demangled = NULL;
 
+#ifdef HAVE_DEMANGLE
 		if (name[0] == '_' && name[1] == 'Z')
 			demangled = __cxa_demangle(name, NULL, NULL, &status);
+#endif
 		strbuf_addstr(&sb, demangled && !status ? demangled : name);
 		free(demangled);
 		s->is_eval = !strncmp(name, "_PyEval_EvalFrameDefault", 24);

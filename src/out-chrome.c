@@ -27,11 +27,12 @@
  *     CUDA API rows (--gpu): beside each thread that called CUDA, a
  *       row "CUDA API: " and its CPU row's label (tid API_TID_BASE +
  *       T) with an "X"
- *       event per runtime or driver call;
+ *       event per runtime or driver call (args: its correlation id);
  *     GPU rows (--gpu): a process per device, "GPU N" (pid
  *       GPU_PID_BASE + N), a thread per stream ("stream S", tid S),
  *       an "X" event per kernel, copy and memset, on the same clock
- *       as the CPU rows, and a flow ("s" on the launching call, "f"
+ *       as the CPU rows (args: its CUDA context and correlation ids),
+ *       and a flow ("s" on the launching call, "f"
  *       on the activity, id the activity's index) from each launch to
  *       what it launched
  *   ], "displayTimeUnit": "ms", "otherData": {what spyc knows}}
@@ -407,7 +408,7 @@ static int write_api_rows(struct chrome_out *o)
 		const struct gpu_api_call *prev =
 		    i ? &gp->apis[order[i - 1]] : NULL;
 		double pid = api_pid(o, a), tid = API_TID_BASE + a->tid;
-		cJSON *ev;
+		cJSON *ev, *args;
 
 		if (!prev || prev->pid != a->pid || prev->tid != a->tid) {
 			api_row_label(o, a, label, sizeof(label));
@@ -419,11 +420,15 @@ static int write_api_rows(struct chrome_out *o)
 		strbuf_reset(&o->tmp);
 		gpuprof_api_name(gp, a, &o->tmp);
 		ev = event(o, "X", pid, tid, api_us(o, a->start));
+		args = ev ? cJSON_AddObjectToObject(ev, "args") : NULL;
 		if (ev &&
 		    (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||
 		     !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||
 		     !cJSON_AddNumberToObject(
-			 ev, "dur", (double)(a->end - a->start) / 1000.0))) {
+			 ev, "dur", (double)(a->end - a->start) / 1000.0) ||
+		     !args ||
+		     !cJSON_AddNumberToObject(args, "correlation",
+					      (double)a->correlation))) {
 			cJSON_Delete(ev);
 			ev = NULL;
 		}
@@ -471,9 +476,10 @@ static int write_gpu_rows(struct chrome_out *o)
 	for (i = 0; order && i < gp->nr_acts && !o->err; i++) {
 		const struct gpu_record *act = &gp->acts[order[i]];
 		const struct gpu_api_call *launch;
+		uint32_t context, correlation;
 		uint64_t start, end;
 		double pid, ts, dur;
-		cJSON *ev;
+		cJSON *ev, *args;
 
 		gpuprof_activity_stream(act, &device, &stream);
 		pid = GPU_PID_BASE + (double)device;
@@ -495,11 +501,17 @@ static int write_gpu_rows(struct chrome_out *o)
 		ts = (double)(((int64_t)(start - tl->t0_ns) + 500) / 1000);
 		dur = end > start ? (double)((end - start + 500) / 1000) : 0;
 		strbuf_reset(&o->tmp);
-		gpuprof_activity_name(act, &o->tmp);
+		gpuprof_activity_name(&gp->names, act, &o->tmp);
+		gpuprof_activity_ids(act, &context, &correlation);
 		ev = event(o, "X", pid, (double)stream, ts);
+		args = ev ? cJSON_AddObjectToObject(ev, "args") : NULL;
 		if (ev && (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||
 			   !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||
-			   !cJSON_AddNumberToObject(ev, "dur", dur))) {
+			   !cJSON_AddNumberToObject(ev, "dur", dur) || !args ||
+			   !cJSON_AddNumberToObject(args, "context",
+						    (double)context) ||
+			   !cJSON_AddNumberToObject(args, "correlation",
+						    (double)correlation))) {
 			cJSON_Delete(ev);
 			ev = NULL;
 		}

@@ -344,7 +344,14 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 				     (double)gp->no_launch) ||
 	    !cJSON_AddNumberToObject(g, "no_cpu_sample",
 				     (double)gp->no_sample) ||
-	    !cJSON_AddNumberToObject(g, "records_lost", (double)gp->lost))
+	    !cJSON_AddNumberToObject(g, "records_lost", (double)gp->lost) ||
+	    !cJSON_AddNumberToObject(g, "records_without_time",
+				     (double)gp->zero_time) ||
+	    !cJSON_AddNumberToObject(g, "records_dropped_by_cupti",
+				     (double)gp->cupti_dropped) ||
+	    !cJSON_AddNumberToObject(g, "buffers_cut_short",
+				     (double)gp->bad_buffers) ||
+	    !cJSON_AddNumberToObject(g, "synchronizations", (double)gp->syncs))
 		return -1;
 	return 0;
 }

@@ -166,12 +166,11 @@ def finish_program(proc, report):
 
 def test_fake_gpu_attach_flushes_on_detach(spyc, fake_cuda, any_python,
                                            tmp_path):
-    """Attach mode, with a CUPTI that hands over only full buffers: the
-    kernels spyc reports come from the agent's flush when spyc stops.
-    Afterwards the agent is quiet (every activity kind disabled) and the
-    program ends as it would have."""
-    proc, report = start_program(tmp_path, any_python, 4,
-                                 {"FAKE_CUPTI_NO_FLUSH_PERIOD": "1"})
+    """Attach mode, with a CUPTI that hands over only full buffers by
+    itself: the kernels spyc reports come from the agent's flushes (every
+    200 ms, and when spyc stops).  Afterwards the agent is quiet (every
+    activity kind disabled) and the program ends as it would have."""
+    proc, report = start_program(tmp_path, any_python, 4)
     out = tmp_path / "out.json"
     try:
         res = run(spyc, ["record", "--gpu", "--rate", "200", "--duration",

@@ -117,7 +117,11 @@ def parse_gpu_plain(text):
 
 def check_collecting(snapshots, describe):
     """Every snapshot's GPU section is consistent: rows add up to its
-    work line, shares to 100%, 4 GEMMs to a copy; none lost."""
+    work line, shares to 100%, 4 GEMMs to a copy; none lost.  Busy is
+    by the activities' own times over the interval 300 ms back, the rows
+    by when records came: a window with rows may have had none running
+    in its interval (the first), but some window was busy."""
+    any_busy = False
     for header, cpu_rows, rows in snapshots:
         assert header["gpu"].startswith("collecting"), describe
         assert header["gpu lost"] == "0", describe
@@ -132,10 +136,12 @@ def check_collecting(snapshots, describe):
             assert abs(sum(s for _, s in rows.values()) - 100) < 0.3, rows
             busy = header["gpu busy"]
             assert re.match(r"^\d+\.\d%$", busy), busy
-            assert 0 < float(busy[:-1]) <= 100, busy
+            assert 0 <= float(busy[:-1]) <= 100, busy
+            any_busy = any_busy or float(busy[:-1]) > 0
         # A window holds whole buffers of CUPTI's: steps may be cut.
         assert abs(kernels - 4 * copies) <= 8, (kernels, copies, describe)
     assert any(rows for _, _, rows in snapshots), describe
+    assert any_busy, describe
 
 
 def write(tmp_path, name, text):

@@ -7,12 +7,33 @@
  * a real one would (a runtime API call and a kernel, or a copy, with one
  * correlation id, on CUPTI's clock), calls the subscriber's callbacks
  * around the call as CUPTI does, and hands the records to the agent in
- * the buffers it gives, from a thread of its own every flush period, or
- * at once on cuptiActivityFlushAll.  Timings are made up; nothing here
- * touches a device.
+ * the buffers it gives: from a thread of its own every flush period,
+ * only full buffers' worth (CUPTI's documentation of
+ * cuptiActivityFlushPeriod); on cuptiActivityFlushAll(0), the records
+ * that are complete (their work has ended); on a forced flush, all.  Timings
+ * are made up; nothing here touches a device.
+ *
+ * As the real one: records are packed in a buffer each at its own
+ * struct's size (the versions cupti_activity.h has last, which the agent
+ * reads), times are CLOCK_REALTIME's unless a timestamp callback was
+ * registered, ids of devices, contexts and streams are what the program
+ * chose (a context's is its device's + 1: CUPTI's start at 1).  Modes,
+ * from the environment, make it misbehave as CUPTI may:
+ *   FAKE_CUPTI_KERNEL_KIND        kernels as CUPTI_ACTIVITY_KIND_KERNEL
+ *   FAKE_CUPTI_CLOCK_STEP_NS=S    the wall clock steps by S ns (may be
+ *   FAKE_CUPTI_CLOCK_STEP_AFTER=N   negative) after N launches
+ *   FAKE_CUPTI_ZERO_EVERY=N       every Nth kernel has 0 start and end
+ *   FAKE_CUPTI_DROP_EVERY=N       every Nth kernel is dropped, counted
+ *                                 for cuptiActivityGetNumDroppedRecords
+ *   FAKE_CUPTI_INVALID_RECORD     one record of the first buffer of
+ *                                 four or more is invalid
+ *                                 (CUPTI_ERROR_INVALID_KIND)
+ *   FAKE_CUPTI_FAIL=f,g           these CUPTI functions fail
+ *   FAKE_CUPTI_STATS=PATH         what it did, as JSON, written at exit
  */
 #include <cupti.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +43,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* CUPTI's clock runs this far behind CLOCK_MONOTONIC here. */
-#define CLOCK_BEHIND_NS 7000000000ULL
 /* A launched kernel starts this long after its launch returns. */
 #define LAUNCH_LATENCY_NS 3000ULL
 #define MAX_STREAMS 64
 #define MAX_CBIDS 1024
-/* Records in what counts as a full buffer (FAKE_CUPTI_NO_FLUSH_PERIOD). */
+/* Records in what counts as a full buffer (the periodic flush's unit). */
 #define FULL_BUFFER 4096
 /* fake_collect_alone's buffers: the agent's size. */
 #define ALONE_BUFFER_SIZE (1u << 20)
@@ -38,10 +57,38 @@ union fake_record {
 	CUpti_ActivityKernel10 kernel;
 	CUpti_ActivityAPI api;
 	CUpti_ActivityMemcpy6 copy;
+	CUpti_ActivityMemset4 memset;
+	CUpti_ActivitySynchronization2 sync;
 };
 
-/* Records are laid out in the agent's buffers this far apart. */
-#define SLOT ((sizeof(union fake_record) + 7) & ~(size_t)7)
+/* A record's size in a buffer: its struct's, 8-byte aligned as CUPTI's. */
+static size_t record_size(CUpti_ActivityKind kind)
+{
+	size_t n;
+
+	switch (kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		n = sizeof(CUpti_ActivityKernel10);
+		break;
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		n = sizeof(CUpti_ActivityAPI);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		n = sizeof(CUpti_ActivityMemcpy6);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		n = sizeof(CUpti_ActivityMemset4);
+		break;
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		n = sizeof(CUpti_ActivitySynchronization2);
+		break;
+	default:
+		return 0;
+	}
+	return (n + 7) & ~(size_t)7;
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* One delivery at a time: the flush thread's or a FlushAll's. */
@@ -60,6 +107,22 @@ static void *subscriber_data;
 static unsigned char callback_on[3][MAX_CBIDS]; /* [domain][cbid] */
 static uint64_t alone_records; /* walked by fake_collect_alone's client */
 static CUpti_ActivityThreadIdType thread_id_type;
+static CUpti_TimestampCallbackFunc timestamp_callback;
+/* The device the calling thread's work goes to (cudaSetDevice). */
+static __thread unsigned current_device;
+/* The modes (see the top), read once. */
+static struct {
+	int kernel_kind, invalid_record;
+	long long step_ns;
+	unsigned long step_after, zero_every, drop_every;
+	const char *fail, *stats;
+} mode;
+static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
+/* What the modes did, for FAKE_CUPTI_STATS; under lock. */
+static struct {
+	unsigned long launches, kernels, zeroed, dropped, dropped_unread;
+	unsigned long invalid_lost, invalid_buffers;
+} stats;
 
 /* Kernel names outlive the records that point to them: kept forever. */
 static char **names;
@@ -75,14 +138,100 @@ EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 EXPORT int fake_collect_alone(void);
+EXPORT int fake_set_device(unsigned device);
+EXPORT int fake_context_id(void);
+EXPORT int fake_memset(unsigned long long bytes, unsigned long long gpu_ns,
+		       unsigned stream);
+EXPORT int fake_sync(unsigned stream);
+EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
+			      unsigned stream);
+
+static unsigned long env_number(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? strtoul(v, NULL, 0) : 0;
+}
+
+static void write_stats(void)
+{
+	FILE *f;
+
+	if (!mode.stats || !(f = fopen(mode.stats, "w")))
+		return;
+	pthread_mutex_lock(&lock);
+	fprintf(f,
+		"{\"launches\": %lu, \"kernels\": %lu, \"zeroed\": %lu, "
+		"\"dropped\": %lu, \"invalid_lost\": %lu, "
+		"\"invalid_buffers\": %lu}\n",
+		stats.launches, stats.kernels, stats.zeroed, stats.dropped,
+		stats.invalid_lost, stats.invalid_buffers);
+	pthread_mutex_unlock(&lock);
+	fclose(f);
+}
+
+static void read_modes(void)
+{
+	const char *step = getenv("FAKE_CUPTI_CLOCK_STEP_NS");
+
+	mode.kernel_kind = getenv("FAKE_CUPTI_KERNEL_KIND") != NULL;
+	mode.invalid_record = getenv("FAKE_CUPTI_INVALID_RECORD") != NULL;
+	mode.step_ns = step ? strtoll(step, NULL, 0) : 0;
+	mode.step_after = env_number("FAKE_CUPTI_CLOCK_STEP_AFTER");
+	mode.zero_every = env_number("FAKE_CUPTI_ZERO_EVERY");
+	mode.drop_every = env_number("FAKE_CUPTI_DROP_EVERY");
+	mode.fail = getenv("FAKE_CUPTI_FAIL");
+	mode.stats = getenv("FAKE_CUPTI_STATS");
+	if (mode.stats)
+		atexit(write_stats);
+}
+
+static void modes(void)
+{
+	pthread_once(&mode_once, read_modes);
+}
+
+/* Whether FAKE_CUPTI_FAIL names function. */
+static int failing(const char *function)
+{
+	const char *p;
+	size_t n = strlen(function);
+
+	modes();
+	for (p = mode.fail; p && (p = strstr(p, function)); p += n)
+		if ((p == mode.fail || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/*
+ * CUPTI's clock: the registered callback's, else CLOCK_REALTIME (CUPTI's
+ * on Linux), which FAKE_CUPTI_CLOCK_STEP_NS steps once the program has
+ * made FAKE_CUPTI_CLOCK_STEP_AFTER launches.
+ */
+/* How far the wall clock has stepped by now (0 on the callback's clock). */
+static uint64_t clock_step(void)
+{
+	if (__atomic_load_n(&timestamp_callback, __ATOMIC_ACQUIRE))
+		return 0;
+	if (mode.step_ns &&
+	    __atomic_load_n(&stats.launches, __ATOMIC_RELAXED) >=
+		mode.step_after)
+		return (uint64_t)mode.step_ns;
+	return 0;
+}
 
 static uint64_t now(void)
 {
+	CUpti_TimestampCallbackFunc cb =
+	    __atomic_load_n(&timestamp_callback, __ATOMIC_ACQUIRE);
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec -
-	       CLOCK_BEHIND_NS;
+	if (cb)
+		return cb();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec +
+	       clock_step();
 }
 
 static int on(CUpti_ActivityKind kind)
@@ -117,44 +266,80 @@ static union fake_record *add(void)
 	return &pending[nr_pending++];
 }
 
-/* Hand every pending record to the agent, in as many buffers as it takes. */
-static void deliver(void)
+/*
+ * FAKE_CUPTI_INVALID_RECORD: make the middle record of the first buffer
+ * of four or more records invalid (kind 0, as an incomplete one), and
+ * count it and those after it, which a client that stops there loses.
+ */
+static void spoil(uint8_t *buf, size_t *offsets, size_t n)
 {
+	if (!mode.invalid_record || n < 4 ||
+	    __atomic_load_n(&stats.invalid_buffers, __ATOMIC_RELAXED))
+		return;
+	((CUpti_Activity *)(buf + offsets[n / 2]))->kind =
+	    CUPTI_ACTIVITY_KIND_INVALID;
+	stats.invalid_buffers++;
+	stats.invalid_lost += n - n / 2;
+}
+
+/*
+ * Hand the first max pending records (at most) to the agent, in as many
+ * buffers as it takes.
+ */
+static void deliver(size_t max)
+{
+	static size_t *offsets;
+	static size_t alloc_offsets;
+
 	pthread_mutex_lock(&deliver_lock);
 	for (;;) {
 		uint8_t *buf = NULL;
-		size_t size = 0, max = 0, n, i;
+		size_t size = 0, max_records = 0, used = 0, n = 0;
 
 		pthread_mutex_lock(&lock);
-		n = nr_pending;
+		n = nr_pending < max ? nr_pending : max;
 		pthread_mutex_unlock(&lock);
 		if (!n || !requested || !completed)
 			break;
-		requested(&buf, &size, &max);
-		if (!buf || size < SLOT)
+		requested(&buf, &size, &max_records);
+		if (!buf || size < sizeof(union fake_record))
 			break;
 		pthread_mutex_lock(&lock);
-		n = nr_pending < size / SLOT ? nr_pending : size / SLOT;
-		for (i = 0; i < n; i++)
-			memcpy(buf + i * SLOT, &pending[i], sizeof(*pending));
+		for (n = 0; n < nr_pending && n < max; n++) {
+			size_t len = record_size(pending[n].a.kind);
+
+			if (used + len > size)
+				break;
+			if (n == alloc_offsets) {
+				alloc_offsets = n ? 2 * n : 1024;
+				offsets = realloc(
+				    offsets, alloc_offsets * sizeof(*offsets));
+				if (!offsets)
+					abort();
+			}
+			offsets[n] = used;
+			memcpy(buf + used, &pending[n], len);
+			used += len;
+		}
+		spoil(buf, offsets, n);
 		memmove(pending, pending + n,
 			(nr_pending - n) * sizeof(*pending));
 		nr_pending -= n;
+		max -= n;
 		pthread_mutex_unlock(&lock);
-		completed(NULL, 0, buf, size, n * SLOT);
+		completed(NULL, 0, buf, size, used);
 	}
 	pthread_mutex_unlock(&deliver_lock);
 }
 
 /*
- * Every flush period, hand over what is pending.  With
- * FAKE_CUPTI_NO_FLUSH_PERIOD set, only full buffers' worth, as CUPTI does
- * without a flush period: the rest waits for cuptiActivityFlushAll.
+ * Every flush period, hand over full buffers' worth of what is pending:
+ * "periodic flush can return only those activity buffers which are
+ * full" (cuptiActivityFlushPeriod's documentation).  The rest waits for
+ * cuptiActivityFlushAll.
  */
 static void *flusher(void *arg)
 {
-	int only_full = getenv("FAKE_CUPTI_NO_FLUSH_PERIOD") != NULL;
-
 	(void)arg;
 	for (;;) {
 		struct timespec ts = {period_ms / 1000,
@@ -165,46 +350,79 @@ static void *flusher(void *arg)
 		pthread_mutex_lock(&lock);
 		n = nr_pending;
 		pthread_mutex_unlock(&lock);
-		if (!only_full || n >= FULL_BUFFER)
-			deliver();
+		if (n >= FULL_BUFFER)
+			deliver(n / FULL_BUFFER * FULL_BUFFER);
 	}
 	return NULL;
 }
 
-/* The subscriber's callback for a runtime call, if it asked for it. */
-static void callback(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
-		     const char *function, const char *symbol, uint32_t corr)
+/* How many pending records, from the first, have their times: ended. */
+static size_t completed_records(void)
+{
+	uint64_t t = now();
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	for (n = 0; n < nr_pending; n++) {
+		const CUpti_Activity *a = &pending[n].a;
+		uint64_t end = 0;
+
+		if (a->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+		    a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			end = pending[n].kernel.end;
+		else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY)
+			end = pending[n].copy.end;
+		else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET)
+			end = pending[n].memset.end;
+		if (end > t)
+			break;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/* The subscriber's callback for a call, if it asked for it. */
+static void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		     CUpti_ApiCallbackSite site, const char *function,
+		     const char *symbol, uint32_t corr)
 {
 	CUpti_CallbackData d;
 
-	if (!subscriber || cbid >= MAX_CBIDS ||
-	    !callback_on[CUPTI_CB_DOMAIN_RUNTIME_API][cbid])
+	if (!subscriber || cbid >= MAX_CBIDS || !callback_on[domain][cbid])
 		return;
 	memset(&d, 0, sizeof(d));
 	d.callbackSite = site;
 	d.functionName = function;
 	d.symbolName = symbol;
 	d.correlationId = corr;
-	subscriber(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+	subscriber(subscriber_data, domain, cbid, &d);
 }
 
-/* A runtime call: its callbacks and its record; the call's times. */
-static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
-			 const char *symbol, uint64_t *end)
+/*
+ * A runtime or driver call: its callbacks and its record; the call's
+ * end.
+ */
+static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			    const char *function, const char *symbol,
+			    uint64_t *end)
 {
+	CUpti_ActivityKind kind = domain == CUPTI_CB_DOMAIN_DRIVER_API
+				      ? CUPTI_ACTIVITY_KIND_DRIVER
+				      : CUPTI_ACTIVITY_KIND_RUNTIME;
 	uint32_t corr =
 	    __atomic_add_fetch(&next_correlation, 1, __ATOMIC_RELAXED);
 	uint64_t start;
 
-	callback(cbid, CUPTI_API_ENTER, function, symbol, corr);
+	modes();
+	callback(domain, cbid, CUPTI_API_ENTER, function, symbol, corr);
 	start = now();
 	*end = now() + 500;
-	callback(cbid, CUPTI_API_EXIT, function, symbol, corr);
+	callback(domain, cbid, CUPTI_API_EXIT, function, symbol, corr);
 	pthread_mutex_lock(&lock);
-	if (on(CUPTI_ACTIVITY_KIND_RUNTIME)) {
+	if (on(kind)) {
 		CUpti_ActivityAPI *a = &add()->api;
 
-		a->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+		a->kind = kind;
 		a->cbid = cbid;
 		a->start = start;
 		a->end = *end;
@@ -219,23 +437,76 @@ static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
 	return corr;
 }
 
-/* When work of gpu_ns queued on stream now runs: [*start, *end). */
+static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
+			 const char *symbol, uint64_t *end)
+{
+	return domain_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, function, symbol,
+			   end);
+}
+
+/*
+ * When work of gpu_ns queued on stream now runs: [*start, *end).  The
+ * device's own timeline does not step with the wall clock (stream_free_at
+ * is kept without the step); CUPTI puts its times on the stepped clock.
+ */
 static void schedule(unsigned stream, uint64_t issued, uint64_t gpu_ns,
 		     uint64_t *start, uint64_t *end)
 {
 	uint64_t *free_at = &stream_free_at[stream % MAX_STREAMS];
+	uint64_t step = clock_step();
 
-	*start = issued + LAUNCH_LATENCY_NS;
+	*start = issued - step + LAUNCH_LATENCY_NS;
 	if (*start < *free_at)
 		*start = *free_at;
 	*end = *start + gpu_ns;
 	*free_at = *end;
+	*start += step;
+	*end += step;
 }
 
 /*
  * cudaLaunchKernel of kernel on stream, taking gpu_ns on the device.
  * Returns the launch's correlation id.
  */
+/* The kernel record of a launch (correlation id corr); lock held. */
+static void add_kernel(const char *kernel, unsigned long long gpu_ns,
+		       unsigned stream, uint64_t issued, uint32_t corr)
+{
+	CUpti_ActivityKernel10 *k;
+	uint64_t start, end;
+
+	stats.launches++;
+	if (!on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+	    !on(CUPTI_ACTIVITY_KIND_KERNEL))
+		return;
+	/* The stream is busy whether or not CUPTI keeps the record. */
+	schedule(stream, issued, gpu_ns, &start, &end);
+	stats.kernels++;
+	if (mode.drop_every && stats.kernels % mode.drop_every == 0) {
+		stats.dropped++;
+		stats.dropped_unread++;
+		return;
+	}
+	k = &add()->kernel;
+	k->kind = mode.kernel_kind ? CUPTI_ACTIVITY_KIND_KERNEL
+				   : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k->start = start;
+	k->end = end;
+	if (mode.zero_every && stats.kernels % mode.zero_every == 0) {
+		k->start = k->end = 0;
+		stats.zeroed++;
+	}
+	k->correlationId = corr;
+	k->deviceId = current_device;
+	k->contextId = current_device + 1;
+	k->streamId = stream;
+	k->gridX = k->gridY = k->gridZ = 1;
+	k->blockX = 128;
+	k->blockY = k->blockZ = 1;
+	k->registersPerThread = 32;
+	k->name = intern(kernel);
+}
+
 EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 		       unsigned stream)
 {
@@ -245,18 +516,90 @@ EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 		     "cudaLaunchKernel", kernel, &issued);
 
 	pthread_mutex_lock(&lock);
-	if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
-		CUpti_ActivityKernel10 *k = &add()->kernel;
+	add_kernel(kernel, gpu_ns, stream, issued, corr);
+	pthread_mutex_unlock(&lock);
+	return (int)corr;
+}
 
-		k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-		schedule(stream, issued, gpu_ns, &k->start, &k->end);
-		k->correlationId = corr;
-		k->streamId = stream;
-		k->gridX = k->gridY = k->gridZ = 1;
-		k->blockX = 128;
-		k->blockY = k->blockZ = 1;
-		k->registersPerThread = 32;
-		k->name = intern(kernel);
+/* cuLaunchKernel (the driver API, no runtime call around it). */
+EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
+			      unsigned stream)
+{
+	uint64_t issued;
+	uint32_t corr = domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
+				    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+				    "cuLaunchKernel", kernel, &issued);
+
+	pthread_mutex_lock(&lock);
+	add_kernel(kernel, gpu_ns, stream, issued, corr);
+	pthread_mutex_unlock(&lock);
+	return (int)corr;
+}
+
+/* cudaSetDevice: the calling thread's later work runs on device. */
+EXPORT int fake_set_device(unsigned device)
+{
+	current_device = device;
+	return 0;
+}
+
+/* The id of the calling thread's context (cuCtxGetId). */
+EXPORT int fake_context_id(void)
+{
+	return (int)current_device + 1;
+}
+
+/* cudaMemsetAsync of bytes, taking gpu_ns. */
+EXPORT int fake_memset(unsigned long long bytes, unsigned long long gpu_ns,
+		       unsigned stream)
+{
+	uint64_t issued;
+	uint32_t corr = api_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+				 "cudaMemsetAsync", NULL, &issued);
+
+	pthread_mutex_lock(&lock);
+	if (on(CUPTI_ACTIVITY_KIND_MEMSET)) {
+		CUpti_ActivityMemset4 *m = &add()->memset;
+
+		m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+		schedule(stream, issued, gpu_ns, &m->start, &m->end);
+		m->bytes = bytes;
+		m->value = 0;
+		m->correlationId = corr;
+		m->deviceId = current_device;
+		m->contextId = current_device + 1;
+		m->streamId = stream;
+	}
+	pthread_mutex_unlock(&lock);
+	return (int)corr;
+}
+
+/*
+ * cudaStreamSynchronize: the call waits (in made-up time) until the
+ * stream's work is done; its synchronization record spans the wait.
+ */
+EXPORT int fake_sync(unsigned stream)
+{
+	uint64_t issued;
+	uint32_t corr =
+	    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+		     "cudaStreamSynchronize", NULL, &issued);
+
+	pthread_mutex_lock(&lock);
+	if (on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
+		CUpti_ActivitySynchronization2 *y = &add()->sync;
+		uint64_t done =
+		    stream_free_at[stream % MAX_STREAMS] + clock_step();
+
+		y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+		y->type =
+		    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+		y->start = issued;
+		y->end = done > issued ? done : issued + 1;
+		y->correlationId = corr;
+		y->contextId = current_device + 1;
+		y->streamId = stream;
+		y->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 	}
 	pthread_mutex_unlock(&lock);
 	return (int)corr;
@@ -279,6 +622,8 @@ EXPORT int fake_copy(unsigned long long bytes, unsigned long long gpu_ns,
 		m->bytes = bytes;
 		m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
 		m->correlationId = corr;
+		m->deviceId = current_device;
+		m->contextId = current_device + 1;
 		m->streamId = stream;
 	}
 	pthread_mutex_unlock(&lock);
@@ -415,7 +760,47 @@ EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result,
 						 const char **str)
 {
-	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "fake CUPTI error";
+	switch (result) {
+	case CUPTI_SUCCESS:
+		*str = "CUPTI_SUCCESS";
+		break;
+	case CUPTI_ERROR_NOT_INITIALIZED:
+		*str = "CUPTI_ERROR_NOT_INITIALIZED";
+		break;
+	case CUPTI_ERROR_INVALID_KIND:
+		*str = "CUPTI_ERROR_INVALID_KIND";
+		break;
+	default:
+		*str = "CUPTI_ERROR_UNKNOWN";
+	}
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI
+cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc func)
+{
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	if (!func)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	__atomic_store_n(&timestamp_callback, func, __ATOMIC_RELEASE);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
+							      uint32_t streamId,
+							      size_t *dropped)
+{
+	(void)context;
+	(void)streamId;
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	if (!dropped)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	*dropped = stats.dropped_unread;
+	stats.dropped_unread = 0;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 
@@ -431,6 +816,8 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
 {
 	pthread_t t;
 
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
 	requested = funcBufferRequested;
 	completed = funcBufferCompleted;
 	if (!__atomic_exchange_n(&flusher_started, 1, __ATOMIC_ACQ_REL) &&
@@ -441,6 +828,8 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
 	__atomic_or_fetch(&enabled_kinds, 1ULL << kind, __ATOMIC_ACQ_REL);
@@ -457,8 +846,14 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
-	(void)flag;
-	deliver();
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	/*
+	 * Forced: every buffer, complete or not; else only buffers whose
+	 * records are all complete (here: up to the first that is not).
+	 */
+	deliver(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? SIZE_MAX
+							: completed_records());
 	return CUPTI_SUCCESS;
 }
 
@@ -471,10 +866,26 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time)
 EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(
     uint8_t *buffer, size_t validBufferSizeBytes, CUpti_Activity **record)
 {
-	uint8_t *next = *record ? (uint8_t *)*record + SLOT : buffer;
+	uint8_t *next, *end = buffer + validBufferSizeBytes;
+	size_t len;
 
-	if (next + SLOT > buffer + validBufferSizeBytes)
+	if (!buffer || !record)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	/*
+	 * An invalid record has no size: the walk cannot go past it, and
+	 * is given the same error again.
+	 */
+	if (*record && !record_size((*record)->kind))
+		return CUPTI_ERROR_INVALID_KIND;
+	next = *record ? (uint8_t *)*record + record_size((*record)->kind)
+		       : buffer;
+	if (next + sizeof(CUpti_Activity) > end)
 		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	len = record_size(((CUpti_Activity *)next)->kind);
+	if (!len || next + len > end) {
+		*record = (CUpti_Activity *)next;
+		return CUPTI_ERROR_INVALID_KIND;
+	}
 	*record = (CUpti_Activity *)next;
 	return CUPTI_SUCCESS;
 }
@@ -496,6 +907,15 @@ EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain,
 	else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
 		 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020)
 		*name = "cudaMemcpyAsync";
+	else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020)
+		*name = "cudaMemsetAsync";
+	else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
+		*name = "cudaStreamSynchronize";
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+		 cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+		*name = "cuLaunchKernel";
 	else
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	return CUPTI_SUCCESS;
@@ -505,7 +925,7 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub,
 					   CUpti_CallbackFunc callback_fn,
 					   void *userdata)
 {
-	if (subscriber)
+	if (subscriber || failing(__func__))
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	subscriber_data = userdata;
 	subscriber = callback_fn;

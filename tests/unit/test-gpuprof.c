@@ -300,7 +300,8 @@ static void test_summary(void)
 		     "sample, 1 with no launch record, 1 with no sample of "
 		     "the launching thread\n") != NULL);
 	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
-			     "pairs, drift 300 ns)") != NULL);
+			     "pairs, drift 300 ns; CUPTI on its own "
+			     "clock)") != NULL);
 	CHECK(strstr(sb.buf, "GPU busy 5.602ms of 39.002ms") != NULL);
 	/*
 	 * Lines by the GPU time they launched: forward's two GEMMs and the
@@ -604,20 +605,160 @@ out:
 	fixture_release(&fx);
 }
 
-/* A record the agent cut: shown as it is, marked, not demangled. */
+/*
+ * A long name whose pieces never came: its start, marked, with its hash,
+ * not demangled.
+ */
 static void test_names(void)
 {
 	struct gpu_record r = kernel(1, "_ZN2at6native", 0, 1, 0);
 	struct strbuf sb = STRBUF_INIT;
 
-	r.u.kernel.name_truncated = 1;
-	gpuprof_activity_name(&r, &sb);
-	CHECK(!strcmp(sb.buf, "_ZN2at6native..."));
+	r.u.kernel.name_len = 300;
+	r.u.kernel.name_hash = 0xabcdef0123456789ULL;
+	gpuprof_activity_name(NULL, &r, &sb);
+	CHECK(!strcmp(sb.buf, "_ZN2at6native... [name abcdef01]"));
 	strbuf_reset(&sb);
 	r = copy(1, 2, 10, 0, 1);
-	gpuprof_activity_name(&r, &sb);
+	gpuprof_activity_name(NULL, &r, &sb);
 	CHECK(!strcmp(sb.buf, "[memcpy DtoH]"));
 	CHECK(!strcmp(gpu_copy_kind_name(200), "unknown"));
+	strbuf_release(&sb);
+}
+
+/*
+ * CUPTI's clock steps back mid-run (CLOCK_REALTIME): once attributed, a
+ * time goes by the pair nearest it, so that neither side of the step
+ * moves; before, by the first pair.
+ */
+static void test_clock_step(void)
+{
+	struct gpuprof gp;
+	struct stacks cpu;
+	struct gpu_record r;
+
+	gpuprof_init(&gp);
+	stacks_init(&cpu);
+	r = clock_pair(1000000, 5000000);
+	gpuprof_add(&gp, &r);
+	r = clock_pair(2000000, 6000000);
+	gpuprof_add(&gp, &r);
+	/* The wall clock went 1.9 ms back: CUPTI's times with it. */
+	r = clock_pair(1100000, 7000000);
+	gpuprof_add(&gp, &r);
+	r = kernel(1, "k", 1950000, 1960000, 7);
+	gpuprof_add(&gp, &r);
+	r = kernel(2, "k", 1150000, 1160000, 7);
+	gpuprof_add(&gp, &r);
+	CHECK(gpuprof_to_monotonic(&gp, 1150000) == 5150000);
+	gpuprof_attribute(&gp, &cpu);
+	CHECK(gpuprof_to_monotonic(&gp, 1950000) == 5950000);
+	CHECK(gpuprof_to_monotonic(&gp, 1150000) == 7050000);
+	CHECK(gpuprof_to_monotonic(&gp, 2500000) == 6500000);
+	CHECK(gpuprof_to_monotonic(&gp, 10) == 4000010);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+}
+
+/* The pieces of a long name, as the agent sends them (in any order). */
+static void add_name_pieces(struct gpuprof *gp, const char *name, int reverse)
+{
+	uint32_t len = (uint32_t)strlen(name), n = 0, i;
+	struct gpu_record r[GPU_NAME_MAX / GPU_NAME_PIECE + 1];
+	uint32_t off;
+
+	for (off = 0; off < len; off += GPU_NAME_PIECE, n++) {
+		memset(&r[n], 0, sizeof(r[n]));
+		r[n].type = GPU_REC_NAME;
+		r[n].size = sizeof(r[n].u.name);
+		r[n].u.name.hash = gpu_name_hash(name, len);
+		r[n].u.name.len = len;
+		r[n].u.name.offset = off;
+		r[n].u.name.count =
+		    len - off < GPU_NAME_PIECE ? len - off : GPU_NAME_PIECE;
+		memcpy(r[n].u.name.text, name + off, r[n].u.name.count);
+	}
+	for (i = 0; i < n; i++)
+		gpuprof_add(gp, &r[reverse ? n - 1 - i : i]);
+	/* A piece again changes nothing. */
+	if (n)
+		gpuprof_add(gp, &r[0]);
+}
+
+/* A kernel record of a long name: its start, its length and hash. */
+static struct gpu_record long_kernel(uint32_t corr, const char *name,
+				     uint64_t start, uint64_t end)
+{
+	struct gpu_record r = kernel(corr, name, start, end, 7);
+
+	r.u.kernel.name_len = (uint32_t)strlen(name);
+	r.u.kernel.name_hash = gpu_name_hash(name, strlen(name));
+	return r;
+}
+
+/*
+ * Long kernel names: whole and demangled once their pieces came, never
+ * merged with another that starts the same, each its own summary row.
+ */
+static void test_long_names(void)
+{
+	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, sb = STRBUF_INIT;
+	struct gpu_record ka, kb, kc;
+	struct stacks cpu;
+	struct gpuprof gp;
+	int i;
+
+	/* Two names of 600+ characters that differ only at their end. */
+	strbuf_addstr(&a, "_Z6kernelI");
+	strbuf_addstr(&b, "_Z6kernelI");
+	for (i = 0; i < 60; i++) {
+		strbuf_addstr(&a, "N4cute5tupleE");
+		strbuf_addstr(&b, "N4cute5tupleE");
+	}
+	strbuf_addstr(&a, "iEvT_");
+	strbuf_addstr(&b, "lEvT_");
+	gpuprof_init(&gp);
+	stacks_init(&cpu);
+	add_name_pieces(&gp, a.buf, 0);
+	add_name_pieces(&gp, b.buf, 1);
+	ka = long_kernel(1, a.buf, 1000, 3000);
+	kb = long_kernel(2, b.buf, 4000, 5000);
+	kc = long_kernel(3, b.buf, 6000, 7000);
+	CHECK(strlen(ka.u.kernel.name) == GPU_KERNEL_NAME_INLINE - 1);
+	CHECK(!strcmp(ka.u.kernel.name, kb.u.kernel.name));
+	gpuprof_add(&gp, &ka);
+	gpuprof_add(&gp, &kb);
+	gpuprof_add(&gp, &kc);
+	gpuprof_activity_name(&gp.names, &ka, &sb);
+	CHECK(!strncmp(sb.buf, "void kernel<cute::tuple, ", 25));
+	CHECK(strstr(sb.buf, ", int>(cute::tuple)") != NULL);
+	CHECK(strlen(sb.buf) > 600);
+	gpuprof_attribute(&gp, &cpu);
+	strbuf_reset(&sb);
+	gpuprof_summary(&gp, 10, &sb);
+	CHECK(strstr(sb.buf, "3 kernels") != NULL);
+	CHECK(strstr(sb.buf, "      1     2.000us") != NULL);
+	CHECK(strstr(sb.buf, "      2     1.000us") != NULL);
+	CHECK(strstr(sb.buf, ", long>(cute::tuple)\n") != NULL);
+	CHECK(gp.leaf[0] != gp.leaf[1] && gp.leaf[1] == gp.leaf[2]);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+
+	/* Without the pieces: their starts, apart by their hashes. */
+	gpuprof_init(&gp);
+	stacks_init(&cpu);
+	gpuprof_add(&gp, &ka);
+	gpuprof_add(&gp, &kb);
+	gpuprof_attribute(&gp, &cpu);
+	CHECK(gp.leaf[0] != gp.leaf[1]);
+	strbuf_reset(&sb);
+	gpuprof_activity_name(&gp.names, &ka, &sb);
+	CHECK(!strncmp(sb.buf, ka.u.kernel.name, GPU_KERNEL_NAME_INLINE - 1));
+	CHECK(strstr(sb.buf, "... [name ") != NULL);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+	strbuf_release(&a);
+	strbuf_release(&b);
 	strbuf_release(&sb);
 }
 
@@ -809,5 +950,7 @@ int main(void)
 	test_folded();
 	test_chrome();
 	test_names();
+	test_long_names();
+	test_clock_step();
 	return failed;
 }

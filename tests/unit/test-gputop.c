@@ -58,47 +58,54 @@ static void test_window(void)
 	gputop_add(&g, &sync);
 	/* A demangled name, once. */
 	add(&g, kernel("_Z4gemmPfi", 800, 810));
-	gputop_close_window(&g, 1000);
+	/* Still running as the window closes: its part after it is later. */
+	add(&g, kernel("late", 950, 1100));
+	gputop_close_window(&g, 0, 1000);
 
-	CHECK(w->nr_rows == 4);
-	CHECK(w->kernels == 4 && w->copies == 1 && w->memsets == 0);
-	CHECK(w->ns == 100 + 200 + 200 + 100 + 10);
+	CHECK(w->nr_rows == 5);
+	CHECK(w->kernels == 5 && w->copies == 1 && w->memsets == 0);
+	CHECK(w->ns == 100 + 200 + 200 + 100 + 10 + 150);
 	CHECK(!strcmp(w->rows[0].name, "small"));
 	CHECK(w->rows[0].calls == 2 && w->rows[0].ns == 300);
 	CHECK(!strcmp(w->rows[1].name, "big"));
 	/* Equal time: more calls first, then by name. */
-	CHECK(!strcmp(w->rows[2].name, "[memcpy HtoD]"));
-	CHECK(!strcmp(w->rows[3].name, "gemm(float*, int)"));
-	CHECK(w->busy_ns == 300 + 100 + 100 + 10);
+	CHECK(!strcmp(w->rows[2].name, "late"));
+	CHECK(!strcmp(w->rows[3].name, "[memcpy HtoD]"));
+	CHECK(!strcmp(w->rows[4].name, "gemm(float*, int)"));
+	CHECK(w->busy_ns == 300 + 100 + 100 + 10 + 50);
 	CHECK(w->wall_ns == 1000);
-	CHECK(gputop_busy_pct(w) > 50.9 && gputop_busy_pct(w) < 51.1);
+	CHECK(gputop_busy_pct(w) > 55.9 && gputop_busy_pct(w) < 56.1);
 
-	/* The next window starts empty; the run adds up both. */
+	/*
+	 * The next window starts empty; the run adds up both.  A record that
+	 * comes after its interval closed adds no busy time to a later one.
+	 */
 	add(&g, kernel("big", 2000, 2100));
 	add(&g, kernel("bad", 3000, 2000)); /* end first: no time */
-	gputop_close_window(&g, 500);
-	CHECK(w->nr_rows == 2);
+	add(&g, kernel("small", 400, 500)); /* late */
+	gputop_close_window(&g, 1000, 2500);
+	CHECK(w->nr_rows == 3);
 	CHECK(!strcmp(w->rows[0].name, "big") && w->rows[0].calls == 1);
-	CHECK(w->rows[1].ns == 0 && w->rows[1].calls == 1);
-	CHECK(w->busy_ns == 100 && w->wall_ns == 500);
-	CHECK(g.run.nr_rows == 5);
-	/* 300 ns and 2 calls each: by name. */
-	CHECK(!strcmp(g.run.rows[0].name, "big"));
-	CHECK(!strcmp(g.run.rows[1].name, "small"));
-	CHECK(g.run.kernels == 6 && g.run.copies == 1);
-	CHECK(g.run.wall_ns == 1500 && g.run.busy_ns == 510 + 100);
+	CHECK(w->busy_ns == 100 + 100 && w->wall_ns == 1500);
+	CHECK(g.run.nr_rows == 6);
+	CHECK(g.run.kernels == 8 && g.run.copies == 1);
+	CHECK(g.run.wall_ns == 2500 && g.run.busy_ns == 560 + 200);
 
 	/* After a pause, what the window held is forgotten. */
 	add(&g, kernel("small", 5000, 5100));
 	gputop_reset_window(&g);
-	gputop_close_window(&g, 0);
+	gputop_close_window(&g, 5000, 5000);
 	CHECK(w->nr_rows == 0 && w->kernels == 0);
 	CHECK(gputop_busy_pct(w) < 0);
 
-	/* More busy time than the window (late records): at most 100%. */
-	add(&g, kernel("long", 0, 5000));
-	gputop_close_window(&g, 1000);
-	CHECK(gputop_busy_pct(w) == 100.0);
+	/* A burst of records for a long span: at most the window, 100%. */
+	add(&g, kernel("long", 0, 9000));
+	add(&g, kernel("long", 6000, 7000));
+	gputop_close_window(&g, 6000, 7000);
+	CHECK(w->busy_ns == 1000 && gputop_busy_pct(w) == 100.0);
+	/* The rest of the span is the next interval's. */
+	gputop_close_window(&g, 7000, 8000);
+	CHECK(w->busy_ns == 1000 && w->kernels == 0);
 	gputop_release(&g);
 }
 
@@ -115,7 +122,7 @@ static void test_many_names(void)
 		add(&g, kernel(name, i, i + 1));
 	}
 	add(&g, kernel("k7", 0, 1));
-	gputop_close_window(&g, 1000000);
+	gputop_close_window(&g, 0, 1000000);
 	CHECK(g.nr_names == GPUTOP_MAX_NAMES + 1);
 	CHECK(g.window.nr_rows == GPUTOP_MAX_NAMES + 1);
 	CHECK(!strcmp(g.window.rows[0].name, "[other kernels]"));
@@ -126,9 +133,56 @@ static void test_many_names(void)
 	gputop_release(&g);
 }
 
+/*
+ * Two long names that share their first 159 bytes: two rows; the one
+ * whose pieces came shows whole, the other its start and hash.
+ */
+static void test_long_names(void)
+{
+	char a[400], b[400];
+	struct gpu_record ka, kb, piece;
+	struct gputop g;
+	size_t i;
+
+	memset(a, 'x', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	memcpy(b, a, sizeof(b));
+	b[sizeof(b) - 2] = 'y';
+	gputop_init(&g);
+	for (i = 0; i < strlen(a); i += GPU_NAME_PIECE) {
+		memset(&piece, 0, sizeof(piece));
+		piece.type = GPU_REC_NAME;
+		piece.u.name.hash = gpu_name_hash(a, strlen(a));
+		piece.u.name.len = (uint32_t)strlen(a);
+		piece.u.name.offset = (uint32_t)i;
+		piece.u.name.count =
+		    (uint32_t)(strlen(a) - i < GPU_NAME_PIECE ? strlen(a) - i
+							      : GPU_NAME_PIECE);
+		memcpy(piece.u.name.text, a + i, piece.u.name.count);
+		gputop_add(&g, &piece);
+	}
+	ka = kernel(a, 0, 200);
+	ka.u.kernel.name_len = (uint32_t)strlen(a);
+	ka.u.kernel.name_hash = gpu_name_hash(a, strlen(a));
+	kb = kernel(b, 0, 50);
+	kb.u.kernel.name_len = (uint32_t)strlen(b);
+	kb.u.kernel.name_hash = gpu_name_hash(b, strlen(b));
+	add(&g, ka);
+	add(&g, kb);
+	add(&g, kb);
+	gputop_close_window(&g, 0, 1000);
+	CHECK(g.window.nr_rows == 2);
+	CHECK(!strcmp(g.window.rows[0].name, a));
+	CHECK(g.window.rows[1].calls == 2);
+	CHECK(!strncmp(g.window.rows[1].name, b, GPU_KERNEL_NAME_INLINE - 1));
+	CHECK(strstr(g.window.rows[1].name, "... [name ") != NULL);
+	gputop_release(&g);
+}
+
 int main(void)
 {
 	test_window();
 	test_many_names();
+	test_long_names();
 	return failed;
 }

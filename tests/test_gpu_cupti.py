@@ -1,0 +1,447 @@
+# SPDX-License-Identifier: MIT
+"""`spyc record --gpu` against a stand-in CUPTI that behaves as the real
+one does where spyc's agent must get it right: every record kind the agent
+enables (kernels as CONCURRENT_KERNEL and as KERNEL, copies, memsets,
+synchronizations, runtime and driver calls) with non-zero device, context
+and stream ids; CUPTI's own clock (CLOCK_REALTIME) stepping mid-run;
+records with no timestamps; records CUPTI dropped; a buffer with an
+invalid record; CUPTI calls that fail.  Each run's outputs are checked
+against what the program itself did (and what the stand-in says it did,
+FAKE_CUPTI_STATS).  The modes are described at the top of
+tests/fakecuda/cupti.c.
+"""
+
+import json
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import SpycResult, decode, target_env
+from fakegpu import FAKE, PROLOGUE, build, needs_agent
+
+pytestmark = needs_agent
+
+# A program that uses device 1: GEMMs through the runtime (stream 13),
+# kernels through the driver API (stream 14), memsets and syncs on
+# stream 13, copies on stream 15; it counts what it did.
+PROGRAM = PROLOGUE + r"""
+cupti.fake_memset.argtypes = cupti.fake_copy.argtypes
+cupti.fake_driver_launch.argtypes = cupti.fake_launch.argtypes
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+cupti.fake_set_device(1)
+did = {"gemm_kernel": 0, "driver_kernel": 0, "memsets": 0, "syncs": 0,
+       "copies": 0, "start": time.monotonic(),
+       "context": cupti.fake_context_id(), "driver_correlations": []}
+
+def step():
+    cupti.fake_copy(1 << 16, 50000, 15)
+    did["copies"] += 1
+    cupti.fake_memset(4096, 10000, 13)
+    did["memsets"] += 1
+    for _ in range(3):
+        cupti.fake_launch(b"gemm_kernel", 200000, 13)
+        did["gemm_kernel"] += 1
+    did["driver_correlations"].append(
+        cupti.fake_driver_launch(b"driver_kernel", 30000, 14))
+    did["driver_kernel"] += 1
+    cupti.fake_sync(13)
+    did["syncs"] += 1
+
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    step()
+    s = time.monotonic()
+    while time.monotonic() - s < 0.002:
+        pass
+did["end"] = time.monotonic()
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(spyc):
+    return build(spyc)
+
+
+def record(spyc, python, tmp_path, out, env=None, seconds="1", rate="200"):
+    """spyc record --gpu of PROGRAM with the stand-in's modes in env.
+    Returns spyc's result, what the program did, what the stand-in did."""
+    program = tmp_path / "cuda_program.py"
+    program.write_text(PROGRAM)
+    report = tmp_path / "did.json"
+    stats = tmp_path / "fake_stats.json"
+    extra = dict(env or {})
+    extra["FAKE_CUPTI_STATS"] = str(stats)
+    proc = spyc.popen(["record", "--gpu", "--rate", rate, "-o", out, "--",
+                       python.path, program, FAKE, report, seconds],
+                      env=target_env(extra), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
+    try:
+        so, se = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        so, se = proc.communicate()
+        pytest.fail("spyc did not finish: %s" % decode(se))
+    res = SpycResult(["spyc", "record", "--gpu", str(out)], proc.returncode,
+                     decode(so), decode(se))
+    assert res.returncode == 0, res.describe()
+    with open(str(report)) as f:
+        did = json.load(f)
+    with open(str(stats)) as f:
+        fake = json.load(f)
+    return res, did, fake
+
+
+def activities_line(res):
+    m = re.search(r"GPU activities \(CUPTI\): (\d+) kernels, (\d+) copies, "
+                  r"(\d+) memsets, (\d+) records lost", res.stderr)
+    assert m, res.describe()
+    return tuple(int(g) for g in m.groups())
+
+
+def dropped_line(res):
+    m = re.search(r"records dropped: (\d+) with no timestamps \(CUPTI gave "
+                  r"0\), (\d+) by CUPTI \(no buffer space\), (\d+) CUPTI "
+                  r"buffers cut short by an invalid record", res.stderr)
+    return tuple(int(g) for g in m.groups()) if m else (0, 0, 0)
+
+
+def summary_rows(res):
+    """{name: (calls, total ms)} of the summary's table."""
+    rows = {}
+    for line in res.stderr_lines:
+        m = re.match(r"\s+[\d.]+%\s+([\d.]+)(ns|us|ms|s)\s+(\d+)\s+\S+\s+\S+"
+                     r"\s+\S+\s+(\S.*)$", line)
+        if m:
+            scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+            rows[m.group(4)] = (int(m.group(3)), float(m.group(1)) * scale)
+    return rows
+
+
+def chrome_rows(events):
+    """{(process name, row name): [X events]} of a Chrome trace."""
+    procs, threads, rows = {}, {}, {}
+    for e in events:
+        if e["ph"] == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+        elif e["ph"] == "M" and e["name"] == "thread_name":
+            threads[(e["pid"], e["tid"])] = e["args"]["name"]
+    for e in events:
+        if e["ph"] == "X":
+            key = (procs.get(e["pid"]), threads.get((e["pid"], e["tid"])))
+            rows.setdefault(key, []).append(e)
+    return rows
+
+
+@pytest.mark.parametrize("kernel_kind", ["CONCURRENT_KERNEL", "KERNEL"])
+def test_record_kinds_and_ids_chrome(spyc, fake_cuda, any_python, tmp_path,
+                                     kernel_kind):
+    """Each kind on its device's and stream's row of the Chrome trace, as
+    many as the program made; the driver call and the runtime calls on
+    the API row by CUPTI's names; an arrow from each launch; the summary
+    counts every kind, synchronizations too, and says CUPTI's times were
+    on CLOCK_MONOTONIC (the agent's timestamp callback)."""
+    env = {"FAKE_CUPTI_KERNEL_KIND": "1"} if kernel_kind == "KERNEL" else {}
+    out = tmp_path / "out.trace.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, env)
+    assert did["gemm_kernel"] > 20, did
+    kernels, copies, memsets, lost = activities_line(res)
+    assert (kernels, copies, memsets, lost) == (
+        did["gemm_kernel"] + did["driver_kernel"], did["copies"],
+        did["memsets"], 0), res.describe()
+    assert "synchronizations: %d, " % did["syncs"] in res.stderr, \
+        res.describe()
+    assert "CUPTI on CLOCK_MONOTONIC, by the agent's timestamp callback" \
+        in res.stderr, res.describe()
+    assert dropped_line(res) == (0, 0, 0), res.describe()
+    with open(str(out)) as f:
+        events = json.load(f)["traceEvents"]
+    rows = chrome_rows(events)
+    gpu_rows = dict((k, v) for k, v in rows.items()
+                    if k[0] and k[0].startswith("GPU "))
+    assert sorted(gpu_rows) == [("GPU 1", "stream 13"), ("GPU 1", "stream 14"),
+                                ("GPU 1", "stream 15")], sorted(rows)
+    names13 = [e["name"] for e in gpu_rows[("GPU 1", "stream 13")]]
+    assert names13.count("gemm_kernel") == did["gemm_kernel"]
+    assert names13.count("[memset]") == did["memsets"]
+    assert len(names13) == did["gemm_kernel"] + did["memsets"], \
+        sorted(set(names13))
+    assert [e["name"] for e in gpu_rows[("GPU 1", "stream 14")]] == \
+        ["driver_kernel"] * did["driver_kernel"]
+    assert [e["name"] for e in gpu_rows[("GPU 1", "stream 15")]] == \
+        ["[memcpy HtoD]"] * did["copies"]
+    # Times exact, on the CPU rows' clock, within the program's run.
+    span_us = (did["end"] - did["start"]) * 1e6
+    for e in gpu_rows[("GPU 1", "stream 13")]:
+        if e["name"] == "gemm_kernel":
+            assert e["dur"] == 200, e
+        assert -2e6 < e["ts"] < span_us + 5e6, (e, span_us)
+    api = {}
+    for (proc, row), evs in rows.items():
+        if row and row.startswith("CUDA API: "):
+            for e in evs:
+                api[e["name"]] = api.get(e["name"], 0) + 1
+    assert api == {"cudaLaunchKernel": did["gemm_kernel"],
+                   "cuLaunchKernel": did["driver_kernel"],
+                   "cudaMemsetAsync": did["memsets"],
+                   "cudaMemcpyAsync": did["copies"],
+                   "cudaStreamSynchronize": did["syncs"]}, api
+    flows = set(e["id"] for e in events if e["ph"] == "f")
+    assert len(flows) == kernels + copies + memsets
+    # Ids: the context the program's work ran in; each driver launch's
+    # kernel and call by the correlation id the launch returned.
+    assert set(e["args"]["context"] for evs in gpu_rows.values()
+               for e in evs) == {did["context"]}
+    assert sorted(e["args"]["correlation"]
+                  for e in gpu_rows[("GPU 1", "stream 14")]) == \
+        sorted(did["driver_correlations"])
+    calls = dict((e["args"]["correlation"], e["name"])
+                 for (proc, row), evs in rows.items()
+                 if row and row.startswith("CUDA API: ") for e in evs)
+    assert set(calls[c] for c in did["driver_correlations"]) == \
+        {"cuLaunchKernel"}
+
+
+def test_record_kinds_and_ids_speedscope(spyc, fake_cuda, any_python, tmp_path):
+    """speedscope: an evented profile per device and stream, each with
+    the program's kernels, memsets and copies; spyc_gpu counts the
+    synchronizations and the records dropped (none)."""
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out)
+    with open(str(out)) as f:
+        doc = json.load(f)
+    frames = doc["shared"]["frames"]
+    opened = {}
+    for p in doc["profiles"]:
+        if p["name"].startswith("GPU ") and p["type"] == "evented":
+            opened[p["name"]] = sorted(
+                frames[e["frame"]]["name"] for e in p["events"]
+                if e["type"] == "O")
+    assert sorted(opened) == ["GPU 1 stream 13", "GPU 1 stream 14",
+                              "GPU 1 stream 15"], sorted(opened)
+    assert opened["GPU 1 stream 13"] == sorted(
+        ["gemm_kernel"] * did["gemm_kernel"] + ["[memset]"] * did["memsets"])
+    assert opened["GPU 1 stream 14"] == ["driver_kernel"] * \
+        did["driver_kernel"]
+    assert opened["GPU 1 stream 15"] == ["[memcpy HtoD]"] * did["copies"]
+    g = doc["spyc_gpu"]
+    assert g["synchronizations"] == did["syncs"], g
+    assert (g["records_lost"], g["records_without_time"],
+            g["records_dropped_by_cupti"], g["buffers_cut_short"]) == \
+        (0, 0, 0, 0), g
+
+
+def test_wall_clock_step_and_zero_timestamps(spyc, fake_cuda, any_python,
+                                             tmp_path):
+    """CUPTI's own clock (CLOCK_REALTIME) steps an hour back mid-run, and
+    every 7th kernel comes with 0 start and end: with the agent's
+    timestamp callback no kernel moves, each keeps its exact duration, and
+    those with no time are dropped and counted in the summary."""
+    out = tmp_path / "out.trace.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, {
+        "FAKE_CUPTI_CLOCK_STEP_NS": str(-3600 * 10**9),
+        "FAKE_CUPTI_CLOCK_STEP_AFTER": "40",
+        "FAKE_CUPTI_ZERO_EVERY": "7"})
+    launched = did["gemm_kernel"] + did["driver_kernel"]
+    assert fake["launches"] == launched > 40, (fake, did)
+    assert fake["zeroed"] == launched // 7, fake
+    kernels = activities_line(res)[0]
+    assert kernels == launched - fake["zeroed"], res.describe()
+    assert dropped_line(res) == (fake["zeroed"], 0, 0), res.describe()
+    with open(str(out)) as f:
+        events = json.load(f)["traceEvents"]
+    rows = chrome_rows(events)
+    span_us = (did["end"] - did["start"]) * 1e6
+    gemms = [e for e in rows[("GPU 1", "stream 13")]
+             if e["name"] == "gemm_kernel"]
+    assert gemms
+    for e in gemms:
+        assert e["dur"] == 200, e
+        assert -2e6 < e["ts"] < span_us + 5e6, (e, span_us)
+    starts = [e["ts"] for e in gemms]
+    assert starts == sorted(starts)
+
+
+def test_wall_clock_without_timestamp_callback(spyc, fake_cuda, any_python,
+                                               tmp_path):
+    """A CUPTI that refuses the timestamp callback (and callbacks, and its
+    dropped count): times stay on CUPTI's clock, CLOCK_REALTIME here,
+    which steps an hour back mid-run, and are put on spyc's through the
+    agent's clock pair nearest each (one per buffer), so that nothing
+    moves; kernels by the nearest CPU sample, as the summary says."""
+    out = tmp_path / "out.trace.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, {
+        "FAKE_CUPTI_FAIL": "cuptiActivityRegisterTimestampCallback,"
+                           "cuptiSubscribe,cuptiActivityGetNumDroppedRecords",
+        "FAKE_CUPTI_CLOCK_STEP_NS": str(-3600 * 10**9),
+        "FAKE_CUPTI_CLOCK_STEP_AFTER": "100"})
+    assert "CUPTI on its own clock" in res.stderr, res.describe()
+    m = re.search(r"clock: CLOCK_MONOTONIC = CUPTI ([+-]\d+) ns", res.stderr)
+    # CLOCK_REALTIME is decades ahead of CLOCK_MONOTONIC.
+    assert m and int(m.group(1)) < -10**18, res.describe()
+    assert "launch stacks: off (another CUPTI subscriber" in res.stderr, \
+        res.describe()
+    assert activities_line(res)[0] == did["gemm_kernel"] + \
+        did["driver_kernel"], res.describe()
+    with open(str(out)) as f:
+        rows = chrome_rows(json.load(f)["traceEvents"])
+    span_us = (did["end"] - did["start"]) * 1e6
+    assert fake["launches"] > 100, fake
+    gemms = [e for e in rows[("GPU 1", "stream 13")]
+             if e["name"] == "gemm_kernel"]
+    for e in gemms:
+        assert -2e6 < e["ts"] < span_us + 5e6, (e, span_us)
+        assert e["dur"] == 200, e
+    starts = [e["ts"] for e in gemms]
+    assert starts == sorted(starts)
+    m = re.search(r"GPU busy \S+ of ([\d.]+)(ns|us|ms|s) from the first",
+                  res.stderr)
+    assert m, res.describe()
+    span_ms = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0,
+                                   "s": 1e3}[m.group(2)]
+    assert span_ms < span_us / 1e3 + 1000, res.describe()
+
+
+def test_cupti_enable_fails(spyc, fake_cuda, any_python, tmp_path):
+    """cuptiActivityEnable fails: spyc says so in one line, with CUPTI's
+    error, and writes the CPU profile; the program runs to its end."""
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out,
+                            {"FAKE_CUPTI_FAIL": "cuptiActivityEnable"},
+                            seconds="0.3")
+    assert did["gemm_kernel"] > 0
+    gpu_lines = [l for l in res.stderr_lines if "--gpu" in l]
+    assert len(gpu_lines) == 1, res.describe()
+    assert "cupti-error" in gpu_lines[0] and \
+        "CUPTI_ERROR_NOT_INITIALIZED" in gpu_lines[0], res.describe()
+    assert "GPU activities" not in res.stderr
+    assert json.load(open(str(out)))["profiles"]
+
+
+def test_dropped_records_and_invalid_record(spyc, fake_cuda, any_python,
+                                            tmp_path):
+    """CUPTI drops every 5th kernel (no buffer space) and hands over a
+    buffer with an invalid record: the agent reads CUPTI's dropped count
+    (cuptiActivityGetNumDroppedRecords) into the summary, stops that
+    buffer's walk at the invalid record, as CUPTI's documentation says
+    (and counts it), and goes on with the next buffers."""
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, {
+        "FAKE_CUPTI_DROP_EVERY": "5", "FAKE_CUPTI_INVALID_RECORD": "1"})
+    launched = did["gemm_kernel"] + did["driver_kernel"]
+    assert fake["kernels"] == launched and fake["dropped"] == launched // 5
+    assert fake["invalid_buffers"] == 1 and fake["invalid_lost"] > 0, fake
+    assert dropped_line(res) == (0, fake["dropped"], 1), res.describe()
+    kernels = activities_line(res)[0]
+    made = launched - fake["dropped"]
+    assert made - fake["invalid_lost"] <= kernels < made, res.describe()
+    doc = json.load(open(str(out)))
+    g = doc["spyc_gpu"]
+    assert (g["records_dropped_by_cupti"], g["buffers_cut_short"]) == \
+        (fake["dropped"], 1), g
+
+
+# Kernels whose mangled names are 800+ characters (as cuBLAS's and
+# CUTLASS's templates are) and differ only at their end, and a short one.
+NAMES_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+body = "N4cute5tupleE" * 60
+names = {"int": ("_Z6kernelI" + body + "iEvT_").encode(),
+         "long": ("_Z6kernelI" + body + "lEvT_").encode(),
+         "short": b"_Z4gemmPfS_i"}
+did = dict((k, 0) for k in names)
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    for k in ("int", "long", "long", "short"):
+        cupti.fake_launch(names[k], 100000, 7)
+        did[k] += 1
+    s = time.monotonic()
+    while time.monotonic() - s < 0.002:
+        pass
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+def test_long_kernel_names(spyc, fake_cuda, any_python, tmp_path):
+    """Kernel names far longer than a channel record reach every output
+    whole and demangled, each its own row even where two share their
+    first hundreds of characters."""
+    program = tmp_path / "names.py"
+    program.write_text(NAMES_PROGRAM)
+    report = tmp_path / "did.json"
+    out = tmp_path / "out.trace.json"
+    res = spyc.run(["record", "--gpu", "--rate", "100", "-o", out, "--",
+                    any_python.path, program, FAKE, report, "0.7"],
+                   env=target_env(), timeout=120)
+    assert res.returncode == 0, res.describe()
+    with open(str(report)) as f:
+        did = json.load(f)
+    tuple_list = ", ".join(["cute::tuple"] * 60)
+    want = {"int": "void kernel<%s, int>(cute::tuple)" % tuple_list,
+            "long": "void kernel<%s, long>(cute::tuple)" % tuple_list,
+            "short": "gemm(float*, float*, int)"}
+    rows = summary_rows(res)
+    assert sorted(rows) == sorted(want.values()), res.describe()
+    for k, name in want.items():
+        assert rows[name][0] == did[k], (k, rows[name], did)
+    with open(str(out)) as f:
+        rows = chrome_rows(json.load(f)["traceEvents"])
+    names = [e["name"] for e in rows[("GPU 0", "stream 7")]]
+    for k, name in want.items():
+        assert names.count(name) == did[k], (k, sorted(set(names)))
+
+
+# A few launches a second: far from filling a CUPTI buffer in the run.
+SLOW_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+n, t = 0, time.monotonic()
+while time.monotonic() - t < seconds:
+    cupti.fake_launch(b"slow_kernel", 1000000, 7)
+    n += 1
+    time.sleep(0.02)
+with open(report, "w") as f:
+    json.dump({"slow_kernel": n, "seconds": time.monotonic() - t}, f)
+"""
+
+
+def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
+                                        tmp_path):
+    """A CUPTI whose own periodic flush hands over only full buffers, and
+    a program that fills none: top --gpu still shows its kernels as it
+    runs, window after window (the agent's watcher asks CUPTI for its
+    complete buffers every 200 ms), not all at its end; and how busy the
+    GPU was in each window, by the kernels' own times, is the program's
+    share of 1 ms kernels."""
+    from test_top_gpu import WORK_RE, parse_gpu_plain
+
+    program = tmp_path / "slow.py"
+    program.write_text(SLOW_PROGRAM)
+    report = tmp_path / "did.json"
+    res = spyc.run(["top", "--gpu", "--interval", "0.5", "--program-output",
+                    tmp_path / "prog.out", "--", any_python.path, program,
+                    FAKE, report, "3"], env=target_env(), timeout=90)
+    assert res.returncode == 0, res.describe()
+    with open(str(report)) as f:
+        did = json.load(f)
+    counts, busy = [], []
+    for header, _, rows in parse_gpu_plain(res.stdout):
+        m = WORK_RE.match(header["gpu work"])
+        assert m, header
+        counts.append(int(m.group(1)))
+        busy.append(header["gpu busy"])
+    assert sum(counts) == did["slow_kernel"], (counts, did)
+    # Allow the first window (the agent loading) and the last.
+    assert len(counts) >= 4 and \
+        sum(1 for c in counts[1:-1] if c) >= len(counts) - 3, counts
+    assert max(counts) < 0.6 * did["slow_kernel"], counts
+    share = 100.0 * did["slow_kernel"] * 1e-3 / did["seconds"]
+    # The first two intervals may start before the program's launches.
+    for b in busy[2:-1]:
+        assert abs(float(b.rstrip("%")) - share) < 1.5, (busy, share)
