@@ -13,7 +13,9 @@ B. Code that lives in short-lived generator frames (targets/fastgen.py:
    --blocking, or --native, the target is stopped while it is read and
    nothing in its memory can change, so no sample may be dropped as torn;
    read without stopping, few are dropped (see PLAIN_MAX_DROPPED).
-C. Where a stop lands, and when samples are taken: --blocking, which
+C. Read without stopping against read stopped, on generators (the same
+   seconds, interleaved); where a stop lands, and when samples are
+   taken: --blocking, which
    stops threads only when a read tore, does not lean to system calls,
    where a stop lands (see README, Blocking and non-blocking); samples
    do not fall in step with a program that repeats at spyc's interval.
@@ -255,6 +257,36 @@ def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
         "stopping by over %.0f points (plain, --blocking):\n%s\n%s\n%s" % (
             python.version, ", ".join(k for k, _, _ in off),
             STOPPED_TORN_POINTS, table(plain, blocking), pres, bres))
+
+
+# Read without stopping against read stopped, over the same seconds:
+# 1-6 points apart on every slot here; taking whatever a read made again
+# found put 10-33 points of a generator's share in its caller.
+PLAIN_STOPPED_POINTS = 9.0
+
+
+def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
+    """fastgen.py's generators (json's pure-Python encoder, a 5-deep
+    `yield from` chain, sum() over a generator expression, in turn) at
+    1 kHz: each function's share of the innermost frames read without
+    stopping is its share read while the target is stopped (--native,
+    which stops every sample; this code makes no system call, where a
+    stop would land first).  A generator resumed for one item tears the
+    reads made while it runs: a sample must still be what the thread ran
+    when it was asked, not what a later read found (its caller)."""
+    t = targets.start(python, "fastgen.py", "generators")
+    got = interleaved_shares(spyc, t.pid, tmp_path, 1000, 1,
+                             {"plain": [], "stopped": ["--native"]})
+    (plain, np, pres), (stopped, ns, sres) = got["plain"], got["stopped"]
+    genexpr = sum(v for k, v in stopped.items() if k.endswith("<genexpr>"))
+    assert stopped.get("g5", 0) > 2 and genexpr > 2, (
+        "the workload runs its generators\n" + table(plain, stopped))
+    off = shares_off(plain, np, stopped, ns, PLAIN_STOPPED_POINTS)
+    assert not off, (
+        "%s: shares of %s read without stopping are off those read "
+        "stopped by over %.0f points (plain, stopped):\n%s\n%s\n%s" % (
+            python.version, ", ".join(k for k, _, _ in off),
+            PLAIN_STOPPED_POINTS, table(plain, stopped), pres, sres))
 
 
 def test_samples_not_in_step_with_a_periodic_program(spyc, any_python,

@@ -14,6 +14,8 @@ Workloads (argv[1]), each a loop forever:
   system call (sys_work: os.getppid()), in turn (not part of all);
 - phases: the first half of every millisecond of the clock in
   first_half, the second in second_half (not part of all);
+- generators: pyjson, yield_from and genexpr in turn (pure Python: no
+  system call, so reads of a stopped target are the reference);
 - all: a few milliseconds of each in turn.
 
 Usage: fastgen.py WORKLOAD REPORT.json; reports {"pid", "workload"}
@@ -137,8 +139,11 @@ def main():
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "workload": workload}, f)
     os.rename(tmp, report)
-    if workload == "all":
-        order = [rounds[k] for k in sorted(rounds) if k not in ("syscalls", "phases")]
+    if workload in ("all", "generators"):
+        names = (["genexpr", "pyjson", "yield_from"]
+                 if workload == "generators" else
+                 [k for k in sorted(rounds) if k not in ("syscalls", "phases")])
+        order = [rounds[k] for k in names]
         while True:
             for r in order:
                 for _ in range(4):
