@@ -1121,6 +1121,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 
 		enum drop_reason why = pywalk_loop_step(&lc, frame);
 
+		ps->torn_at = 0;
 		if (why)
 			return why;
 		/* 3.15's base frame ends every chain: no need to read it. */
@@ -1167,6 +1168,10 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			long addrq = iframe_where(off, f, code, &tlbc);
 			int running;
 
+			ps->torn_at = frame;
+			ps->torn_at_code = code;
+			ps->torn_at_gen = off->owner_generator != OFF_NONE &&
+					  owner == off->owner_generator;
 			self.direct = !shim;
 			shim = 0;
 			/*
@@ -1241,9 +1246,11 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			callee_code = code;
 			callee_returned = returned;
 			ps->root_frame = frame;
+			ps->torn_at = 0;
 		}
 		frame = load_u64(f, off->iframe_previous);
 	}
+	ps->torn_at = 0;
 	/*
 	 * The chain of a thread ends at its first frame: the shim of its
 	 * first eval call (3.12+), or a frame of its own (3.11), and on
@@ -1316,6 +1323,7 @@ enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
 			      struct py_sample *out)
 {
 	ps->omitted = 0;
+	ps->torn_at = 0;
 	if (ps->rt->off->tstate_frame != OFF_NONE)
 		return frameobj_walk(ps, tstate, out);
 	return walk_interpreter_frames(ps, tstate, out);

@@ -156,6 +156,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->spare.gen_frames);
 	free(ps->gen_frames);
 	free(ps->stop_keys);
+	free(ps->gen_callers);
 	free(ps->spare.tlbcs);
 	free(ps->tlbc_words);
 	free(ps->tlbc_slots);
@@ -355,12 +356,68 @@ static void walk_room(struct py_sampler *ps, struct py_sample *out, size_t n)
 	out->nr_frames = keep;
 }
 
+static struct gen_callers *gen_callers_slot(struct py_sampler *ps,
+					    uint64_t frame)
+{
+	/* Fibonacci hashing: frames inside objects of one size share low bits */
+	size_t slot = (size_t)((frame * 0x9e3779b97f4a7c15ull) >> 56);
+
+	if (!ps->gen_callers)
+		ps->gen_callers = xcalloc(GEN_CALLERS_SLOTS,
+					  sizeof(*ps->gen_callers));
+	return &ps->gen_callers[slot % GEN_CALLERS_SLOTS];
+}
+
+/* Fill key from frame i of the walk arrays. */
+static void key_from_walk(const struct py_sampler *ps, size_t i,
+			  struct walk_key *key)
+{
+	key->frame = ps->frame_addrs[i];
+	key->code = ps->code_addrs[i];
+	key->addrq = ps->addrqs[i];
+	key->tlbc = ps->tlbcs[i];
+	key->tlbc_array = ps->tlbc_arrays[i];
+	key->entry = ps->entries[i];
+	key->line_known = 1;
+}
+
+/* Remember what is under each generator's frame of t's whole stack. */
+static void remember_gen_callers(struct py_sampler *ps,
+				 const struct py_thread *t)
+{
+	size_t i, j, end = t->first + t->depth;
+
+	for (i = t->first; i < end; i++) {
+		struct gen_callers *gc;
+		size_t n = 0;
+
+		if (!ps->gen_frames[i] || !ps->frame_addrs[i])
+			continue;
+		gc = gen_callers_slot(ps, ps->frame_addrs[i]);
+		for (j = i + 1; j < end && n < WALK_KEY_MAX - 1; j++) {
+			if (!ps->frame_addrs[j])
+				break;
+			key_from_walk(ps, j, &gc->under[n++]);
+			if (!ps->gen_frames[j])
+				break;
+		}
+		gc->frame = n ? ps->frame_addrs[i] : 0;
+		gc->code = ps->code_addrs[i];
+		gc->nr = n;
+	}
+}
+
 /*
  * Keep, as the key of t's torn read, its innermost frame and the
  * generators' frames under it, up to the first frame that is not a
- * generator's; returns how many.
+ * generator's; returns how many.  A read that tore at a frame it had
+ * read, past the frames it took, gives that frame too: it was the one
+ * linked from the last of them when that was copied (a generator's link
+ * to its caller is set only while it runs), whatever its copy held
+ * later; on code that hands over faster than a read, most torn reads
+ * end so.  Its line is not taken.
  */
-static size_t take_key(const struct py_sampler *ps, const struct py_thread *t,
+static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 		       struct walk_key *key)
 {
 	size_t i, n = 0;
@@ -368,15 +425,28 @@ static size_t take_key(const struct py_sampler *ps, const struct py_thread *t,
 	for (i = t->first; i < t->first + t->depth && n < WALK_KEY_MAX; i++) {
 		if (!ps->frame_addrs[i])
 			break;
-		key[n].frame = ps->frame_addrs[i];
-		key[n].code = ps->code_addrs[i];
-		key[n].addrq = ps->addrqs[i];
-		key[n].tlbc = ps->tlbcs[i];
-		key[n].tlbc_array = ps->tlbc_arrays[i];
-		key[n].entry = ps->entries[i];
-		n++;
+		key_from_walk(ps, i, &key[n++]);
 		if (!ps->gen_frames[i])
-			break;
+			return n;
+	}
+	if (n < WALK_KEY_MAX && ps->torn_at && ps->torn_at_code) {
+		memset(&key[n], 0, sizeof(key[n]));
+		key[n].frame = ps->torn_at;
+		key[n].code = ps->torn_at_code;
+		n++;
+		if (!ps->torn_at_gen)
+			return n;
+	}
+	/* the last a generator's: what was under it when last read whole */
+	if (n && n < WALK_KEY_MAX) {
+		const struct gen_callers *gc =
+			gen_callers_slot(ps, key[n - 1].frame);
+
+		if (gc->nr && gc->frame == key[n - 1].frame &&
+		    gc->code == key[n - 1].code) {
+			for (i = 0; i < gc->nr && n < WALK_KEY_MAX; i++)
+				key[n++] = gc->under[i];
+		}
 	}
 	return n;
 }
@@ -421,9 +491,11 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 		ps->tlbc_arrays[at] = key[i].tlbc_array;
 	}
 	/* the key's frame on the line it ran then */
-	ps->addrqs[t->first + j] = key[j].addrq;
-	ps->tlbcs[t->first + j] = key[j].tlbc;
-	ps->tlbc_arrays[t->first + j] = key[j].tlbc_array;
+	if (key[j].line_known) {
+		ps->addrqs[t->first + j] = key[j].addrq;
+		ps->tlbcs[t->first + j] = key[j].tlbc;
+		ps->tlbc_arrays[t->first + j] = key[j].tlbc_array;
+	}
 	t->depth = j + rest;
 	out->nr_frames = t->first + t->depth;
 	return 1;
@@ -562,6 +634,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->depth = out->nr_frames - t->first;
 		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
+		if (!why)
+			remember_gen_callers(ps, t);
 		if (torn && ps->stop_reads) {
 			if (ps->stop_reads == STOP_READS_TORN) {
 				nr_key = take_key(ps, t, key);

@@ -156,6 +156,23 @@ struct walk_key {
 	long addrq;
 	int32_t tlbc;
 	unsigned char entry;
+	unsigned char line_known; /* addrq and tlbc are the frame's then */
+};
+
+/*
+ * What was under a generator's frame when a stack holding it was last
+ * read whole: its callers down to the first frame that is not a
+ * generator's (in a `yield from` chain, those that delegate to it).  A
+ * torn read that found the generator running, linked to nothing by the
+ * time its frame was copied, takes them as its key's (see take_key in
+ * pysample.c).  Slots by frame address, the newest kept.
+ */
+#define GEN_CALLERS_SLOTS 256
+
+struct gen_callers {
+	uint64_t frame, code; /* the generator's frame */
+	size_t nr;
+	struct walk_key under[WALK_KEY_MAX - 1];
 };
 
 /* A thread's key, for the read made once it is stopped. */
@@ -379,6 +396,14 @@ struct py_sampler {
 	unsigned char *link_buf;
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
+	/*
+	 * A walk that tore at a frame it read: that frame and its code as
+	 * read (the link to it, from the frame before, was read whole), 0
+	 * if the walk did not end so.  See take_key in pysample.c.
+	 */
+	uint64_t torn_at, torn_at_code;
+	int torn_at_gen; /* torn_at is a generator's frame */
+	struct gen_callers *gen_callers; /* GEN_CALLERS_SLOTS, or NULL */
 	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which
