@@ -21,8 +21,12 @@ import time
 
 import pytest
 
+import fakegpu
 import pyfind
-from conftest import AGENT, REPORT_TIMEOUT, TARGETS, decode
+from conftest import AGENT, REPORT_TIMEOUT, TARGETS, assert_running, decode
+from fakegpu import PROLOGUE
+from test_gpu_fake import folded_gpu_stacks, gpu_summary
+from test_subprocesses import folded_by_pid
 from test_threads import folded, frame_text, share
 
 # What this machine's podman needs (runc: crun refuses its cgroups; its
@@ -125,7 +129,9 @@ def make_image(podman, python, workdir, name, spyc_path):
     /usr/local/bin/spyc; returns the path of its interpreter inside."""
     out = subprocess.check_output(
         [python.path, "-c", "import sys; print(sys.prefix)"])
-    prefix = decode(out).strip()
+    # Resolved as the interpreter's path is: a prefix reached through a
+    # symbolic link would put the interpreter outside /opt/py.
+    prefix = os.path.realpath(decode(out).strip())
     root = os.path.join(workdir, "rootfs")
     shutil.copytree(prefix, os.path.join(root, "opt", "py"), symlinks=True,
                     ignore=shutil.ignore_patterns(*NOT_COPIED))
@@ -164,26 +170,36 @@ def remove_container(podman, name, pid=None):
             pass
 
 
-class Container(object):
-    """states.py running in a container; what it reported."""
+def wait_for_file(podman, name, path):
+    """Wait for the container name's program to write path."""
+    deadline = time.time() + REPORT_TIMEOUT
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            pytest.fail("the program in the container did not write %s:\n"
+                        "%s" % (path, podman.run("logs", name)))
+        time.sleep(0.05)
 
-    def __init__(self, podman, image, exe, workdir, name):
+
+class Container(object):
+    """A program running in a container (states.py unless told), its
+    /out a directory of the test's; what it reported in /out/REPORT."""
+
+    def __init__(self, podman, image, exe, workdir, name, argv=None,
+                 volumes=(), report="report.json", options=()):
         self.podman = podman
         self.name = name
-        out = os.path.join(workdir, "out")
-        os.makedirs(out)
-        podman.run("run", "-d", "--name", name,
-                   "-v", "%s:/targets:ro" % TARGETS, "-v", "%s:/out" % out,
-                   "-e", "LD_LIBRARY_PATH=/opt/py/lib", image,
-                   exe, "/targets/states.py", "/out/report.json")
-        report = os.path.join(out, "report.json")
-        deadline = time.time() + REPORT_TIMEOUT
-        while not os.path.exists(report):
-            if time.time() > deadline:
-                pytest.fail("states.py in the container did not report:\n" +
-                            podman.run("logs", name))
-            time.sleep(0.1)
-        with open(report) as f:
+        self.pid = None
+        self.out = os.path.join(workdir, "out")
+        os.makedirs(self.out)
+        mounts = ["-v", "%s:/targets:ro" % TARGETS,
+                  "-v", "%s:/out" % self.out]
+        for v in volumes:
+            mounts += ["-v", v]
+        podman.run(*(["run", "-d", "--name", name] + list(options) + mounts +
+                     ["-e", "LD_LIBRARY_PATH=/opt/py/lib", image, exe] +
+                     (argv or ["/targets/states.py", "/out/report.json"])))
+        wait_for_file(podman, name, os.path.join(self.out, report))
+        with open(os.path.join(self.out, report)) as f:
             self.info = json.load(f)
         self.pid = int(podman.run("inspect", "--format", "{{.State.Pid}}",
                                   name))
@@ -202,18 +218,40 @@ class Container(object):
         remove_container(self.podman, self.name, self.pid)
 
 
+class Image(object):
+    """An image made from a CPython of this machine: its tag, the path of
+    its interpreter inside, and that CPython."""
+
+    def __init__(self, tag, exe, python):
+        self.tag, self.exe, self.python = tag, exe, python
+
+
 @pytest.fixture(scope="module", params=VERSIONS)
-def container(request, podman, spyc, tmp_path_factory):
+def image(request, podman, spyc, tmp_path_factory):
     python = find_slot(request.param)
-    workdir = str(tmp_path_factory.mktemp("container"))
+    workdir = str(tmp_path_factory.mktemp("image"))
     tag = "spyc-test-%s" % python.minor.replace(".", "")
     exe = make_image(podman, python, workdir, tag, spyc.path)
+    yield Image(tag, exe, python)
+    subprocess.run(podman.argv + ["rmi", "--force", tag], env=podman.env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=PODMAN_TIMEOUT)
+
+
+def start_container(podman, image, workdir, name, **kw):
+    """A Container, removed should its start fail."""
     try:
-        c = Container(podman, tag, exe, workdir, tag + "-states")
+        return Container(podman, image.tag, image.exe, workdir, name, **kw)
     except BaseException:
-        remove_container(podman, tag + "-states")
+        remove_container(podman, name)
         raise
-    c.image = tag
+
+
+@pytest.fixture(scope="module")
+def container(image, podman, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("container"))
+    c = start_container(podman, image, workdir, image.tag + "-states")
+    c.image = image.tag
     yield c
     c.close()
 
@@ -362,19 +400,250 @@ def test_sidecar(container):
     assert "native frames unmerged" not in out, describe
 
 
-def test_gpu_refused_in_one_line(spyc, container, tmp_path):
-    """--gpu into a container is not done yet: one line says so and why,
+# The GPU program in the container: the fake CUDA driver and CUPTI
+# (tests/fakecuda, mounted at /fake) loaded as a CUDA program loads the
+# real ones, then kernels launched from a known stack until the test
+# says stop; its own traceback at a launch is the truth to compare with.
+GPU_PROGRAM = PROLOGUE + r"""
+report = sys.argv[2]
+seen = {}
+counts = {"gemm_kernel": 0}
+
+class Model(object):
+    def forward(self, n):
+        return [self.layer(i) for i in range(n)]
+
+    def layer(self, i):
+        cupti.fake_launch(b"gemm_kernel", 100000, 7); here = traceback.extract_stack()
+        counts["gemm_kernel"] += 1
+        if "truth" not in seen:
+            seen["truth"] = [[f[2], f[1]] for f in here]
+        return i
+
+def train(model):
+    while not os.path.exists(report + ".stop"):
+        model.forward(2)
+        s = time.time()
+        while time.time() - s < 0.001:
+            pass
+
+def publish(path, doc):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.rename(path + ".tmp", path)
+
+publish(report + ".ready", {"pid": os.getpid()})
+train(Model())
+publish(report, {"truth": seen["truth"], "counts": counts})
+"""
+
+# Where spyc may put its files under a container's root.
+SPYC_DIRS = ("tmp", "var/tmp", "dev/shm")
+
+
+def left_behind(pid):
+    """What of spyc's is under pid's root."""
+    found = []
+    for d in SPYC_DIRS:
+        try:
+            names = os.listdir("/proc/%d/root/%s" % (pid, d))
+        except OSError:
+            continue
+        found += ["/%s/%s" % (d, n) for n in names if n.startswith("spyc")]
+    return found
+
+
+AGENT_MAPPED = re.compile(r"/spyc-agent\.so( \(deleted\))?$")
+
+
+def loaded_agents(pid):
+    """The (device, inode) of each spyc-agent.so file pid has mapped."""
+    found = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and AGENT_MAPPED.search(fields[5].strip()):
+                found.add((fields[3], fields[4]))
+    return found
+
+
+def test_gpu_attach(spyc, image, podman, tmp_path):
+    """spyc on the host loads its agent into a containerized program
+    (PEP 768 from 3.14, ptrace before) through a directory it makes
+    under the container's root, and reads the channel it made there: each
+    kernel is on the Python stack that launched it, as the program's own
+    traceback says; nothing of spyc's is left in the container."""
+    if not os.path.exists(AGENT):
+        pytest.skip("the GPU agent was not built (no CUPTI headers)")
+    fake = fakegpu.build(spyc)
+    workdir = str(tmp_path)
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    (gpu / "train.py").write_text(GPU_PROGRAM)
+    name = image.tag + "-gpu"
+    c = start_container(
+        podman, image, workdir, name, report="report.json.ready",
+        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu],
+        argv=["/gpu/train.py", "/fake", "/out/report.json"])
+    try:
+        out = str(tmp_path / "out.txt")
+        res = spyc.run(["record", "--gpu", "--rate", "200", "--duration", 1,
+                        "-o", out, "--pid", c.pid], timeout=120)
+        leftovers = left_behind(c.pid)
+        again = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+                          str(tmp_path / "again.txt"), "--pid", c.pid],
+                         timeout=120)
+        leftovers += left_behind(c.pid)
+        agent_files = loaded_agents(c.pid)
+        assert_running(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, name, os.path.join(c.out, "report.json"))
+        logs = podman.run("logs", name)
+    finally:
+        c.close()
+    assert res.returncode == 0, res.describe()
+    version = tuple(int(v) for v in image.python.minor.split("."))
+    way = "PEP 768" if version >= (3, 14) else "ptrace"
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d through "
+                            "%s" % (c.pid, way)) for l in res.stderr_lines), (
+        res.describe())
+    assert " 0 records lost" in res.stderr, res.describe()
+    assert leftovers == [], leftovers
+    # Once loaded, the agent is the same library for a later spyc (as it
+    # is on the host): no second copy loaded.
+    assert again.returncode == 0, again.describe()
+    assert "the agent already reports to another spyc (already-attached" \
+        in again.stderr, again.describe()
+    assert len(agent_files) == 1, agent_files
+    assert logs == "", logs
+    with open(os.path.join(c.out, "report.json")) as f:
+        got = json.load(f)
+    truth = [tuple(f) for f in got["truth"]]
+    truth[-1] = (truth[-1][0], [i for i, l in enumerate(
+        GPU_PROGRAM.splitlines(), 1) if "fake_launch(b\"gemm" in l][0])
+    stacks = folded_gpu_stacks(open(out).read())
+    gemm = dict((k, w) for k, w in stacks.items() if k[2] == "gemm_kernel")
+    exact = dict((k, w) for k, w in gemm.items()
+                 if k[0] == "[GPU time, by the Python stack of the launch]")
+    assert exact, "no kernel on its launch's stack\n" + res.describe()
+    for (root, frames, leaf), weight in exact.items():
+        # Paths are the container's; methods by their qualified name.
+        names = [(n.rsplit(".", 1)[-1], l) for n, l in frames]
+        assert names == truth, (frames, truth)
+    # 100 us each: the fake's times are exact.  Kernels launched before
+    # spyc knew the interpreter go by the launching thread's samples,
+    # found by its host id (CUPTI gives the container's).
+    calls = gpu_summary(res)["gemm_kernel"][0]
+    assert sum(gemm.values()) == 100 * calls, gemm
+    assert 0 < calls < got["counts"]["gemm_kernel"], (calls, got["counts"])
+    assert not [k for k in gemm if k[0] ==
+                "[GPU time, no CPU sample of the launching thread]"], gemm
+
+
+def test_gpu_refused_in_one_line(spyc, image, podman, tmp_path):
+    """A container whose root is read-only, with /dev/shm noexec, has no
+    place for the agent: one line says so and why (each place tried),
     and the CPU profile is still written (exit 0)."""
     if not os.path.exists(AGENT):
         pytest.skip("the GPU agent was not built (no CUPTI headers)")
-    out = str(tmp_path / "out.txt")
-    res = spyc.run(["record", "--gpu", "--pid", container.pid, "--duration",
-                    1, "-o", out], timeout=60)
+    name = image.tag + "-readonly"
+    c = start_container(podman, image, str(tmp_path), name,
+                        options=["--read-only", "--read-only-tmpfs=false"])
+    try:
+        out = str(tmp_path / "out.txt")
+        res = spyc.run(["record", "--gpu", "--pid", c.pid, "--duration", 1,
+                        "-o", out], timeout=60)
+        with open("/proc/%d/mountinfo" % c.pid) as f:
+            mounts = f.read()
+    finally:
+        c.close()
     assert res.returncode == 0, res.describe()
     said = [l for l in res.stderr_lines if "--gpu" in l]
+    assert re.search(r" /dev/shm .*\bnoexec\b", mounts), mounts
     assert said == [
-        "spyc: --gpu: pid %d runs in a container (its root is not spyc's): "
-        "the GPU agent cannot be loaded into it from outside yet; run spyc "
-        "inside the container; CPU profile only" % container.pid], (
-            res.describe())
+        "spyc: --gpu: pid %d runs in a container: no directory of pid %d's "
+        "root takes a file of spyc's (/tmp: Read-only file system, /var/tmp: "
+        "No such file or directory, /dev/shm: mounted noexec); CPU profile "
+        "only" % (c.pid, c.pid)], res.describe()
     assert "spinner" in " ".join(open(out).read().split(";")), res.describe()
+
+
+# A containerized parent that starts child Pythons, each spinning in a
+# function of its own, and says which pid (the container's) each is.
+FAMILY_PROGRAM = r"""
+import json, os, subprocess, sys, time
+out = sys.argv[1]
+def publish(path, doc):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.rename(path + ".tmp", path)
+CHILD = '''
+import json, os, sys, time
+def child_%d_work():
+    while not os.path.exists(sys.argv[1] + ".stop"):
+        pass
+path = sys.argv[1] + ".child%d"
+with open(path + ".tmp", "w") as f:
+    json.dump({"pid": os.getpid()}, f)
+os.rename(path + ".tmp", path)
+child_%d_work()
+'''
+def parent_work(kids):
+    while not os.path.exists(out + ".stop"):
+        pass
+    for k in kids:
+        k.wait()
+kids = [subprocess.Popen([sys.executable, "-c", CHILD % (i, i, i), out])
+        for i in (1, 2)]
+while not all(os.path.exists(out + ".child%d" % i) for i in (1, 2)):
+    time.sleep(0.01)
+children = {}
+for i in (1, 2):
+    with open(out + ".child%d" % i) as f:
+        children[i] = json.load(f)["pid"]
+publish(out, {"pid": os.getpid(), "children": children})
+parent_work(kids)
+"""
+
+
+def test_subprocesses(spyc, image, podman, tmp_path):
+    """--subprocesses from the host on a containerized parent: its child
+    Pythons are sampled too, each under its host pid, in the function it
+    runs (what it said its pid is in the container maps to that pid)."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "family.py").write_text(FAMILY_PROGRAM)
+    name = image.tag + "-family"
+    c = start_container(podman, image, str(tmp_path), name,
+                        volumes=["%s:/prog:ro" % prog],
+                        argv=["/prog/family.py", "/out/report.json"])
+    try:
+        inner = {}
+        with open("/proc/%d/task/%d/children" % (c.pid, c.pid)) as f:
+            children = f.read().split()
+        for child in children:
+            with open("/proc/%s/status" % child) as f:
+                nspid = re.search(r"^NSpid:\s+(.*)$", f.read(), re.M)
+            inner[int(nspid.group(1).split()[-1])] = int(child)
+        out = str(tmp_path / "tree.txt")
+        res = spyc.run(["record", "--subprocesses", "--threads", "--duration",
+                        1, "-o", out, "--pid", c.pid], timeout=120)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    assert res.returncode == 0, res.describe()
+    by_pid = folded_by_pid(out)
+    assert c.info["pid"] != c.pid, c.info
+    assert "parent_work" in [f for frames, _ in by_pid[c.pid]
+                             for f in frames], by_pid.keys()
+    for i, pid in c.info["children"].items():
+        host = inner[pid]
+        assert host != pid, (host, pid)
+        stacks = by_pid.get(host)
+        assert stacks, ("child %s (pid %d, %d in the container) was not "
+                        "sampled" % (i, host, pid), sorted(by_pid))
+        work = "child_%s_work" % i
+        assert sum(n for frames, n in stacks if work in frames) > \
+            0.9 * sum(n for _, n in stacks), (work, stacks)
