@@ -23,7 +23,8 @@ import pytest
 
 import fakegpu
 import pyfind
-from conftest import AGENT, REPORT_TIMEOUT, TARGETS, assert_running, decode
+from conftest import (AGENT, REPORT_TIMEOUT, TARGETS, SpycResult,
+                      assert_running, decode)
 from fakegpu import PROLOGUE
 from test_gpu_fake import folded_gpu_stacks, gpu_summary
 from test_subprocesses import folded_by_pid
@@ -140,6 +141,11 @@ def make_image(podman, python, workdir, name, spyc_path):
     os.makedirs(os.path.join(root, "usr", "local", "bin"))
     shutil.copy2(spyc_path, os.path.join(root, "usr", "local", "bin", "spyc"))
     elves = [python.realpath, spyc_path]
+    if os.path.exists(AGENT):
+        # Beside spyc, where it looks for it.
+        shutil.copy2(AGENT, os.path.join(root, "usr", "local", "bin",
+                                         os.path.basename(AGENT)))
+        elves.append(AGENT)
     for top, _, files in os.walk(os.path.join(root, "opt", "py")):
         elves += [os.path.join(top, f) for f in files if ".so" in f]
     for lib in libraries(elves):
@@ -402,10 +408,14 @@ def test_sidecar(container):
 
 # The GPU program in the container: the fake CUDA driver and CUPTI
 # (tests/fakecuda, mounted at /fake) loaded as a CUDA program loads the
-# real ones, then kernels launched from a known stack until the test
-# says stop; its own traceback at a launch is the truth to compare with.
+# real ones (in launch mode the "driver" starts spyc's agent), then
+# kernels launched from a known stack until the test says stop, or for
+# STEPS steps; its own traceback at a launch is the truth to compare with.
 GPU_PROGRAM = PROLOGUE + r"""
 report = sys.argv[2]
+steps = int(sys.argv[3]) if len(sys.argv) > 3 else -1
+if os.environ.get("CUDA_INJECTION64_PATH"):
+    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
 seen = {}
 counts = {"gemm_kernel": 0}
 
@@ -421,7 +431,9 @@ class Model(object):
         return i
 
 def train(model):
-    while not os.path.exists(report + ".stop"):
+    n = 0
+    while not os.path.exists(report + ".stop") and n != steps:
+        n += 1
         model.forward(2)
         s = time.time()
         while time.time() - s < 0.001:
@@ -456,6 +468,40 @@ def left_behind(pid):
 AGENT_MAPPED = re.compile(r"/spyc-agent\.so( \(deleted\))?$")
 
 
+def gpu_container(spyc, image, podman, tmp_path, suffix):
+    """The GPU program running in a container until told to stop, with
+    the fake CUDA at /fake and the program at /gpu/train.py."""
+    fake = fakegpu.build(spyc)
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    (gpu / "train.py").write_text(GPU_PROGRAM)
+    return start_container(
+        podman, image, str(tmp_path), image.tag + suffix,
+        report="report.json.ready",
+        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu],
+        argv=["/gpu/train.py", "/fake", "/out/report.json"])
+
+
+def check_launch_stacks(res, out, truth):
+    """The GPU stacks of the folded profile out: those of gemm_kernel,
+    and those of them that are exact, each as the program's truth says
+    (its traceback, but the innermost line: the launch's)."""
+    truth = [tuple(f) for f in truth]
+    truth[-1] = (truth[-1][0], [i for i, l in enumerate(
+        GPU_PROGRAM.splitlines(), 1) if "fake_launch(b\"gemm" in l][0])
+    with open(out) as f:
+        stacks = folded_gpu_stacks(f.read())
+    gemm = dict((k, w) for k, w in stacks.items() if k[2] == "gemm_kernel")
+    exact = dict((k, w) for k, w in gemm.items()
+                 if k[0] == "[GPU time, by the Python stack of the launch]")
+    assert exact, "no kernel on its launch's stack\n" + res.describe()
+    for (root, frames, leaf), weight in exact.items():
+        # Paths are the container's; methods by their qualified name.
+        names = [(n.rsplit(".", 1)[-1], l) for n, l in frames]
+        assert names == truth, (frames, truth)
+    return gemm, exact
+
+
 def loaded_agents(pid):
     """The (device, inode) of each spyc-agent.so file pid has mapped."""
     found = set()
@@ -475,16 +521,7 @@ def test_gpu_attach(spyc, image, podman, tmp_path):
     traceback says; nothing of spyc's is left in the container."""
     if not os.path.exists(AGENT):
         pytest.skip("the GPU agent was not built (no CUPTI headers)")
-    fake = fakegpu.build(spyc)
-    workdir = str(tmp_path)
-    gpu = tmp_path / "gpu"
-    gpu.mkdir()
-    (gpu / "train.py").write_text(GPU_PROGRAM)
-    name = image.tag + "-gpu"
-    c = start_container(
-        podman, image, workdir, name, report="report.json.ready",
-        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu],
-        argv=["/gpu/train.py", "/fake", "/out/report.json"])
+    c = gpu_container(spyc, image, podman, tmp_path, "-gpu")
     try:
         out = str(tmp_path / "out.txt")
         res = spyc.run(["record", "--gpu", "--rate", "200", "--duration", 1,
@@ -498,8 +535,8 @@ def test_gpu_attach(spyc, image, podman, tmp_path):
         assert_running(c.pid)
         with open(os.path.join(c.out, "report.json.stop"), "w"):
             pass
-        wait_for_file(podman, name, os.path.join(c.out, "report.json"))
-        logs = podman.run("logs", name)
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+        logs = podman.run("logs", c.name)
     finally:
         c.close()
     assert res.returncode == 0, res.describe()
@@ -519,18 +556,7 @@ def test_gpu_attach(spyc, image, podman, tmp_path):
     assert logs == "", logs
     with open(os.path.join(c.out, "report.json")) as f:
         got = json.load(f)
-    truth = [tuple(f) for f in got["truth"]]
-    truth[-1] = (truth[-1][0], [i for i, l in enumerate(
-        GPU_PROGRAM.splitlines(), 1) if "fake_launch(b\"gemm" in l][0])
-    stacks = folded_gpu_stacks(open(out).read())
-    gemm = dict((k, w) for k, w in stacks.items() if k[2] == "gemm_kernel")
-    exact = dict((k, w) for k, w in gemm.items()
-                 if k[0] == "[GPU time, by the Python stack of the launch]")
-    assert exact, "no kernel on its launch's stack\n" + res.describe()
-    for (root, frames, leaf), weight in exact.items():
-        # Paths are the container's; methods by their qualified name.
-        names = [(n.rsplit(".", 1)[-1], l) for n, l in frames]
-        assert names == truth, (frames, truth)
+    gemm, exact = check_launch_stacks(res, out, got["truth"])
     # 100 us each: the fake's times are exact.  Kernels launched before
     # spyc knew the interpreter go by the launching thread's samples,
     # found by its host id (CUPTI gives the container's).
@@ -539,6 +565,38 @@ def test_gpu_attach(spyc, image, podman, tmp_path):
     assert 0 < calls < got["counts"]["gemm_kernel"], (calls, got["counts"])
     assert not [k for k in gemm if k[0] ==
                 "[GPU time, no CPU sample of the launching thread]"], gemm
+
+
+def test_gpu_launch_inside(spyc, image, podman, tmp_path):
+    """spyc inside the container launching the program (podman exec):
+    the driver loads the agent from spyc's directory in the image, the
+    channel is in the container's /dev/shm; every kernel the program
+    launched is in the profile, on its launch's stack."""
+    if not os.path.exists(AGENT):
+        pytest.skip("the GPU agent was not built (no CUPTI headers)")
+    c = gpu_container(spyc, image, podman, tmp_path, "-launch")
+    try:
+        code, out, err = spyc_in(
+            c, ["exec", "-e", "LD_LIBRARY_PATH=/opt/py/lib", c.name],
+            "record", "--gpu", "--rate", "200", "-o", "/out/launch.txt",
+            "--", image.exe, "/gpu/train.py", "/fake", "/out/launch.json",
+            200)
+        leftovers = left_behind(c.pid)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    res = SpycResult(["spyc (in the container)"], code, out, err)
+    assert code == 0, res.describe()
+    assert " 0 records lost" in err, res.describe()
+    assert leftovers == [], leftovers
+    with open(os.path.join(c.out, "launch.json")) as f:
+        got = json.load(f)
+    gemm, exact = check_launch_stacks(res, os.path.join(c.out, "launch.txt"),
+                                      got["truth"])
+    assert gpu_summary(res)["gemm_kernel"][0] == \
+        got["counts"]["gemm_kernel"] == 400, (res.describe(), got)
+    assert sum(gemm.values()) == 100 * 400, gemm
 
 
 def test_gpu_refused_in_one_line(spyc, image, podman, tmp_path):
