@@ -177,12 +177,22 @@ def remove_container(podman, name, pid=None):
 
 
 def wait_for_file(podman, name, path):
-    """Wait for the container name's program to write path."""
+    """Wait for the container name's program to write path; fail at once
+    should it end first."""
     deadline = time.time() + REPORT_TIMEOUT
+    next_look = time.time() + 1
     while not os.path.exists(path):
-        if time.time() > deadline:
-            pytest.fail("the program in the container did not write %s:\n"
-                        "%s" % (path, podman.run("logs", name)))
+        now = time.time()
+        gone = now > next_look and podman.run(
+            "inspect", "--format", "{{.State.Running}}", name) != "true"
+        if gone and os.path.exists(path):
+            break
+        if gone or now > deadline:
+            pytest.fail("the program in the container did not write %s%s:"
+                        "\n%s" % (path, " (it ended)" if gone else "",
+                                   podman.run("logs", name)))
+        if now > next_look:
+            next_look = now + 1
         time.sleep(0.05)
 
 
@@ -468,18 +478,41 @@ def left_behind(pid):
 AGENT_MAPPED = re.compile(r"/spyc-agent\.so( \(deleted\))?$")
 
 
-def gpu_container(spyc, image, podman, tmp_path, suffix):
+# Run first by the program in test_gpu_attach_takes_no_symlink: its /tmp
+# made a symbolic link to a directory of the host (argv[1]), /var/tmp
+# made; then the GPU program.
+SYMLINKED_TMP = r"""
+import os, runpy, sys
+os.rmdir("/tmp")
+os.symlink(sys.argv[1], "/tmp")
+os.makedirs("/var/tmp", exist_ok=True)
+sys.argv = ["/gpu/train.py"] + sys.argv[2:]
+runpy.run_path("/gpu/train.py", run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(spyc):
+    if not os.path.exists(AGENT):
+        pytest.skip("the GPU agent was not built (no CUPTI headers)")
+    return fakegpu.build(spyc)
+
+
+def gpu_container(fake, image, podman, tmp_path, suffix, first=()):
     """The GPU program running in a container until told to stop, with
-    the fake CUDA at /fake and the program at /gpu/train.py."""
-    fake = fakegpu.build(spyc)
+    the fake CUDA (fake) at /fake and the program at /gpu/train.py (after
+    /gpu/first.py and its arguments, with first)."""
     gpu = tmp_path / "gpu"
     gpu.mkdir()
     (gpu / "train.py").write_text(GPU_PROGRAM)
+    (gpu / "first.py").write_text(SYMLINKED_TMP)
+    argv = ["/gpu/train.py", "/fake", "/out/report.json"]
+    if first:
+        argv = ["/gpu/first.py"] + list(first) + argv[1:]
     return start_container(
         podman, image, str(tmp_path), image.tag + suffix,
         report="report.json.ready",
-        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu],
-        argv=["/gpu/train.py", "/fake", "/out/report.json"])
+        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu], argv=argv)
 
 
 def check_launch_stacks(res, out, truth):
@@ -513,15 +546,13 @@ def loaded_agents(pid):
     return found
 
 
-def test_gpu_attach(spyc, image, podman, tmp_path):
+def test_gpu_attach(spyc, fake_cuda, image, podman, tmp_path):
     """spyc on the host loads its agent into a containerized program
     (PEP 768 from 3.14, ptrace before) through a directory it makes
     under the container's root, and reads the channel it made there: each
     kernel is on the Python stack that launched it, as the program's own
     traceback says; nothing of spyc's is left in the container."""
-    if not os.path.exists(AGENT):
-        pytest.skip("the GPU agent was not built (no CUPTI headers)")
-    c = gpu_container(spyc, image, podman, tmp_path, "-gpu")
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-gpu")
     try:
         out = str(tmp_path / "out.txt")
         res = spyc.run(["record", "--gpu", "--rate", "200", "--duration", 1,
@@ -567,14 +598,40 @@ def test_gpu_attach(spyc, image, podman, tmp_path):
                 "[GPU time, no CPU sample of the launching thread]"], gemm
 
 
-def test_gpu_launch_inside(spyc, image, podman, tmp_path):
+def test_gpu_attach_takes_no_symlink(spyc, fake_cuda, image, podman,
+                                     tmp_path):
+    """A container whose /tmp is a symbolic link to an absolute path
+    (followed through /proc/PID/root, it would lead into the host's
+    root): spyc does not take it, and loads the agent through /var/tmp;
+    nothing is written to the host's directory of that path."""
+    host_dir = tmp_path / "host-side"
+    host_dir.mkdir()
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-symlink",
+                      first=[str(host_dir)])
+    try:
+        assert os.readlink("/proc/%d/root/tmp" % c.pid) == str(host_dir)
+        res = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+                        str(tmp_path / "out.txt"), "--pid", c.pid],
+                       timeout=120)
+        leftovers = left_behind(c.pid)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    assert res.returncode == 0, res.describe()
+    assert os.listdir(str(host_dir)) == [], os.listdir(str(host_dir))
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d" % c.pid)
+               for l in res.stderr_lines), res.describe()
+    assert "gemm_kernel" in gpu_summary(res), res.describe()
+    assert leftovers == [], leftovers
+
+
+def test_gpu_launch_inside(spyc, fake_cuda, image, podman, tmp_path):
     """spyc inside the container launching the program (podman exec):
     the driver loads the agent from spyc's directory in the image, the
     channel is in the container's /dev/shm; every kernel the program
     launched is in the profile, on its launch's stack."""
-    if not os.path.exists(AGENT):
-        pytest.skip("the GPU agent was not built (no CUPTI headers)")
-    c = gpu_container(spyc, image, podman, tmp_path, "-launch")
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-launch")
     try:
         code, out, err = spyc_in(
             c, ["exec", "-e", "LD_LIBRARY_PATH=/opt/py/lib", c.name],
