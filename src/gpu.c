@@ -527,8 +527,9 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 	quiet = saved_quiet;
 	if (err) {
 		snprintf(msg, size,
-			 "cannot create a channel for the GPU agent%s%s",
-			 contained ? " in " : "", contained ? dir.inner : "");
+			 "cannot create a channel for the GPU agent%s%s: %s",
+			 contained ? " in " : "", contained ? dir.inner : "",
+			 strerror(-err));
 		err = -EIO;
 		goto fail;
 	}

@@ -72,7 +72,7 @@ static int create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid,
 	struct strbuf path = STRBUF_INIT;
 	size_t size = gpuchan_size(nr_slots);
 	void *mem = MAP_FAILED;
-	int fd = -1, ret = -1;
+	int fd = -1, ret = -EIO, err;
 
 	memset(c, 0, sizeof(*c));
 	c->dir_fd = -1;
@@ -87,31 +87,45 @@ static int create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid,
 			    0600);
 	}
 	if (fd < 0) {
+		ret = -errno;
 		error("cannot create a GPU channel file '%s': %s", path.buf,
 		      strerror(errno));
 		goto out;
 	}
 	if (uid != (uid_t)-1 && fchown(fd, uid, gid)) {
+		ret = -errno;
 		error("cannot give '%s' to uid %d: %s", path.buf, (int)uid,
 		      strerror(errno));
 		goto out;
 	}
-	if (ftruncate(fd, (off_t)size)) {
-		error("cannot size '%s': %s", path.buf, strerror(errno));
+	/*
+	 * The blocks reserved now, not as pages are first written: on a
+	 * full file system (a container's small /dev/shm) the agent's
+	 * first store into a page with none would raise SIGBUS in the
+	 * target.
+	 */
+	err = posix_fallocate(fd, 0, (off_t)size);
+	if (err) {
+		ret = -err;
+		error("cannot reserve %zu bytes for '%s': %s", size, path.buf,
+		      strerror(err));
 		goto out;
 	}
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED) {
+		ret = -errno;
 		error("cannot map '%s': %s", path.buf, strerror(errno));
 		goto out;
 	}
 	if (gpuchan_init_mem(c, mem, size, nr_slots)) {
+		ret = -EINVAL;
 		error("%u is not a valid number of GPU records", nr_slots);
 		goto out;
 	}
 	if (dir_fd >= 0) {
 		c->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
 		if (c->dir_fd < 0) {
+			ret = -errno;
 			error("cannot keep a GPU channel's directory: %s",
 			      strerror(errno));
 			goto out;

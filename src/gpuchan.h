@@ -49,14 +49,16 @@ struct gpuchan_state {
  * Create a channel file of nr_slots (a power of two) under /dev/shm
  * (else $TMPDIR, /tmp), mode 0600, lay it out and map it.  With uid not
  * (uid_t)-1 the file is given to uid:gid, so that a target of another
- * user may open it.  Returns 0, or -1 after reporting.
+ * user may open it.  Its blocks are reserved (a full file system fails
+ * here, not as the agent writes).  Returns 0, or a negative errno after
+ * reporting.
  */
 int gpuchan_create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid);
 /*
  * The same in the directory dir_fd, which the target sees as dir (a
  * directory under its own root: see targetdir.h), as "channel": path is
  * then the target's path, and dir_fd is duplicated until
- * gpuchan_unlink().  Returns 0, or -1 after reporting.
+ * gpuchan_unlink().  Returns 0, or a negative errno after reporting.
  */
 int gpuchan_create_in(struct gpuchan *c, uint32_t nr_slots, uid_t uid,
 		      gid_t gid, int dir_fd, const char *dir);

@@ -498,7 +498,8 @@ def fake_cuda(spyc):
     return fakegpu.build(spyc)
 
 
-def gpu_container(fake, image, podman, tmp_path, suffix, first=()):
+def gpu_container(fake, image, podman, tmp_path, suffix, first=(),
+                  options=()):
     """The GPU program running in a container until told to stop, with
     the fake CUDA (fake) at /fake and the program at /gpu/train.py (after
     /gpu/first.py and its arguments, with first)."""
@@ -512,7 +513,8 @@ def gpu_container(fake, image, podman, tmp_path, suffix, first=()):
     return start_container(
         podman, image, str(tmp_path), image.tag + suffix,
         report="report.json.ready",
-        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu], argv=argv)
+        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu], argv=argv,
+        options=options)
 
 
 def check_launch_stacks(res, out, truth):
@@ -682,6 +684,35 @@ def test_gpu_refused_in_one_line(spyc, image, podman, tmp_path):
         "No such file or directory, /dev/shm: mounted noexec); CPU profile "
         "only" % (c.pid, c.pid)], res.describe()
     assert "spinner" in " ".join(open(out).read().split(";")), res.describe()
+
+
+def test_gpu_channel_does_not_fit(spyc, fake_cuda, image, podman, tmp_path):
+    """The only place for spyc's files is a 1 MiB /tmp: the agent fits,
+    its 16 MiB channel does not.  One line says so; the program, which
+    the agent would have killed with SIGBUS writing to pages the file
+    system has no room for, goes on and ends as it should."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-full",
+                      options=["--read-only", "--read-only-tmpfs=false",
+                               "--tmpfs", "/tmp:rw,size=1m,exec"])
+    try:
+        res = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+                        str(tmp_path / "out.txt"), "--pid", c.pid],
+                       timeout=120)
+        leftovers = left_behind(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+        logs = podman.run("logs", c.name)
+    finally:
+        c.close()
+    assert res.returncode == 0, res.describe()
+    said = [l for l in res.stderr_lines if "--gpu" in l]
+    assert len(said) == 1 and re.match(
+        r"spyc: --gpu: cannot create a channel for the GPU agent in "
+        r"/tmp/spyc-\d+-\w+: No space left on device; CPU profile only$",
+        said[0]), res.describe()
+    assert leftovers == [], leftovers
+    assert logs == "", logs
 
 
 # A containerized parent that starts child Pythons, each spinning in a
