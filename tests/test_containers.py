@@ -560,7 +560,7 @@ def test_gpu_attach(spyc, fake_cuda, image, podman, tmp_path):
         res = spyc.run(["record", "--gpu", "--rate", "200", "--duration", 1,
                         "-o", out, "--pid", c.pid], timeout=120)
         leftovers = left_behind(c.pid)
-        again = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+        again = spyc.run(["record", "--gpu", "--duration", 0.2, "-o",
                           str(tmp_path / "again.txt"), "--pid", c.pid],
                          timeout=120)
         leftovers += left_behind(c.pid)
@@ -628,6 +628,38 @@ def test_gpu_attach_takes_no_symlink(spyc, fake_cuda, image, podman,
     assert leftovers == [], leftovers
 
 
+def test_gpu_sidecar(spyc, fake_cuda, image, podman, tmp_path):
+    """spyc in a sidecar (the target's pid namespace, a root of its own,
+    SYS_PTRACE) loads its agent into the target as from the host: the
+    target's root is not its own either."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-gpusidecar")
+    try:
+        code, out, err = spyc_in(
+            c, ["run", "--rm", "--pid", "container:" + c.name, "--cap-add",
+                "SYS_PTRACE", "-v", "%s:/out" % c.out, "-e",
+                "LD_LIBRARY_PATH=/opt/py/lib", image.tag],
+            "record", "--gpu", "--rate", "200", "--duration", 0.5, "-o",
+            "/out/sidecar.txt", "--pid", c.info["pid"])
+        leftovers = left_behind(c.pid)
+        assert_running(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+    finally:
+        c.close()
+    res = SpycResult(["spyc (in a sidecar)"], code, out, err)
+    assert code == 0, res.describe()
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d through "
+                            % c.info["pid"]) for l in res.stderr_lines), (
+        res.describe())
+    assert " 0 records lost" in err, res.describe()
+    assert leftovers == [], leftovers
+    with open(os.path.join(c.out, "report.json")) as f:
+        got = json.load(f)
+    check_launch_stacks(res, os.path.join(c.out, "sidecar.txt"),
+                        got["truth"])
+
+
 def test_gpu_launch_inside(spyc, fake_cuda, image, podman, tmp_path):
     """spyc inside the container launching the program (podman exec):
     the driver loads the agent from spyc's directory in the image, the
@@ -669,8 +701,8 @@ def test_gpu_refused_in_one_line(spyc, image, podman, tmp_path):
                         options=["--read-only", "--read-only-tmpfs=false"])
     try:
         out = str(tmp_path / "out.txt")
-        res = spyc.run(["record", "--gpu", "--pid", c.pid, "--duration", 1,
-                        "-o", out], timeout=60)
+        res = spyc.run(["record", "--gpu", "--pid", c.pid, "--duration",
+                        0.5, "-o", out], timeout=60)
         with open("/proc/%d/mountinfo" % c.pid) as f:
             mounts = f.read()
     finally:
@@ -774,7 +806,7 @@ def test_subprocesses(spyc, image, podman, tmp_path):
             inner[int(nspid.group(1).split()[-1])] = int(child)
         out = str(tmp_path / "tree.txt")
         res = spyc.run(["record", "--subprocesses", "--threads", "--duration",
-                        1, "-o", out, "--pid", c.pid], timeout=120)
+                        0.5, "-o", out, "--pid", c.pid], timeout=120)
     finally:
         with open(os.path.join(c.out, "report.json.stop"), "w"):
             pass
