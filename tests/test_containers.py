@@ -434,9 +434,9 @@ class Model(object):
         return [self.layer(i) for i in range(n)]
 
     def layer(self, i):
-        cupti.fake_launch(b"gemm_kernel", 100000, 7); here = traceback.extract_stack()
+        cupti.fake_launch(b"gemm_kernel", 100000, 7); here = None if seen else traceback.extract_stack()
         counts["gemm_kernel"] += 1
-        if "truth" not in seen:
+        if here is not None:
             seen["truth"] = [[f[2], f[1]] for f in here]
         return i
 
