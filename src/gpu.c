@@ -471,6 +471,7 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 	       char *msg, size_t size)
 {
 	struct targetdir dir = TARGETDIR_INIT;
+	struct strbuf path = STRBUF_INIT;
 	struct inject_result res;
 	char proc[64], why[384];
 	struct stat pst;
@@ -513,9 +514,8 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 					 (int)pid, dir.inner, strerror(-err));
 				goto fail;
 			}
-			load =
-			    xmalloc(strlen(dir.inner) + sizeof(AGENT_FILE) + 1);
-			sprintf(load, "%s/%s", dir.inner, AGENT_FILE);
+			strbuf_addf(&path, "%s/%s", dir.inner, AGENT_FILE);
+			load = strbuf_detach(&path);
 		}
 	} else {
 		load = xstrdup(agent);
