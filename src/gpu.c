@@ -15,6 +15,7 @@
 #include "inject.h"
 #include "proc.h"
 #include "remoteexec.h"
+#include "targetdir.h"
 #include "util.h"
 
 /* The agent's attach entry point (agent/agent.c). */
@@ -221,7 +222,8 @@ static int read_result(const char *dir, char *buf, size_t size)
 	return 0;
 }
 
-static void remove_remote_dir(const char *dir)
+/* Remove the script's files from dir, and dir itself with rm_dir. */
+static void remove_remote_files(const char *dir, int rm_dir)
 {
 	static const char *const names[] = {
 	    REMOTE_SCRIPT,	 REMOTE_TOKEN,	REMOTE_TOKEN_SPYC,
@@ -233,7 +235,8 @@ static void remove_remote_dir(const char *dir)
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		unlink(path);
 	}
-	rmdir(dir);
+	if (rm_dir)
+		rmdir(dir);
 }
 
 /* Where the script goes: shared memory if there is any, as the channel. */
@@ -247,46 +250,60 @@ static const char *remote_parent_dir(void)
 }
 
 /*
- * Make the directory, the token and the script for loading agent into
- * pid through PEP 768.  Returns 0 with dir set (the caller removes it),
- * or -errno.
+ * Write the token and the script for loading agent into pid through PEP
+ * 768 into dir (spyc's path to it; inner, the target's), and set script
+ * to the script's path as the target sees it.  Returns 0 or -errno.
+ */
+static int prepare_remote_files(const char *dir, const char *inner,
+				struct strbuf *script, const char *agent,
+				const char *channel)
+{
+	struct strbuf text = STRBUF_INIT, lit_dir = STRBUF_INIT;
+	struct strbuf lit_agent = STRBUF_INIT, lit_chan = STRBUF_INIT;
+	int err;
+
+	add_bytes_literal(&lit_dir, inner);
+	add_bytes_literal(&lit_agent, agent);
+	add_bytes_literal(&lit_chan, channel);
+	strbuf_addf(&text, remote_script_fmt, lit_dir.buf, lit_agent.buf,
+		    lit_chan.buf);
+	strbuf_addf(script, "%s/%s", inner, REMOTE_SCRIPT);
+	err = create_file(dir, REMOTE_TOKEN, "", 0644);
+	if (!err)
+		err = create_file(dir, REMOTE_SCRIPT, text.buf, 0644);
+	strbuf_release(&text);
+	strbuf_release(&lit_dir);
+	strbuf_release(&lit_agent);
+	strbuf_release(&lit_chan);
+	return err;
+}
+
+/*
+ * Make a directory of spyc's root, with the token and the script for
+ * loading agent into pid through PEP 768.  Returns 0 with dir set (the
+ * caller removes it), or -errno.
  */
 static int prepare_remote_dir(struct strbuf *dir, struct strbuf *script,
 			      pid_t pid, const char *agent, const char *channel,
 			      uid_t uid, gid_t gid)
 {
-	struct strbuf text = STRBUF_INIT, lit_dir = STRBUF_INIT;
-	struct strbuf lit_agent = STRBUF_INIT, lit_chan = STRBUF_INIT;
-	int err = 0;
+	int err;
 
 	strbuf_addf(dir, "%s/spyc-load-%d-XXXXXX", remote_parent_dir(),
 		    (int)pid);
 	if (!mkdtemp(dir->buf)) {
 		err = -errno;
 		strbuf_reset(dir);
-		goto out;
+		return err;
 	}
-	add_bytes_literal(&lit_dir, dir->buf);
-	add_bytes_literal(&lit_agent, agent);
-	add_bytes_literal(&lit_chan, channel);
-	strbuf_addf(&text, remote_script_fmt, lit_dir.buf, lit_agent.buf,
-		    lit_chan.buf);
-	strbuf_addf(script, "%s/%s", dir->buf, REMOTE_SCRIPT);
-	err = create_file(dir->buf, REMOTE_TOKEN, "", 0644);
-	if (!err)
-		err = create_file(dir->buf, REMOTE_SCRIPT, text.buf, 0644);
+	err = prepare_remote_files(dir->buf, dir->buf, script, agent, channel);
 	/* Last: the target's user must be able to rename in it. */
 	if (!err && uid != (uid_t)-1 && chown(dir->buf, uid, gid))
 		err = -errno;
 	if (err) {
-		remove_remote_dir(dir->buf);
+		remove_remote_files(dir->buf, 1);
 		strbuf_reset(dir);
 	}
-out:
-	strbuf_release(&text);
-	strbuf_release(&lit_dir);
-	strbuf_release(&lit_agent);
-	strbuf_release(&lit_chan);
 	return err;
 }
 
@@ -347,12 +364,15 @@ static int wait_remote_result(pid_t pid, const char *dir,
 }
 
 /*
- * Load agent into pid through PEP 768.  Returns 0 with *entry_ret set
- * (it was loaded); 1 with why set when it was not and will not be (the
- * token is spyc's: load it another way); or -errno with msg set when
- * the script has the token but the load failed.
+ * Load agent into pid through PEP 768, the script in a directory of
+ * spyc's (in, NULL), or in the one under the target's root (in, where
+ * agent and the channel are the target's paths).  Returns 0 with
+ * *entry_ret set (it was loaded); 1 with why set when it was not and
+ * will not be (the token is spyc's: load it another way); or -errno with
+ * msg set when the script has the token but the load failed.
  */
 static int load_by_remote_exec(pid_t pid, const char *agent,
+			       const struct targetdir *in,
 			       const struct gpuchan *chan, uid_t uid, gid_t gid,
 			       long *entry_ret, char *why, size_t why_size,
 			       char *msg, size_t size)
@@ -362,10 +382,16 @@ static int load_by_remote_exec(pid_t pid, const char *agent,
 	uint64_t deadline;
 	int err, ret = 1;
 
-	if (!realpath(agent, real))
+	if (in) {
+		strbuf_addstr(&dir, in->outer);
+		err = prepare_remote_files(dir.buf, in->inner, &script, agent,
+					   chan->path);
+	} else if (!realpath(agent, real)) {
 		return 1; /* inject_library() says why */
-	err =
-	    prepare_remote_dir(&dir, &script, pid, real, chan->path, uid, gid);
+	} else {
+		err = prepare_remote_dir(&dir, &script, pid, real, chan->path,
+					 uid, gid);
+	}
 	if (err) {
 		snprintf(why, why_size,
 			 "cannot write a script for pid %d to run: %s",
@@ -399,62 +425,126 @@ static int load_by_remote_exec(pid_t pid, const char *agent,
 	ret = wait_remote_result(pid, dir.buf, chan, entry_ret, msg, size);
 out:
 	if (dir.len)
-		remove_remote_dir(dir.buf);
+		remove_remote_files(dir.buf, !in);
 	strbuf_release(&dir);
 	strbuf_release(&script);
 	return ret;
+}
+
+/*
+ * The path (as pid sees it) of a spyc agent pid has already loaded, its
+ * file since removed or not, or NULL.  The caller frees it.  Loading
+ * that path again gives the library already loaded (the loader knows it
+ * by its name), as loading spyc's own agent again does for a target of
+ * spyc's root; a new copy would be a second agent.
+ */
+static char *loaded_agent(pid_t pid)
+{
+	static const char deleted[] = " (deleted)";
+	struct proc_maps maps = {0};
+	char *found = NULL;
+	size_t i;
+
+	if (proc_maps_load(&maps, pid))
+		return NULL;
+	for (i = 0; i < maps.nr && !found; i++) {
+		const char *path = maps.maps[i].path, *base;
+		size_t len;
+
+		if (!path || path[0] != '/')
+			continue;
+		base = strrchr(path, '/') + 1;
+		len = strlen(base);
+		if (len >= sizeof(deleted) - 1 &&
+		    !strcmp(base + len - (sizeof(deleted) - 1), deleted))
+			len -= sizeof(deleted) - 1;
+		if (len == strlen(AGENT_FILE) &&
+		    !strncmp(base, AGENT_FILE, len))
+			found = xstrndup(path, (size_t)(base - path) + len);
+	}
+	proc_maps_release(&maps);
+	return found;
 }
 
 int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 	       struct gpuchan_state *st, struct gpu_attach_result *how,
 	       char *msg, size_t size)
 {
+	struct targetdir dir = TARGETDIR_INIT;
+	struct strbuf path = STRBUF_INIT;
 	struct inject_result res;
-	char proc[64];
+	char proc[64], why[384];
 	struct stat pst;
 	uid_t uid = (uid_t)-1;
 	gid_t gid = (gid_t)-1;
 	long entry_ret = 0;
+	char *load = NULL;
 	int err, saved_quiet = quiet;
+	/*
+	 * A target with a root of its own (a container's) has neither
+	 * spyc's agent nor its /dev/shm: the agent, the channel and the
+	 * script go into a directory under its root, by their paths there.
+	 */
+	int contained = proc_has_other_root(pid);
 
+	memset(chan, 0, sizeof(*chan));
 	memset(how, 0, sizeof(*how));
 	how->way = GPU_LOADED_PTRACE;
-	/*
-	 * The agent, the script and the channel are files of spyc's root:
-	 * a target with a root of its own (a container's) has none of them.
-	 */
-	if (proc_has_other_root(pid)) {
-		snprintf(msg, size,
-			 "pid %d runs in a container (its root is not "
-			 "spyc's): the GPU agent cannot be loaded into it from "
-			 "outside yet; run spyc inside the container",
-			 (int)pid);
-		return -EXDEV;
-	}
 	/* As root, give the channel to the target's user: it opens it. */
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
 	if (!geteuid() && !stat(proc, &pst) && pst.st_uid) {
 		uid = pst.st_uid;
 		gid = pst.st_gid;
 	}
+	if (contained) {
+		load = loaded_agent(pid);
+		err = targetdir_make(&dir, pid, !load, uid, gid, why,
+				     sizeof(why));
+		if (err) {
+			snprintf(msg, size, "pid %d runs in a container: %s",
+				 (int)pid, why);
+			goto fail;
+		}
+		if (!load) {
+			err = targetdir_copy(&dir, AGENT_FILE, agent);
+			if (err) {
+				snprintf(msg, size,
+					 "cannot copy the GPU agent into "
+					 "pid %d's root (%s): %s",
+					 (int)pid, dir.inner, strerror(-err));
+				goto fail;
+			}
+			strbuf_addf(&path, "%s/%s", dir.inner, AGENT_FILE);
+			load = strbuf_detach(&path);
+		}
+	} else {
+		load = xstrdup(agent);
+	}
 	quiet = 1;
-	err = gpuchan_create(chan, GPUCHAN_DEFAULT_SLOTS, uid, gid);
+	err = contained ? gpuchan_create_in(chan, GPUCHAN_DEFAULT_SLOTS, uid,
+					    gid, dir.fd, dir.inner)
+			: gpuchan_create(chan, GPUCHAN_DEFAULT_SLOTS, uid, gid);
 	quiet = saved_quiet;
 	if (err) {
 		snprintf(msg, size,
-			 "cannot create a channel for the GPU agent");
-		return -EIO;
+			 "cannot create a channel for the GPU agent%s%s: %s",
+			 contained ? " in " : "", contained ? dir.inner : "",
+			 strerror(-err));
+		err = -EIO;
+		goto fail;
 	}
-	err = load_by_remote_exec(pid, agent, chan, uid, gid, &entry_ret,
-				  how->why_not_pep768,
+	err = load_by_remote_exec(pid, load, contained ? &dir : NULL, chan, uid,
+				  gid, &entry_ret, how->why_not_pep768,
 				  sizeof(how->why_not_pep768), msg, size);
 	if (err < 0)
 		goto fail;
 	if (!err) {
 		how->way = GPU_LOADED_PEP768;
 	} else {
-		err =
-		    inject_library(pid, agent, AGENT_ATTACH, chan->path, &res);
+		err = contained ? inject_library_as_seen(
+				      pid, load, AGENT_ATTACH, chan->path, &res)
+				: inject_library(pid, load, AGENT_ATTACH,
+						 chan->path, &res);
 		if (err) {
 			snprintf(msg, size, "%s", res.message);
 			goto fail;
@@ -468,16 +558,23 @@ int gpu_attach(pid_t pid, const char *agent, struct gpuchan *chan,
 			 chan->path, strerror((int)-entry_ret));
 		goto fail;
 	}
-	/* Both sides have it mapped now: the name is no longer needed. */
+	/*
+	 * Both sides have them mapped now: the names are no longer needed,
+	 * nor anything spyc put under the target's root.
+	 */
 	gpuchan_unlink(chan);
+	targetdir_remove(&dir);
+	free(load);
 	if (gpuchan_state(chan, st)) {
-		err = -EINVAL;
 		snprintf(msg, size, "the GPU agent in pid %d wrote garbage",
 			 (int)pid);
-		goto fail;
+		gpuchan_release(chan);
+		return -EINVAL;
 	}
 	return 0;
 fail:
 	gpuchan_release(chan);
+	targetdir_remove(&dir);
+	free(load);
 	return err;
 }

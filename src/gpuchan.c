@@ -59,39 +59,78 @@ static const char *channel_dir(void)
 	return tmp && *tmp ? tmp : "/tmp";
 }
 
-int gpuchan_create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid)
+/* The file's name in a directory of the target's root. */
+#define CHANNEL_NAME "channel"
+
+/*
+ * Create the file: under channel_dir() with dir_fd -1, else as
+ * CHANNEL_NAME in dir_fd (dir, as the target sees it).
+ */
+static int create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid,
+		  int dir_fd, const char *dir)
 {
 	struct strbuf path = STRBUF_INIT;
 	size_t size = gpuchan_size(nr_slots);
 	void *mem = MAP_FAILED;
-	int fd = -1, ret = -1;
+	int fd = -1, ret = -EIO, err;
 
 	memset(c, 0, sizeof(*c));
-	strbuf_addf(&path, "%s/spyc-gpu-%d-XXXXXX", channel_dir(),
-		    (int)getpid());
-	fd = mkostemp(path.buf, O_CLOEXEC);
+	c->dir_fd = -1;
+	if (dir_fd < 0) {
+		strbuf_addf(&path, "%s/spyc-gpu-%d-XXXXXX", channel_dir(),
+			    (int)getpid());
+		fd = mkostemp(path.buf, O_CLOEXEC);
+	} else {
+		strbuf_addf(&path, "%s/" CHANNEL_NAME, dir);
+		fd = openat(dir_fd, CHANNEL_NAME,
+			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+	}
 	if (fd < 0) {
+		ret = -errno;
 		error("cannot create a GPU channel file '%s': %s", path.buf,
 		      strerror(errno));
 		goto out;
 	}
 	if (uid != (uid_t)-1 && fchown(fd, uid, gid)) {
+		ret = -errno;
 		error("cannot give '%s' to uid %d: %s", path.buf, (int)uid,
 		      strerror(errno));
 		goto out;
 	}
-	if (ftruncate(fd, (off_t)size)) {
-		error("cannot size '%s': %s", path.buf, strerror(errno));
+	/*
+	 * The blocks reserved now, not as pages are first written: on a
+	 * full file system (a container's small /dev/shm) the agent's
+	 * first store into a page with none would raise SIGBUS in the
+	 * target.
+	 */
+	err = posix_fallocate(fd, 0, (off_t)size);
+	if (err) {
+		ret = -err;
+		error("cannot reserve %zu bytes for '%s': %s", size, path.buf,
+		      strerror(err));
 		goto out;
 	}
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED) {
+		ret = -errno;
 		error("cannot map '%s': %s", path.buf, strerror(errno));
 		goto out;
 	}
 	if (gpuchan_init_mem(c, mem, size, nr_slots)) {
+		ret = -EINVAL;
 		error("%u is not a valid number of GPU records", nr_slots);
 		goto out;
+	}
+	if (dir_fd >= 0) {
+		c->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+		if (c->dir_fd < 0) {
+			ret = -errno;
+			error("cannot keep a GPU channel's directory: %s",
+			      strerror(errno));
+			goto out;
+		}
+		c->name = xstrdup(CHANNEL_NAME);
 	}
 	c->owns_map = 1;
 	c->path = strbuf_detach(&path);
@@ -102,18 +141,42 @@ out:
 		munmap(mem, size);
 	if (fd >= 0)
 		close(fd);
-	if (ret && path.len)
-		unlink(path.buf);
+	if (ret && fd >= 0) {
+		if (dir_fd >= 0)
+			unlinkat(dir_fd, CHANNEL_NAME, 0);
+		else
+			unlink(path.buf);
+	}
+	if (ret)
+		memset(c, 0, sizeof(*c));
 	strbuf_release(&path);
 	return ret;
 }
 
+int gpuchan_create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid)
+{
+	return create(c, nr_slots, uid, gid, -1, NULL);
+}
+
+int gpuchan_create_in(struct gpuchan *c, uint32_t nr_slots, uid_t uid,
+		      gid_t gid, int dir_fd, const char *dir)
+{
+	return create(c, nr_slots, uid, gid, dir_fd, dir);
+}
+
 void gpuchan_unlink(struct gpuchan *c)
 {
-	if (c->path)
+	if (c->name) {
+		/* Never c->path: that is the target's, not spyc's. */
+		unlinkat(c->dir_fd, c->name, 0);
+		close(c->dir_fd);
+	} else if (c->path) {
 		unlink(c->path);
+	}
 	free(c->path);
-	c->path = NULL;
+	free(c->name);
+	c->path = c->name = NULL;
+	c->dir_fd = -1;
 }
 
 void gpuchan_release(struct gpuchan *c)

@@ -10,7 +10,13 @@
 #include "gpuchan-layout.h"
 
 struct gpuchan {
-	char *path;   /* the file, until gpuchan_unlink(); else NULL */
+	char *path; /* the file, until gpuchan_unlink(); else NULL */
+	/*
+	 * Made by gpuchan_create_in(): its name in dir_fd (spyc's way to it),
+	 * path being the target's; else NULL.
+	 */
+	char *name;
+	int dir_fd;
 	void *mem;    /* the mapping (or the caller's memory) */
 	size_t size;  /* its length */
 	int owns_map; /* mem was mapped here */
@@ -47,9 +53,19 @@ struct gpuchan_state {
  * Create a channel file of nr_slots (a power of two) under /dev/shm
  * (else $TMPDIR, /tmp), mode 0600, lay it out and map it.  With uid not
  * (uid_t)-1 the file is given to uid:gid, so that a target of another
- * user may open it.  Returns 0, or -1 after reporting.
+ * user may open it.  Its blocks are reserved (a full file system fails
+ * here, not as the agent writes).  Returns 0, or a negative errno after
+ * reporting.
  */
 int gpuchan_create(struct gpuchan *c, uint32_t nr_slots, uid_t uid, gid_t gid);
+/*
+ * The same in the directory dir_fd, which the target sees as dir (a
+ * directory under its own root: see targetdir.h), as "channel": path is
+ * then the target's path, and dir_fd is duplicated until
+ * gpuchan_unlink().  Returns 0, or a negative errno after reporting.
+ */
+int gpuchan_create_in(struct gpuchan *c, uint32_t nr_slots, uid_t uid,
+		      gid_t gid, int dir_fd, const char *dir);
 /*
  * Lay a channel of nr_slots out in the caller's memory (size bytes, at
  * least gpuchan_size(nr_slots)), which stays the caller's.  For unit

@@ -53,6 +53,7 @@ void gpusession_release(struct gpusession *gs)
 	if (channel_to_unlink == &gs->chan)
 		channel_to_unlink = NULL;
 	gpuchan_release(&gs->chan);
+	tidmap_release(&gs->tids);
 	free(gs->buf);
 	gs->buf = NULL;
 	gs->on = 0;
@@ -91,6 +92,7 @@ int gpusession_attach(struct gpusession *gs, pid_t pid, const char *agent,
 	gs->buf = xmalloc(GPUSESSION_BATCH * sizeof(*gs->buf));
 	gs->on = 1;
 	gs->attached = 1;
+	tidmap_init(&gs->tids, pid);
 	return 0;
 }
 
@@ -107,6 +109,27 @@ void gpusession_describe_load(const struct gpusession *gs, pid_t pid,
 	else
 		strbuf_addf(sb, "agent loaded into pid %d through %s", (int)pid,
 			    gpu_load_way_name(how->way));
+}
+
+/*
+ * A record's thread and process ids, the target's own (CUPTI's gettid()
+ * and getpid() in its pid namespace), as spyc's: what samples go by.  An
+ * id no task of the target has any more is left as it is.
+ */
+static void map_ids(struct tidmap *m, struct gpu_record *rec)
+{
+	uint32_t *tid = NULL;
+	long outer;
+
+	if (rec->type == GPU_REC_API) {
+		tid = &rec->u.api.tid;
+		if (rec->u.api.pid == (uint32_t)m->inner_pid)
+			rec->u.api.pid = (uint32_t)m->pid;
+	} else if (rec->type == GPU_REC_STACK) {
+		tid = &rec->u.stack.tid;
+	}
+	if (tid && (outer = tidmap_outer(m, (long)*tid)) > 0)
+		*tid = (uint32_t)outer;
 }
 
 size_t gpusession_drain(struct gpusession *gs, size_t max)
@@ -127,8 +150,11 @@ size_t gpusession_drain(struct gpusession *gs, size_t max)
 			gs->on = 0;
 			break;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			if (gs->tids.nested)
+				map_ids(&gs->tids, &gs->buf[i]);
 			gs->fn(gs->ctx, &gs->buf[i]);
+		}
 		done += (size_t)n;
 		if (n < GPUSESSION_BATCH)
 			break;

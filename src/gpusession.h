@@ -8,6 +8,7 @@
 
 #include "gpu.h"
 #include "gpuchan.h"
+#include "tidmap.h"
 
 struct strbuf;
 
@@ -25,6 +26,11 @@ struct gpusession {
 	int on;	      /* the channel is there to drain */
 	int attached; /* --pid: the agent collects in the target */
 	struct gpu_attach_result how;
+	/*
+	 * --pid: the target's ids, which CUPTI and the agent write as the
+	 * target sees them (a container's), mapped to spyc's.
+	 */
+	struct tidmap tids;
 	/* Why the channel stopped being read (it was overwritten), or NULL. */
 	const char *broken;
 	/* Say so on standard error when the channel breaks (not top). */

@@ -417,8 +417,12 @@ static void remote_dlerror(struct hijack *h, uint64_t dlerror_at, char *buf,
 	snprintf(buf, size, "dlerror() unreadable");
 }
 
-int inject_library(pid_t pid, const char *library, const char *entry,
-		   const char *arg, struct inject_result *res)
+/*
+ * inject_library(), with library resolved here (resolve) or taken as the
+ * target's own path.
+ */
+static int inject(pid_t pid, const char *library, int resolve,
+		  const char *entry, const char *arg, struct inject_result *res)
 {
 	struct proc_maps maps = {0};
 	struct safepoint sp = {0};
@@ -431,14 +435,14 @@ int inject_library(pid_t pid, const char *library, const char *entry,
 	memset(&h, 0, sizeof(h));
 	if (!proc_alive(pid))
 		return fail(res, -ESRCH, "no process with pid %d", (int)pid);
-	path = realpath(library, NULL);
+	path = resolve ? realpath(library, NULL) : xstrdup(library);
 	if (!path) {
 		err = fail(res, -ENOENT, "cannot find '%s': %s", library,
 			   strerror(errno));
 		goto out;
 	}
 	visible = proc_file_path(pid, path);
-	if (access(visible, R_OK)) {
+	if (resolve && access(visible, R_OK)) {
 		err = proc_alive(pid)
 			  ? fail(res, -ENOENT,
 				 "'%s' is not visible to pid %d (another "
@@ -511,7 +515,25 @@ out:
 	return err;
 }
 
+int inject_library(pid_t pid, const char *library, const char *entry,
+		   const char *arg, struct inject_result *res)
+{
+	return inject(pid, library, 1, entry, arg, res);
+}
+
+int inject_library_as_seen(pid_t pid, const char *library, const char *entry,
+			   const char *arg, struct inject_result *res)
+{
+	return inject(pid, library, 0, entry, arg, res);
+}
+
 #else
+
+int inject_library_as_seen(pid_t pid, const char *library, const char *entry,
+			   const char *arg, struct inject_result *res)
+{
+	return inject_library(pid, library, entry, arg, res);
+}
 
 int inject_library(pid_t pid, const char *library, const char *entry,
 		   const char *arg, struct inject_result *res)

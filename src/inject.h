@@ -11,10 +11,10 @@
 #include <sys/types.h>
 
 struct inject_result {
-	uint64_t handle;  /* what dlopen returned in the target */
-	long tid;	  /* the thread that made the calls */
-	int entry_called; /* entry was found and returned */
-	long entry_ret;	  /* what it returned (an int, sign-extended) */
+	uint64_t handle;   /* what dlopen returned in the target */
+	long tid;	   /* the thread that made the calls */
+	int entry_called;  /* entry was found and returned */
+	long entry_ret;	   /* what it returned (an int, sign-extended) */
 	char message[512]; /* on failure, one line saying why */
 };
 
@@ -43,5 +43,14 @@ struct inject_result {
  */
 int inject_library(pid_t pid, const char *library, const char *entry,
 		   const char *arg, struct inject_result *res);
+
+/*
+ * The same with library the target's own path to the file, taken as it
+ * is (not resolved in spyc's root): a file spyc put under a container's
+ * root, or a library the target has already loaded (dlopen then returns
+ * it, whether or not its file is still there).
+ */
+int inject_library_as_seen(pid_t pid, const char *library, const char *entry,
+			   const char *arg, struct inject_result *res);
 
 #endif

@@ -2,6 +2,7 @@
 /* Where a library a target has mapped keeps a symbol, in the target. */
 #include "remotesym.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,15 @@ const char *remotesym_library(const struct proc_maps *maps, const char *prefix)
 	return NULL;
 }
 
+/* Whether a path of /proc/PID/maps is path, or path since deleted. */
+static int same_file(const char *mapped, const char *path)
+{
+	size_t len = strlen(path);
+
+	return !strncmp(mapped, path, len) &&
+	       (!mapped[len] || !strcmp(mapped + len, " (deleted)"));
+}
+
 int remotesym_lookup(pid_t pid, const struct proc_maps *maps, const char *path,
 		     const char *name, uint64_t *addr, uint64_t *size)
 {
@@ -35,13 +45,23 @@ int remotesym_lookup(pid_t pid, const struct proc_maps *maps, const char *path,
 	size_t i;
 
 	for (i = 0; i < maps->nr; i++)
-		if (maps->maps[i].path && !strcmp(maps->maps[i].path, path) &&
+		if (maps->maps[i].path && same_file(maps->maps[i].path, path) &&
 		    maps->maps[i].offset == 0) {
 			base = maps->maps[i].start;
 			break;
 		}
 	quiet = 1;
-	if (base && !elfsym_open(&es, file)) {
+	if (base && elfsym_open(&es, file)) {
+		/* Its file is gone: the mapping is still the file. */
+		free(file);
+		file = xmalloc(96);
+		snprintf(file, 96, "/proc/%d/map_files/%llx-%llx", (int)pid,
+			 (unsigned long long)maps->maps[i].start,
+			 (unsigned long long)maps->maps[i].end);
+		if (elfsym_open(&es, file))
+			base = 0;
+	}
+	if (base) {
 		if (!elfsym_lookup_sized(&es, name, &value, &sz)) {
 			*addr = value + elfsym_bias(&es, base);
 			if (size)

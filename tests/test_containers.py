@@ -21,8 +21,13 @@ import time
 
 import pytest
 
+import fakegpu
 import pyfind
-from conftest import AGENT, REPORT_TIMEOUT, TARGETS, decode
+from conftest import (AGENT, REPORT_TIMEOUT, TARGETS, SpycResult,
+                      assert_running, decode)
+from fakegpu import PROLOGUE
+from test_gpu_fake import folded_gpu_stacks, gpu_summary
+from test_subprocesses import folded_by_pid
 from test_threads import folded, frame_text, share
 
 # What this machine's podman needs (runc: crun refuses its cgroups; its
@@ -125,7 +130,9 @@ def make_image(podman, python, workdir, name, spyc_path):
     /usr/local/bin/spyc; returns the path of its interpreter inside."""
     out = subprocess.check_output(
         [python.path, "-c", "import sys; print(sys.prefix)"])
-    prefix = decode(out).strip()
+    # Resolved as the interpreter's path is: a prefix reached through a
+    # symbolic link would put the interpreter outside /opt/py.
+    prefix = os.path.realpath(decode(out).strip())
     root = os.path.join(workdir, "rootfs")
     shutil.copytree(prefix, os.path.join(root, "opt", "py"), symlinks=True,
                     ignore=shutil.ignore_patterns(*NOT_COPIED))
@@ -134,6 +141,11 @@ def make_image(podman, python, workdir, name, spyc_path):
     os.makedirs(os.path.join(root, "usr", "local", "bin"))
     shutil.copy2(spyc_path, os.path.join(root, "usr", "local", "bin", "spyc"))
     elves = [python.realpath, spyc_path]
+    if os.path.exists(AGENT):
+        # Beside spyc, where it looks for it.
+        shutil.copy2(AGENT, os.path.join(root, "usr", "local", "bin",
+                                         os.path.basename(AGENT)))
+        elves.append(AGENT)
     for top, _, files in os.walk(os.path.join(root, "opt", "py")):
         elves += [os.path.join(top, f) for f in files if ".so" in f]
     for lib in libraries(elves):
@@ -164,26 +176,46 @@ def remove_container(podman, name, pid=None):
             pass
 
 
-class Container(object):
-    """states.py running in a container; what it reported."""
+def wait_for_file(podman, name, path):
+    """Wait for the container name's program to write path; fail at once
+    should it end first."""
+    deadline = time.time() + REPORT_TIMEOUT
+    next_look = time.time() + 1
+    while not os.path.exists(path):
+        now = time.time()
+        gone = now > next_look and podman.run(
+            "inspect", "--format", "{{.State.Running}}", name) != "true"
+        if gone and os.path.exists(path):
+            break
+        if gone or now > deadline:
+            pytest.fail("the program in the container did not write %s%s:"
+                        "\n%s" % (path, " (it ended)" if gone else "",
+                                   podman.run("logs", name)))
+        if now > next_look:
+            next_look = now + 1
+        time.sleep(0.05)
 
-    def __init__(self, podman, image, exe, workdir, name):
+
+class Container(object):
+    """A program running in a container (states.py unless told), its
+    /out a directory of the test's; what it reported in /out/REPORT."""
+
+    def __init__(self, podman, image, exe, workdir, name, argv=None,
+                 volumes=(), report="report.json", options=()):
         self.podman = podman
         self.name = name
-        out = os.path.join(workdir, "out")
-        os.makedirs(out)
-        podman.run("run", "-d", "--name", name,
-                   "-v", "%s:/targets:ro" % TARGETS, "-v", "%s:/out" % out,
-                   "-e", "LD_LIBRARY_PATH=/opt/py/lib", image,
-                   exe, "/targets/states.py", "/out/report.json")
-        report = os.path.join(out, "report.json")
-        deadline = time.time() + REPORT_TIMEOUT
-        while not os.path.exists(report):
-            if time.time() > deadline:
-                pytest.fail("states.py in the container did not report:\n" +
-                            podman.run("logs", name))
-            time.sleep(0.1)
-        with open(report) as f:
+        self.pid = None
+        self.out = os.path.join(workdir, "out")
+        os.makedirs(self.out)
+        mounts = ["-v", "%s:/targets:ro" % TARGETS,
+                  "-v", "%s:/out" % self.out]
+        for v in volumes:
+            mounts += ["-v", v]
+        podman.run(*(["run", "-d", "--name", name] + list(options) + mounts +
+                     ["-e", "LD_LIBRARY_PATH=/opt/py/lib", image, exe] +
+                     (argv or ["/targets/states.py", "/out/report.json"])))
+        wait_for_file(podman, name, os.path.join(self.out, report))
+        with open(os.path.join(self.out, report)) as f:
             self.info = json.load(f)
         self.pid = int(podman.run("inspect", "--format", "{{.State.Pid}}",
                                   name))
@@ -202,18 +234,40 @@ class Container(object):
         remove_container(self.podman, self.name, self.pid)
 
 
+class Image(object):
+    """An image made from a CPython of this machine: its tag, the path of
+    its interpreter inside, and that CPython."""
+
+    def __init__(self, tag, exe, python):
+        self.tag, self.exe, self.python = tag, exe, python
+
+
 @pytest.fixture(scope="module", params=VERSIONS)
-def container(request, podman, spyc, tmp_path_factory):
+def image(request, podman, spyc, tmp_path_factory):
     python = find_slot(request.param)
-    workdir = str(tmp_path_factory.mktemp("container"))
+    workdir = str(tmp_path_factory.mktemp("image"))
     tag = "spyc-test-%s" % python.minor.replace(".", "")
     exe = make_image(podman, python, workdir, tag, spyc.path)
+    yield Image(tag, exe, python)
+    subprocess.run(podman.argv + ["rmi", "--force", tag], env=podman.env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=PODMAN_TIMEOUT)
+
+
+def start_container(podman, image, workdir, name, **kw):
+    """A Container, removed should its start fail."""
     try:
-        c = Container(podman, tag, exe, workdir, tag + "-states")
+        return Container(podman, image.tag, image.exe, workdir, name, **kw)
     except BaseException:
-        remove_container(podman, tag + "-states")
+        remove_container(podman, name)
         raise
-    c.image = tag
+
+
+@pytest.fixture(scope="module")
+def container(image, podman, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("container"))
+    c = start_container(podman, image, workdir, image.tag + "-states")
+    c.image = image.tag
     yield c
     c.close()
 
@@ -314,10 +368,11 @@ def test_record_idle_filter(spyc, container, tmp_path):
 DUMP_TRIES = 3
 
 
-def spyc_in(container, where, *args):
+def spyc_in(container, where, *args, **kw):
     """Run spyc in a container (podman exec, or a podman run of the
-    image with more arguments): (exit code, stdout, stderr)."""
-    for _ in range(DUMP_TRIES):
+    image with more arguments), again on exit 1 up to tries times
+    (DUMP_TRIES unless told): (exit code, stdout, stderr)."""
+    for _ in range(kw.get("tries", DUMP_TRIES)):
         res = subprocess.run(container.podman.argv + where +
                              ["/usr/local/bin/spyc"] + [str(a) for a in args],
                              env=container.podman.env, stdout=subprocess.PIPE,
@@ -362,19 +417,414 @@ def test_sidecar(container):
     assert "native frames unmerged" not in out, describe
 
 
-def test_gpu_refused_in_one_line(spyc, container, tmp_path):
-    """--gpu into a container is not done yet: one line says so and why,
+# The GPU program in the container: the fake CUDA driver and CUPTI
+# (tests/fakecuda, mounted at /fake) loaded as a CUDA program loads the
+# real ones (in launch mode the "driver" starts spyc's agent), then
+# kernels launched from a known stack until the test says stop, or for
+# STEPS steps; its own traceback at a launch is the truth to compare with.
+GPU_PROGRAM = PROLOGUE + r"""
+report = sys.argv[2]
+steps = int(sys.argv[3]) if len(sys.argv) > 3 else -1
+if os.environ.get("CUDA_INJECTION64_PATH"):
+    ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+seen = {}
+counts = {"gemm_kernel": 0}
+
+class Model(object):
+    def forward(self, n):
+        return [self.layer(i) for i in range(n)]
+
+    def layer(self, i):
+        cupti.fake_launch(b"gemm_kernel", 100000, 7); here = None if seen else traceback.extract_stack()
+        counts["gemm_kernel"] += 1
+        if here is not None:
+            seen["truth"] = [[f[2], f[1]] for f in here]
+        return i
+
+def train(model):
+    n = 0
+    while not os.path.exists(report + ".stop") and n != steps:
+        n += 1
+        model.forward(2)
+        s = time.time()
+        while time.time() - s < 0.001:
+            pass
+
+def publish(path, doc):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.rename(path + ".tmp", path)
+
+publish(report + ".ready", {"pid": os.getpid()})
+train(Model())
+publish(report, {"truth": seen["truth"], "counts": counts})
+"""
+
+# Where spyc may put its files under a container's root.
+SPYC_DIRS = ("tmp", "var/tmp", "dev/shm")
+
+
+def left_behind(pid):
+    """What of spyc's is under pid's root."""
+    found = []
+    for d in SPYC_DIRS:
+        try:
+            names = os.listdir("/proc/%d/root/%s" % (pid, d))
+        except OSError:
+            continue
+        found += ["/%s/%s" % (d, n) for n in names if n.startswith("spyc")]
+    return found
+
+
+AGENT_MAPPED = re.compile(r"/spyc-agent\.so( \(deleted\))?$")
+
+
+# Run first by the program in test_gpu_attach_takes_no_symlink: its /tmp
+# made a symbolic link to a directory of the host (argv[1]), /var/tmp
+# made; then the GPU program.
+SYMLINKED_TMP = r"""
+import os, runpy, sys
+os.rmdir("/tmp")
+os.symlink(sys.argv[1], "/tmp")
+os.makedirs("/var/tmp", exist_ok=True)
+sys.argv = ["/gpu/train.py"] + sys.argv[2:]
+runpy.run_path("/gpu/train.py", run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(spyc):
+    if not os.path.exists(AGENT):
+        pytest.skip("the GPU agent was not built (no CUPTI headers)")
+    return fakegpu.build(spyc)
+
+
+def gpu_container(fake, image, podman, tmp_path, suffix, first=(),
+                  options=()):
+    """The GPU program running in a container until told to stop, with
+    the fake CUDA (fake) at /fake and the program at /gpu/train.py (after
+    /gpu/first.py and its arguments, with first)."""
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    (gpu / "train.py").write_text(GPU_PROGRAM)
+    (gpu / "first.py").write_text(SYMLINKED_TMP)
+    argv = ["/gpu/train.py", "/fake", "/out/report.json"]
+    if first:
+        argv = ["/gpu/first.py"] + list(first) + argv[1:]
+    return start_container(
+        podman, image, str(tmp_path), image.tag + suffix,
+        report="report.json.ready",
+        volumes=["%s:/fake:ro" % fake, "%s:/gpu:ro" % gpu], argv=argv,
+        options=options)
+
+
+def check_launch_stacks(res, out, truth):
+    """The GPU stacks of the folded profile out: those of gemm_kernel,
+    and those of them that are exact, each as the program's truth says
+    (its traceback, but the innermost line: the launch's)."""
+    truth = [tuple(f) for f in truth]
+    truth[-1] = (truth[-1][0], [i for i, l in enumerate(
+        GPU_PROGRAM.splitlines(), 1) if "fake_launch(b\"gemm" in l][0])
+    with open(out) as f:
+        stacks = folded_gpu_stacks(f.read())
+    gemm = dict((k, w) for k, w in stacks.items() if k[2] == "gemm_kernel")
+    exact = dict((k, w) for k, w in gemm.items()
+                 if k[0] == "[GPU time, by the Python stack of the launch]")
+    assert exact, "no kernel on its launch's stack\n" + res.describe()
+    for (root, frames, leaf), weight in exact.items():
+        # Paths are the container's; methods by their qualified name.
+        names = [(n.rsplit(".", 1)[-1], l) for n, l in frames]
+        assert names == truth, (frames, truth)
+    return gemm, exact
+
+
+def loaded_agents(pid):
+    """The (device, inode) of each spyc-agent.so file pid has mapped."""
+    found = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and AGENT_MAPPED.search(fields[5].strip()):
+                found.add((fields[3], fields[4]))
+    return found
+
+
+def test_gpu_attach(spyc, fake_cuda, image, podman, tmp_path):
+    """spyc on the host loads its agent into a containerized program
+    (PEP 768 from 3.14, ptrace before) through a directory it makes
+    under the container's root, and reads the channel it made there: each
+    kernel is on the Python stack that launched it, as the program's own
+    traceback says; nothing of spyc's is left in the container."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-gpu")
+    try:
+        out = str(tmp_path / "out.txt")
+        res = spyc.run(["record", "--gpu", "--rate", "200", "--duration", 1,
+                        "-o", out, "--pid", c.pid], timeout=120)
+        leftovers = left_behind(c.pid)
+        again = spyc.run(["record", "--gpu", "--duration", 0.2, "-o",
+                          str(tmp_path / "again.txt"), "--pid", c.pid],
+                         timeout=120)
+        leftovers += left_behind(c.pid)
+        agent_files = loaded_agents(c.pid)
+        assert_running(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+        logs = podman.run("logs", c.name)
+    finally:
+        c.close()
+    assert res.returncode == 0, res.describe()
+    version = tuple(int(v) for v in image.python.minor.split("."))
+    way = "PEP 768" if version >= (3, 14) else "ptrace"
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d through "
+                            "%s" % (c.pid, way)) for l in res.stderr_lines), (
+        res.describe())
+    assert " 0 records lost" in res.stderr, res.describe()
+    assert leftovers == [], leftovers
+    # Once loaded, the agent is the same library for a later spyc (as it
+    # is on the host): no second copy loaded.
+    assert again.returncode == 0, again.describe()
+    assert "the agent already reports to another spyc (already-attached" \
+        in again.stderr, again.describe()
+    assert len(agent_files) == 1, agent_files
+    assert logs == "", logs
+    with open(os.path.join(c.out, "report.json")) as f:
+        got = json.load(f)
+    gemm, exact = check_launch_stacks(res, out, got["truth"])
+    # 100 us each: the fake's times are exact.  Kernels launched before
+    # spyc knew the interpreter go by the launching thread's samples,
+    # found by its host id (CUPTI gives the container's).
+    calls = gpu_summary(res)["gemm_kernel"][0]
+    assert sum(gemm.values()) == 100 * calls, gemm
+    assert 0 < calls < got["counts"]["gemm_kernel"], (calls, got["counts"])
+    assert not [k for k in gemm if k[0] ==
+                "[GPU time, no CPU sample of the launching thread]"], gemm
+
+
+def test_gpu_attach_takes_no_symlink(spyc, fake_cuda, image, podman,
+                                     tmp_path):
+    """A container whose /tmp is a symbolic link to an absolute path
+    (followed through /proc/PID/root, it would lead into the host's
+    root): spyc does not take it, and loads the agent through /var/tmp;
+    nothing is written to the host's directory of that path."""
+    host_dir = tmp_path / "host-side"
+    host_dir.mkdir()
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-symlink",
+                      first=[str(host_dir)])
+    try:
+        assert os.readlink("/proc/%d/root/tmp" % c.pid) == str(host_dir)
+        res = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+                        str(tmp_path / "out.txt"), "--pid", c.pid],
+                       timeout=120)
+        leftovers = left_behind(c.pid)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    assert res.returncode == 0, res.describe()
+    assert os.listdir(str(host_dir)) == [], os.listdir(str(host_dir))
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d" % c.pid)
+               for l in res.stderr_lines), res.describe()
+    assert "gemm_kernel" in gpu_summary(res), res.describe()
+    assert leftovers == [], leftovers
+
+
+def test_gpu_sidecar(spyc, fake_cuda, image, podman, tmp_path):
+    """spyc in a sidecar (the target's pid namespace, a root of its own,
+    SYS_PTRACE) loads its agent into the target as from the host: the
+    target's root is not its own either."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-gpusidecar")
+    try:
+        code, out, err = spyc_in(
+            c, ["run", "--rm", "--pid", "container:" + c.name, "--cap-add",
+                "SYS_PTRACE", "-v", "%s:/out" % c.out, "-e",
+                "LD_LIBRARY_PATH=/opt/py/lib", image.tag],
+            "record", "--gpu", "--rate", "200", "--duration", 0.5, "-o",
+            "/out/sidecar.txt", "--pid", c.info["pid"],
+            # Once: a second spyc would find the agent taken.
+            tries=1)
+        leftovers = left_behind(c.pid)
+        assert_running(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+    finally:
+        c.close()
+    res = SpycResult(["spyc (in a sidecar)"], code, out, err)
+    assert code == 0, res.describe()
+    assert any(l.startswith("spyc: --gpu: agent loaded into pid %d through "
+                            % c.info["pid"]) for l in res.stderr_lines), (
+        res.describe())
+    assert " 0 records lost" in err, res.describe()
+    assert leftovers == [], leftovers
+    with open(os.path.join(c.out, "report.json")) as f:
+        got = json.load(f)
+    check_launch_stacks(res, os.path.join(c.out, "sidecar.txt"),
+                        got["truth"])
+
+
+def test_gpu_launch_inside(spyc, fake_cuda, image, podman, tmp_path):
+    """spyc inside the container launching the program (podman exec):
+    the driver loads the agent from spyc's directory in the image, the
+    channel is in the container's /dev/shm; every kernel the program
+    launched is in the profile, on its launch's stack."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-launch")
+    try:
+        code, out, err = spyc_in(
+            c, ["exec", "-e", "LD_LIBRARY_PATH=/opt/py/lib", c.name],
+            "record", "--gpu", "--rate", "200", "-o", "/out/launch.txt",
+            "--", image.exe, "/gpu/train.py", "/fake", "/out/launch.json",
+            200)
+        leftovers = left_behind(c.pid)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    res = SpycResult(["spyc (in the container)"], code, out, err)
+    assert code == 0, res.describe()
+    assert " 0 records lost" in err, res.describe()
+    assert leftovers == [], leftovers
+    with open(os.path.join(c.out, "launch.json")) as f:
+        got = json.load(f)
+    gemm, exact = check_launch_stacks(res, os.path.join(c.out, "launch.txt"),
+                                      got["truth"])
+    assert gpu_summary(res)["gemm_kernel"][0] == \
+        got["counts"]["gemm_kernel"] == 400, (res.describe(), got)
+    assert sum(gemm.values()) == 100 * 400, gemm
+
+
+def test_gpu_refused_in_one_line(spyc, image, podman, tmp_path):
+    """A container whose root is read-only, with /dev/shm noexec, has no
+    place for the agent: one line says so and why (each place tried),
     and the CPU profile is still written (exit 0)."""
     if not os.path.exists(AGENT):
         pytest.skip("the GPU agent was not built (no CUPTI headers)")
-    out = str(tmp_path / "out.txt")
-    res = spyc.run(["record", "--gpu", "--pid", container.pid, "--duration",
-                    1, "-o", out], timeout=60)
+    name = image.tag + "-readonly"
+    c = start_container(podman, image, str(tmp_path), name,
+                        options=["--read-only", "--read-only-tmpfs=false"])
+    try:
+        out = str(tmp_path / "out.txt")
+        res = spyc.run(["record", "--gpu", "--pid", c.pid, "--duration",
+                        0.5, "-o", out], timeout=60)
+        with open("/proc/%d/mountinfo" % c.pid) as f:
+            mounts = f.read()
+    finally:
+        c.close()
     assert res.returncode == 0, res.describe()
     said = [l for l in res.stderr_lines if "--gpu" in l]
+    assert re.search(r" /dev/shm .*\bnoexec\b", mounts), mounts
     assert said == [
-        "spyc: --gpu: pid %d runs in a container (its root is not spyc's): "
-        "the GPU agent cannot be loaded into it from outside yet; run spyc "
-        "inside the container; CPU profile only" % container.pid], (
-            res.describe())
+        "spyc: --gpu: pid %d runs in a container: no directory of pid %d's "
+        "root takes a file of spyc's (/tmp: Read-only file system, /var/tmp: "
+        "No such file or directory, /dev/shm: mounted noexec); CPU profile "
+        "only" % (c.pid, c.pid)], res.describe()
     assert "spinner" in " ".join(open(out).read().split(";")), res.describe()
+
+
+def test_gpu_channel_does_not_fit(spyc, fake_cuda, image, podman, tmp_path):
+    """The only place for spyc's files is a 1 MiB /tmp: the agent fits,
+    its 16 MiB channel does not.  One line says so; the program, which
+    the agent would have killed with SIGBUS writing to pages the file
+    system has no room for, goes on and ends as it should."""
+    c = gpu_container(fake_cuda, image, podman, tmp_path, "-full",
+                      options=["--read-only", "--read-only-tmpfs=false",
+                               "--tmpfs", "/tmp:rw,size=1m,exec"])
+    try:
+        res = spyc.run(["record", "--gpu", "--duration", 0.5, "-o",
+                        str(tmp_path / "out.txt"), "--pid", c.pid],
+                       timeout=120)
+        leftovers = left_behind(c.pid)
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        wait_for_file(podman, c.name, os.path.join(c.out, "report.json"))
+        logs = podman.run("logs", c.name)
+    finally:
+        c.close()
+    assert res.returncode == 0, res.describe()
+    said = [l for l in res.stderr_lines if "--gpu" in l]
+    assert len(said) == 1 and re.match(
+        r"spyc: --gpu: cannot create a channel for the GPU agent in "
+        r"/tmp/spyc-\d+-\w+: No space left on device; CPU profile only$",
+        said[0]), res.describe()
+    assert leftovers == [], leftovers
+    assert logs == "", logs
+
+
+# A containerized parent that starts child Pythons, each spinning in a
+# function of its own, and says which pid (the container's) each is.
+FAMILY_PROGRAM = r"""
+import json, os, subprocess, sys, time
+out = sys.argv[1]
+def publish(path, doc):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.rename(path + ".tmp", path)
+CHILD = '''
+import json, os, sys, time
+def child_%d_work():
+    while not os.path.exists(sys.argv[1] + ".stop"):
+        pass
+path = sys.argv[1] + ".child%d"
+with open(path + ".tmp", "w") as f:
+    json.dump({"pid": os.getpid()}, f)
+os.rename(path + ".tmp", path)
+child_%d_work()
+'''
+def parent_work(kids):
+    while not os.path.exists(out + ".stop"):
+        pass
+    for k in kids:
+        k.wait()
+kids = [subprocess.Popen([sys.executable, "-c", CHILD % (i, i, i), out])
+        for i in (1, 2)]
+while not all(os.path.exists(out + ".child%d" % i) for i in (1, 2)):
+    time.sleep(0.01)
+children = {}
+for i in (1, 2):
+    with open(out + ".child%d" % i) as f:
+        children[i] = json.load(f)["pid"]
+publish(out, {"pid": os.getpid(), "children": children})
+parent_work(kids)
+"""
+
+
+def test_subprocesses(spyc, image, podman, tmp_path):
+    """--subprocesses from the host on a containerized parent: its child
+    Pythons are sampled too, each under its host pid, in the function it
+    runs (what it said its pid is in the container maps to that pid)."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "family.py").write_text(FAMILY_PROGRAM)
+    name = image.tag + "-family"
+    c = start_container(podman, image, str(tmp_path), name,
+                        volumes=["%s:/prog:ro" % prog],
+                        argv=["/prog/family.py", "/out/report.json"])
+    try:
+        inner = {}
+        with open("/proc/%d/task/%d/children" % (c.pid, c.pid)) as f:
+            children = f.read().split()
+        for child in children:
+            with open("/proc/%s/status" % child) as f:
+                nspid = re.search(r"^NSpid:\s+(.*)$", f.read(), re.M)
+            inner[int(nspid.group(1).split()[-1])] = int(child)
+        out = str(tmp_path / "tree.txt")
+        res = spyc.run(["record", "--subprocesses", "--threads", "--duration",
+                        0.5, "-o", out, "--pid", c.pid], timeout=120)
+    finally:
+        with open(os.path.join(c.out, "report.json.stop"), "w"):
+            pass
+        c.close()
+    assert res.returncode == 0, res.describe()
+    by_pid = folded_by_pid(out)
+    assert c.info["pid"] != c.pid, c.info
+    assert "parent_work" in [f for frames, _ in by_pid[c.pid]
+                             for f in frames], by_pid.keys()
+    for i, pid in c.info["children"].items():
+        host = inner[pid]
+        assert host != pid, (host, pid)
+        stacks = by_pid.get(host)
+        assert stacks, ("child %s (pid %d, %d in the container) was not "
+                        "sampled" % (i, host, pid), sorted(by_pid))
+        work = "child_%s_work" % i
+        assert sum(n for frames, n in stacks if work in frames) > \
+            0.9 * sum(n for _, n in stacks), (work, stacks)
