@@ -651,6 +651,42 @@ static void default_output(struct record_opts *o, pid_t pid, char *buf,
 }
 
 /*
+ * Launchers' counts of the tasks they started together, each of which
+ * may run spyc with the same --output (srun sets SLURM_STEP_NUM_TASKS
+ * in a step only: a batch script's SLURM_NTASKS is not one launch).
+ */
+static const char *const task_count_vars[] = {
+    "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL,
+};
+
+/*
+ * Say once when --output names one file and this process is one of
+ * several tasks of a launch: if each runs spyc, each profile replaces
+ * the last.  Only a warning: a wrapper may run spyc in one task alone.
+ */
+static void warn_shared_output(const struct record_opts *o)
+{
+	size_t i;
+
+	if (!o->template || outname_uses(o->template, 'r') ||
+	    outname_uses(o->template, 'p'))
+		return;
+	for (i = 0; task_count_vars[i]; i++) {
+		const char *v = getenv(task_count_vars[i]);
+
+		if (v && outname_rank_valid(v) && atol(v) > 1) {
+			fprintf(stderr,
+				"spyc: warning: this is one of %s tasks (%s) "
+				"and -o '%s' names one file: if each runs spyc, "
+				"each profile replaces the last; %%r in -o "
+				"names each rank's\n",
+				v, task_count_vars[i], o->template);
+			return;
+		}
+	}
+}
+
+/*
  * Who spyc runs as, for --output's %r and %h and for the profile: the
  * MPI rank (unless not a number: then %r is refused) and the host name.
  */
@@ -670,6 +706,7 @@ static void find_rank_and_host(struct record_opts *o)
 	if (gethostname(o->host, sizeof(o->host) - 1))
 		o->host[0] = '\0';
 	o->host[sizeof(o->host) - 1] = '\0';
+	warn_shared_output(o);
 }
 
 /*

@@ -364,6 +364,7 @@ def test_srun_ranks_and_imbalance(spyc, slurm, py, tmp_path):
         " ".join(str(a) for a in argv), res.returncode, res.stdout[-4000:],
         res.stderr[-4000:])
     assert res.returncode == 0, describe + "\n" + slurm.describe()
+    assert "names one file" not in res.stderr, describe
     # Each rank printed what it measured; srun passed it on.
     printed = sorted(l.split()[:2] for l in res.stdout.splitlines()
                      if l.startswith("rank "))
@@ -383,6 +384,22 @@ def test_srun_ranks_and_imbalance(spyc, slurm, py, tmp_path):
             assert json.load(f)["spyc_process"]["host"] == hosts[r]
         assert reports[r]["node"] == slurm.node, reports[r]
         assert hosts[r].split(".")[0] == slurm.node, reports[r]
+
+
+def test_srun_one_output_for_all_tasks_warned(spyc, slurm, py, tmp_path):
+    """srun -n 2 spyc record -o prof.json: both tasks would write
+    prof.json, each replacing the other's; each spyc says so, in one
+    line naming srun's task count."""
+    argv = ["srun", "-n", 2, spyc.path, "record", "-o",
+            tmp_path / "prof.json", "--", py.path, "-c", "pass"]
+    res = slurm.run(argv, check=False, timeout=300)
+    describe = "$ %s\nexit %d\n--- stderr ---\n%s" % (
+        " ".join(str(a) for a in argv), res.returncode, res.stderr[-4000:])
+    assert res.returncode == 0, describe + "\n" + slurm.describe()
+    warned = [l for l in res.stderr.splitlines() if "names one file" in l]
+    assert len(warned) == 2, describe
+    assert all(l.startswith("spyc: warning: this is one of 2 tasks "
+                            "(SLURM_STEP_NUM_TASKS)") for l in warned), describe
 
 
 def listpids(slurm, job):
