@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "proc.h"
-#include "pycode.h"
 #include "pywalk.h"
 #include "util.h"
 
@@ -833,18 +832,12 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		code = load_u64(f, off->frame_code);
 		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		if (!pywalk_past_limit(ps, depth)) {
-			const struct pycode *pc = pycode_peek(&ps->codes, code);
-
+		if (!pywalk_past_limit(ps, depth))
 			pywalk_push(ps, out, frame, code,
 				    lasti < 0
 					? -1
 					: (long)lasti * (lasti_units ? 2 : 1),
 				    1);
-			/* as last read: a generator's, for torn reads' keys */
-			ps->gen_frames[out->nr_frames - 1] =
-				pc && (pc->flags & PYCODE_SUSPENDABLE);
-		}
 		w = frame_window(ps, idx, copy, depth);
 		stale = now_stale;
 		now_stale = 0;
