@@ -14,7 +14,8 @@ B. Code that lives in short-lived generator frames (targets/fastgen.py:
    nothing in its memory can change, so no sample may be dropped as torn;
    read without stopping, few are dropped (see PLAIN_MAX_DROPPED).
 C. Read without stopping against read stopped, on generators (the same
-   seconds, interleaved); where a stop lands, and when samples are
+   seconds, interleaved), and on 3.15+ against CPython's own sampler
+   reading the target stopped; where a stop lands, and when samples are
    taken: --blocking, which
    stops threads only when a read tore, does not lean to system calls,
    where a stop lands (see README, Blocking and non-blocking); samples
@@ -28,10 +29,12 @@ wider (a sample is one draw: a loaded machine keeps fewer).
 import math
 import os
 import re
+import subprocess
 
 import pytest
 
 import accuracy
+from conftest import SLOTS
 
 SHARE_POINTS = 3.0
 SHARE_SIGMAS = 4.5
@@ -294,6 +297,64 @@ def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
         "stopped by over %.0f points (plain, stopped):\n%s\n%s\n%s" % (
             python.version, ", ".join(k for k, _, _ in off),
             points, table(plain, stopped), pres, sres))
+
+
+def cpython_sampler_leaves(py, pid, out, counts):
+    """Add to counts {innermost function: samples} one second of CPython's
+    own sampler (3.15+: python -m profiling.sampling attach --blocking,
+    collapsed stacks "tid:N;FILE:FUNC:LINE;... COUNT") on pid."""
+    res = subprocess.run(
+        [py.path, "-m", "profiling.sampling", "attach", "--blocking", "-d",
+         "1", "-r", "1000", "--collapsed", "-o", out, str(pid)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=120)
+    assert res.returncode == 0 and os.path.exists(out), res.stdout[-3000:]
+    with open(out, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            leaf = stack.split(";")[-1]
+            func = leaf.split(":", 1)[-1].rpartition(":")[0]
+            counts[func] = counts.get(func, 0) + int(count)
+    return res.stdout
+
+
+# The slots whose CPython has its own sampler (3.15+) that spyc reads.
+SAMPLER_SLOTS = [s for s in SLOTS if s.interpreter is not None and
+                 tuple(s.interpreter.version_info[:2]) >= (3, 15) and
+                 not s.interpreter.free_threaded]
+
+
+@pytest.mark.parametrize("sampler_python", [s.interpreter for s in SAMPLER_SLOTS],
+                         ids=[s.id for s in SAMPLER_SLOTS])
+def test_agrees_with_cpython_sampler(spyc, sampler_python, targets,
+                                    tmp_path):
+    """3.15+: CPython's own sampler, written by others, reading the target
+    stopped (profiling.sampling attach --blocking), and spyc reading it
+    without stopping, over interleaved seconds of fastgen.py's
+    generators: each innermost function's share within
+    PLAIN_STOPPED_POINTS."""
+    python = sampler_python
+    t = targets.start(python, "fastgen.py", "generators")
+    mine, theirs, said = {}, {}, []
+    for r in range(ROUNDS):
+        out = str(tmp_path / ("spyc%d.txt" % r))
+        res, kept, dropped = record_fastgen(spyc, t.pid, out, 1000, 1, [])
+        assert kept >= MIN_KEPT_SHARE * 1000, res.describe()
+        python_leaf_counts(out, mine)
+        said.append(res.describe())
+        said.append(cpython_sampler_leaves(
+            python, t.pid, str(tmp_path / ("cpython%d.txt" % r)), theirs))
+    nm, nt = sum(mine.values()), sum(theirs.values())
+    a = dict((k, 100.0 * v / nm) for k, v in mine.items())
+    b = dict((k, 100.0 * v / nt) for k, v in theirs.items())
+    assert b.get("g5", 0) > 1, "the workload runs its generators\n" + \
+        table(a, b)
+    off = shares_off(a, nm, b, nt, PLAIN_STOPPED_POINTS)
+    assert not off, (
+        "%s: spyc's shares of %s are off CPython's own sampler's by over "
+        "%.0f points (spyc, profiling.sampling --blocking):\n%s\n%s" % (
+            python.version, ", ".join(k for k, _, _ in off),
+            PLAIN_STOPPED_POINTS, table(a, b), "\n".join(said)))
 
 
 def test_samples_not_in_step_with_a_periodic_program(spyc, any_python,
