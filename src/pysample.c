@@ -157,6 +157,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->gen_frames);
 	free(ps->stop_keys);
 	free(ps->gen_callers);
+	call_edges_release(&ps->gen_edges);
 	free(ps->spare.tlbcs);
 	free(ps->tlbc_words);
 	free(ps->tlbc_slots);
@@ -381,6 +382,22 @@ static void key_from_walk(const struct py_sampler *ps, size_t i,
 	key->line_known = 1;
 }
 
+/* Learn the calls to and from generators' frames of t's whole stack. */
+static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
+{
+	size_t i, end = t->first + t->depth;
+
+	for (i = t->first; i + 1 < end; i++) {
+		struct call_edge e = {ps->code_addrs[i + 1], ps->code_addrs[i]};
+
+		if ((!ps->gen_frames[i] && !ps->gen_frames[i + 1]) ||
+		    !ps->frame_addrs[i] || !ps->frame_addrs[i + 1])
+			continue;
+		if (!call_edges_has(&ps->gen_edges, &e))
+			call_edges_add(&ps->gen_edges, &e, ps->sample_stamp);
+	}
+}
+
 /*
  * Remember what is under each generator's frame of t's stack, just
  * walked: a whole stack, or the frames a torn walk took before it tore
@@ -479,7 +496,7 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 		      struct py_sample *out, const struct walk_key *key,
 		      size_t nr_key)
 {
-	size_t i = 0, j, end = t->first + t->depth, rest;
+	size_t i = 0, j, k, end = t->first + t->depth, rest;
 
 	for (j = 0; j < nr_key; j++) {
 		for (i = t->first; i < end; i++)
@@ -491,6 +508,15 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 	}
 	if (j == nr_key)
 		return 0;
+	/* every call put back made by the program, as seen before */
+	for (k = 0; k < j; k++) {
+		struct call_edge e = {k + 1 < j ? key[k + 1].code
+						: ps->code_addrs[i],
+				      key[k].code};
+
+		if (!call_edges_has(&ps->gen_edges, &e))
+			return 0;
+	}
 	rest = end - i;
 	walk_room(ps, out, t->first + j + rest);
 	move_frames(ps, t->first + j, i, rest);
@@ -649,6 +675,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->depth = out->nr_frames - t->first;
 		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
+		if (!why)
+			learn_gen_edges(ps, t);
 		if (!why || torn)
 			remember_gen_callers(ps, t);
 		if (torn && ps->stop_reads) {

@@ -405,6 +405,13 @@ struct py_sampler {
 	int torn_at_gen; /* torn_at is a generator's frame */
 	struct gen_callers *gen_callers; /* GEN_CALLERS_SLOTS, or NULL */
 	/*
+	 * Calls to or from a generator's frame (caller's code, callee's)
+	 * seen in stacks read whole: a key's frames are put back only on
+	 * such calls (a generator's object, freed, can come back at the
+	 * same place under another caller).
+	 */
+	struct call_edges gen_edges;
+	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which
 	 * edges_still_hold reads again (see there).
