@@ -510,8 +510,12 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 	if (!r->cwd_now)
 		r->cwd_now = r->cwd;
 	for (i = d->nr; i-- > 0;) {
+		uint32_t id;
+
+		if (s->frames[i].code->hidden)
+			continue;
 		/* frame_id may move r->stacks.frames: first the id. */
-		uint32_t id = frame_id(r, s->frames[i].code, s->frames[i].line);
+		id = frame_id(r, s->frames[i].code, s->frames[i].line);
 
 		r->launch_frames[n++] = r->stacks.frames[id];
 	}

@@ -465,6 +465,18 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 			    &code->linetable, &code->linetable_len))
 		goto fail;
 	/*
+	 * 3.13+: a class call whose __init__ is Python code runs it above a
+	 * frame of the interpreter's own, _Py_InitCleanup (Python/
+	 * specialize.c), a static code object named "__init__" in file
+	 * "__init__" (one string), first line 0, that checks what __init__
+	 * returned.  Not the program's: its frames are left out, the time
+	 * they take the caller's, at its call.  The compiler never gives a
+	 * code object a first line of 0 and its name for its file.
+	 */
+	code->hidden = !code->firstlineno &&
+		       code->name_ptr == code->filename_ptr &&
+		       !strcmp(code->name, "__init__");
+	/*
 	 * The header read again, once its strings are copied: a torn header
 	 * is not believed, nor strings it no longer names (importlib gives a
 	 * code object loaded from a .pyc its file name after the fact,

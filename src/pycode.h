@@ -39,6 +39,7 @@ struct pycode {
 	long code_bytes; /* of its bytecode (3.11+), 0 if unknown */
 	int flags;	 /* co_flags */
 	int placeholder; /* "[N frames not read]": addr is N, no file */
+	int hidden;	 /* the interpreter's, not the program's: see pycode.c */
 	char *name;	 /* qualified name on 3.11+ */
 	char *filename;
 	unsigned char *linetable;

@@ -780,6 +780,38 @@ static enum drop_reason check_roots(struct py_sampler *ps,
 	return why;
 }
 
+/*
+ * Leave the interpreter's own frames (pycode's hidden) out of out's
+ * threads' stacks, with the walk's arrays kept beside them.  A frame
+ * left out that started its C eval call hands that to its callee.
+ */
+static void drop_hidden_frames(struct py_sampler *ps, struct py_sample *out)
+{
+	size_t i, j, w;
+
+	for (i = 0; i < out->nr_threads; i++) {
+		struct py_thread *t = &out->threads[i];
+
+		for (j = w = t->first; j < t->first + t->depth; j++) {
+			const struct py_frame *fr = &out->frames[j];
+
+			if (fr->code->hidden) {
+				if (fr->entry && w > t->first) {
+					out->frames[w - 1].entry = fr->entry;
+					ps->entries[w - 1] = fr->entry;
+				}
+				continue;
+			}
+			if (w != j) {
+				out->frames[w] = *fr;
+				move_frames(ps, w, j, 1);
+			}
+			w++;
+		}
+		t->depth = w - t->first;
+	}
+}
+
 /* Where the pointer to the first interpreter is, when one read gets it. */
 static uint64_t interp_head_addr(const struct pyruntime *rt)
 {
@@ -1096,6 +1128,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		why = check_roots(ps, out);
 	if (why)
 		return why;
+	drop_hidden_frames(ps, out);
 	if (off->tstate_native_thread_id == OFF_NONE)
 		fill_native_tids(ps, out);
 	if (ps->want_state || ps->want_gil)
