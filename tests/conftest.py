@@ -90,6 +90,9 @@ def pytest_configure(config):
     if not config.option.basetemp:
         _private_basetemp = tempfile.mkdtemp(prefix="spyc-tests-")
         config.option.basetemp = _private_basetemp
+    config.addinivalue_line(
+        "markers", "slots(since=(3, N), free_threaded=B): run on the "
+        "version slots that can have the feature only")
 
 
 def pytest_sessionstart(session):
@@ -150,9 +153,35 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def slot_version(slot):
+    """(major, minor) of what fills slot, else of its name; None for an
+    empty static slot."""
+    if slot.interpreter is not None:
+        return tuple(slot.interpreter.version_info[:2])
+    m = re.match(r"^(\d+)\.(\d+)t?$", slot.name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def slot_wanted(slot, marker):
+    """Whether a test marked slots(since=(3, N), free_threaded=B) runs
+    on slot (free_threaded: only those builds, or only the others): a copy that could only ever skip is not made (the
+    refusal on the others is a test of its own)."""
+    if marker is None:
+        return True
+    since = marker.kwargs.get("since")
+    if since is not None:
+        v = slot_version(slot)
+        if v is not None and v < tuple(since):
+            return False
+    ft = marker.kwargs.get("free_threaded")
+    return ft is None or ft == slot.is_free_threaded
+
+
 def pytest_generate_tests(metafunc):
     if "python" in metafunc.fixturenames:
-        metafunc.parametrize("python", SLOTS, ids=[s.id for s in SLOTS],
+        marker = metafunc.definition.get_closest_marker("slots")
+        slots = [s for s in SLOTS if slot_wanted(s, marker)]
+        metafunc.parametrize("python", slots, ids=[s.id for s in slots],
                              indirect=True, scope="module")
 
 

@@ -20,11 +20,6 @@ import pyfind
 ASYNC_SINCE = (3, 14)
 
 
-def require_async(python):
-    if tuple(python.version_info[:2]) < ASYNC_SINCE:
-        pytest.skip("--async needs CPython 3.14+, slot is %s" % python.minor)
-
-
 def old_python():
     """The newest supported CPython older than 3.14, or None."""
     found = [i for i in pyfind.discover() if i.supported and
@@ -46,8 +41,8 @@ def spyc_tasks(doc):
     return out
 
 
+@pytest.mark.slots(since=ASYNC_SINCE)
 def test_dump_async_json(spyc, python, targets):
-    require_async(python)
     t = targets.start(python, "async_tasks.py")
     info = t.wait_report(settle=False)
     doc, res = spyc.dump_json(t.pid, extra=["--async"])
@@ -68,8 +63,8 @@ def test_dump_async_json(spyc, python, targets):
             task["awaited_by"], name
 
 
+@pytest.mark.slots(since=ASYNC_SINCE)
 def test_dump_async_text(spyc, python, targets):
-    require_async(python)
     t = targets.start(python, "async_tasks.py")
     t.wait_report(settle=False)
     res = spyc.run(["dump", "--pid", t.pid, "--async"])
@@ -105,9 +100,9 @@ def same_stack(stack, want):
         for (n, f), (wn, wf) in zip(stack, want))
 
 
+@pytest.mark.slots(since=ASYNC_SINCE)
 @pytest.mark.parametrize("idle", [False, True], ids=["running", "idle"])
 def test_record_async(spyc, python, targets, tmp_path, idle):
-    require_async(python)
     t = targets.start(python, "async_busy.py")
     info = t.wait_report(settle=False)
     out = str(tmp_path / "async.folded")
@@ -132,8 +127,8 @@ def test_record_async(spyc, python, targets, tmp_path, idle):
             f == "<task>" and n == "main" for s, c in stacks for n, f in s)
 
 
+@pytest.mark.slots(since=ASYNC_SINCE)
 def test_async_speedscope(spyc, python, targets, tmp_path):
-    require_async(python)
     t = targets.start(python, "async_busy.py")
     t.wait_report(settle=False)
     out = str(tmp_path / "async.json")
@@ -145,9 +140,9 @@ def test_async_speedscope(spyc, python, targets, tmp_path):
     assert ("busy", "<task>") in names and ("outer", "<task>") in names
 
 
+@pytest.mark.slots(since=ASYNC_SINCE)
 def test_async_without_asyncio(spyc, python, targets):
     """A target that never imported asyncio: no tasks, and dump says so."""
-    require_async(python)
     t = targets.start(python, "hot.py", 0, "{report}")
     t.wait_report(settle=False)
     res = spyc.run(["dump", "--pid", t.pid, "--async"])

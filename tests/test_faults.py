@@ -666,11 +666,10 @@ def test_record_subprocesses(faults_spyc, python, targets, tmp_path):
     check_stacks(stacks, summary, describe, known_functions(tree))
 
 
+@pytest.mark.slots(since=(3, 14))
 def test_record_async(faults_spyc, python, targets, tmp_path):
     """--async (3.14+) under faults: task records read from the target's
     own lists, as torn as any other read."""
-    if tuple(python.version_info[:2]) < (3, 14):
-        pytest.skip("--async needs CPython 3.14+, slot is %s" % python.minor)
     target = targets.start(python, "async_busy.py", "{report}")
     summary, out, describe = record(
         faults_spyc, python, target, tmp_path, "async", "out.json",

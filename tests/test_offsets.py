@@ -38,12 +38,11 @@ def test_dump_without_offset_tables(spyc, python, targets):
         target.kill()
 
 
+@pytest.mark.slots(since=(3, 13))
 def test_record_without_offset_tables(spyc, python, targets, tmp_path):
     """record, too, from _Py_DebugOffsets alone: the profile of a busy
     target has its own hot chain, and stderr says so once beside the
     summary."""
-    if python.version_info < (3, 13):
-        pytest.skip("only CPython 3.13+ publishes _Py_DebugOffsets")
     hot = targets.start(python, "hot.py", 0, "{report}")
     out = str(tmp_path / "out" / "profile.txt")
     os.mkdir(os.path.dirname(out))
@@ -65,6 +64,7 @@ def test_record_without_offset_tables(spyc, python, targets, tmp_path):
 DEBUG_OFFSETS_MOVED = {(3, 14), (3, 15)}
 
 
+@pytest.mark.slots(since=(3, 14), free_threaded=False)
 def test_future_version_through_older_layout(spyc, python, targets):
     """A CPython newer than every table spyc has, as 3.14 and 3.15 look to
     a spyc that stops at the minor version before theirs
@@ -73,9 +73,6 @@ def test_future_version_through_older_layout(spyc, python, targets):
     fields (DEBUG_OFFSETS_MOVED), what it reads is implausible and spyc
     must refuse: one line that names the version, the layout it tried
     and the headers it needs, and no stacks guessed at."""
-    if python.version_info < (3, 14) or python.free_threaded:
-        pytest.skip("needs a CPython with an older version's table before "
-                    "it (3.14+, with the GIL); slot is %s" % python.minor)
     minor = tuple(python.version_info[:2])
     if minor not in DEBUG_OFFSETS_MOVED:
         pytest.skip("what spyc should do depends on whether %d.%d moved "

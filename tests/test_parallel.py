@@ -49,13 +49,11 @@ def test_idle_samples_show_every_thread(spyc, python, targets, tmp_path):
             "\n%s" % (name, kept, want, mine, res.describe()))
 
 
+@pytest.mark.slots(free_threaded=True)
 def test_threads_run_at_once(spyc, python, targets):
     """On a free-threaded build no lock keeps the spinning threads from
-    running: all four are on a CPU or ready to run (R) in one sample."""
-    if not python.free_threaded:
-        pytest.skip("CPython %s has a GIL: its threads take turns running "
-                    "Python; only a free-threaded build runs them at once"
-                    % python.version)
+    running: all four are on a CPU or ready to run (R) in one sample.
+    (With a GIL, threads take turns running Python.)"""
     t = targets.start(python, "parallel.py")
     workers = t.info["workers"]
     seen = []

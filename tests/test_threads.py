@@ -251,11 +251,10 @@ def test_thread_names(spyc, python, targets, tmp_path):
                for p in profiles), profiles
 
 
+@pytest.mark.slots(since=(3, 13))
 def test_thread_names_without_offset_tables(spyc, python, targets):
     """From _Py_DebugOffsets alone (3.13+) spyc cannot know how objects
     keep their attributes: OS names still show, threading's do not."""
-    if python.version_info < (3, 13):
-        pytest.skip("only CPython 3.13+ publishes _Py_DebugOffsets")
     t = targets.start(python, "names.py", "{report}")
     env = dict(os.environ, SPYC_NO_OFFSET_TABLES="1")
     doc, res = spyc.dump_json(t.pid, env=env)

@@ -419,10 +419,17 @@ LEAF_PREFIX = "cg_leaf"
 LEAF_SHARE_MIN_RATIO = 0.03
 LEAF_SHARE_MIN_RATIO_FT = 0.01
 # Seconds of the read without stopping in test_short_calls_counted; the
-# share is taken over its last quarter, once the leaf pairs are learnt
-# (3.14+: within a second; up to 3.13, on a slow or loaded machine, up
-# to about 15 s has been seen).
-LEAF_LEARN_SECS = 20
+# share is taken over its last quarter, once the leaf pairs are learnt:
+# 3.11 and 3.14+ within a second, up to 3.10 there are none to learn;
+# 3.12 and 3.13, on a slow or loaded machine, up to about 15 s has been
+# seen.
+LEAF_LEARN_SECS = 6
+LEAF_LEARN_SECS_SLOW = 20
+
+
+def leaf_learn_secs(python):
+    slow = (3, 12) <= python.version_info[:2] < (3, 14)
+    return LEAF_LEARN_SECS_SLOW if slow else LEAF_LEARN_SECS
 LEAF_TAKEN_FROM = 0.75
 
 
@@ -458,7 +465,7 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
     once it has been seen whole (on 3.11 and 3.14+ in two samples); up to
     3.13, how soon the leaf functions' pairs are learnt depends on how
     fast a read is against those calls, which varies with the machine
-    and its load, so the read without stopping lasts LEAF_LEARN_SECS and
+    and its load, so the read without stopping lasts leaf_learn_secs and
     its share is taken over its last quarter (--blocking: 4 s, whole)."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -468,7 +475,8 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
     shares = {}
     try:
         os.sched_setaffinity(0, {cpus[1]})
-        for mode, secs in (("--blocking", 4), (None, LEAF_LEARN_SECS)):
+        for mode, secs in (("--blocking", 4),
+                           (None, leaf_learn_secs(python))):
             if mode:
                 out = str(tmp_path / "blocking.txt")
                 extra = ["--format", "folded", mode]
