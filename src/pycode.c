@@ -42,8 +42,8 @@ void pycode_cache_init(struct pycode_cache *cache, const struct pyruntime *rt)
 	cache->pid = rt->pid;
 	cache->off = off;
 	cache->code_type = rt->code_type;
-	/* Before 3.12 no object is immortal; free-threaded ones split it. */
-	cache->refcnt_at_0 = rt->hexversion < 0x030C0000UL && !off->free_threaded;
+	/* Free-threaded, an object's first word is its owner thread's. */
+	cache->refcnt_at_0 = !off->free_threaded;
 	if (rt->hexversion >= 0x030B0000UL)
 		cache->kind = LINETABLE_LOCATIONS;
 	else if (rt->hexversion >= 0x030A0000UL)
@@ -340,6 +340,21 @@ static long frame_words(const struct py_offsets *off,
  * decoded and cached as the code's own, naming the frame from whatever
  * it points at (an empty or wrong file name).  One read per decode.
  */
+/*
+ * Whether a code object's header, as read, can be a live object's.
+ * Freed, pymalloc (and mimalloc) keep a link to the next free block in
+ * its first word, where a live object counts its references: in its low
+ * 32 bits (3.12+ immortal: UINT_MAX, or 3 << 30; 3.14+ keep flags in
+ * the top 16 bits, 0 between), where a link has bits 32-47 set.
+ */
+static int looks_alive(const struct pycode_cache *cache,
+		       const unsigned char *header)
+{
+	uint64_t refcnt = load_u64(header, 0);
+
+	return !cache->refcnt_at_0 || (refcnt && !(refcnt >> 32 & 0xffff));
+}
+
 static int header_confirmed(struct pycode_cache *cache, uint64_t addr,
 			    const unsigned char *header)
 {
@@ -351,7 +366,8 @@ static int header_confirmed(struct pycode_cache *cache, uint64_t addr,
 		       off->code_nlocalsplus, off->code_stacksize,
 		       off->code_flags};
 	unsigned char *again = xmalloc(cache->header_len);
-	int same = !proc_read(cache->pid, addr, again, cache->header_len);
+	int same = !proc_read(cache->pid, addr, again, cache->header_len) &&
+		   looks_alive(cache, again);
 	size_t i;
 
 	for (i = 0; same && i < ARRAY_SIZE(words); i++)
@@ -418,16 +434,17 @@ static struct pycode *decode(struct pycode_cache *cache, uint64_t addr,
 	struct strbuf sb = STRBUF_INIT;
 	long name_at = off->code_qualname != OFF_NONE ? off->code_qualname
 						      : off->code_name;
-	uint64_t refcnt = load_u64(header, 0);
 
 	/*
 	 * A frame read after it returned may name a code object freed since
 	 * (a module's, once it has run): its memory still reads as one, two
-	 * reads alike, but its strings may be other objects' now.  Freed,
-	 * pymalloc keeps a link to the next free block in its first word,
-	 * where a live object counts its references.
+	 * reads alike, but its strings and line table may be other objects'
+	 * now (churn.py's exec'd <module>, 3.15: a line 3 of a one-line
+	 * module, its line table read from another bytes object).  It must
+	 * be alive before its strings are read and after (the header read
+	 * again, below).
 	 */
-	if (cache->refcnt_at_0 && (!refcnt || refcnt >> 32)) {
+	if (!looks_alive(cache, header)) {
 		free(code);
 		return NULL;
 	}
