@@ -423,6 +423,45 @@ char *proc_file_path(pid_t pid, const char *path)
 	return strbuf_detach(&sb);
 }
 
+int proc_map_deleted(const char *path)
+{
+	static const char deleted[] = " (deleted)";
+	size_t len = strlen(path);
+
+	return len >= sizeof(deleted) - 1 &&
+	       !strcmp(path + len - (sizeof(deleted) - 1), deleted);
+}
+
+char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
+		       const char *path)
+{
+	const struct proc_map *m = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+
+	for (i = 0; i < maps->nr; i++) {
+		const struct proc_map *it = &maps->maps[i];
+
+		if (it->path && !strcmp(it->path, path) &&
+		    (!m || !it->offset)) {
+			m = it;
+			if (!m->offset)
+				break;
+		}
+	}
+	if (m) {
+		strbuf_addf(&sb, "/proc/%d/map_files/%llx-%llx", (int)pid,
+			    (unsigned long long)m->start,
+			    (unsigned long long)m->end);
+		if (!access(sb.buf, R_OK))
+			return strbuf_detach(&sb);
+		strbuf_release(&sb);
+	}
+	if (proc_map_deleted(path))
+		return NULL;
+	return proc_file_path(pid, path);
+}
+
 int proc_has_other_root(pid_t pid)
 {
 	char path[64];

@@ -151,6 +151,20 @@ void proc_cmdline(pid_t pid, char *buf, size_t size);
 char *proc_file_path(pid_t pid, const char *path);
 
 /*
+ * Path under which spyc can open the very file mapped at path (as maps,
+ * just read, names it) in pid: /proc/PID/map_files/START-END where spyc
+ * may (root), which is the mapping's own file even when another has
+ * taken its path since (an upgrade under a running job: maps then says
+ * "(deleted)"); else proc_file_path's, unless the mapped file is gone
+ * from its path (NULL then).  Caller frees.
+ */
+char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
+		       const char *path);
+
+/* Whether maps, just read, says the file mapped at path left its path. */
+int proc_map_deleted(const char *path);
+
+/*
  * Read a small text file (a /proc entry) into buf, NUL-terminated.
  * Returns the bytes read, or -1 (buf then holds "").
  */

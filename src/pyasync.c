@@ -115,15 +115,16 @@ static int may_hold_asyncio(const struct pyruntime *rt, const char *path)
  * base) and read it from the target: 0, 1 if the file has none, -1.
  */
 static int read_section(struct pyasync *pa, const struct pyruntime *rt,
-			const char *path, uint64_t base)
+			const struct proc_maps *maps, const char *path,
+			uint64_t base)
 {
 	struct elfsym es;
-	char *file = proc_file_path(rt->pid, path);
+	char *file = proc_mapped_file(rt->pid, maps, path);
 	uint64_t words[ASYNCIO_DEBUG_WORDS], addr, size, bias;
 	int saved_quiet = quiet, ret = 1;
 
 	quiet = 1;
-	if (elfsym_open(&es, file)) {
+	if (!file || elfsym_open(&es, file)) {
 		quiet = saved_quiet;
 		free(file);
 		return 1;
@@ -164,7 +165,7 @@ int pyasync_find(struct pyasync *pa, const struct pyruntime *rt)
 		if (i && maps.maps[i - 1].path &&
 		    !strcmp(maps.maps[i - 1].path, m->path))
 			continue;
-		ret = read_section(pa, rt, m->path, m->start);
+		ret = read_section(pa, rt, &maps, m->path, m->start);
 	}
 	proc_maps_release(&maps);
 	return ret < 0 ? -1 : ret;

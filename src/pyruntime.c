@@ -259,14 +259,15 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
  * Is path (as pid sees it) linked against libpython, which the dynamic
  * loader has not mapped yet?  That is a Python process just starting.
  */
-static int needs_libpython(pid_t pid, const char *path)
+static int needs_libpython(pid_t pid, const struct proc_maps *maps,
+			   const char *path)
 {
 	struct elfsym es;
-	char *file = proc_file_path(pid, path);
+	char *file = proc_mapped_file(pid, maps, path);
 	int saved_quiet = quiet, needs = 0;
 
 	quiet = 1;
-	if (!elfsym_open(&es, file)) {
+	if (file && !elfsym_open(&es, file)) {
 		needs = elfsym_needs(&es, "libpython");
 		elfsym_close(&es);
 	}
@@ -284,6 +285,21 @@ static int is_libpython(const char *path)
 }
 
 /*
+ * The file mapped at path left its path (replaced or deleted since the
+ * target mapped it), and spyc may not open the mapping's own.
+ */
+static int file_gone(struct pyruntime *rt, const char *path)
+{
+	size_t len = strlen(path) - strlen(" (deleted)");
+
+	return fail(rt, PYRT_NO_PERMISSION,
+		    "pid %d's %.*s was replaced or deleted on disk after it "
+		    "was loaded: spyc reads the loaded file through "
+		    "/proc/%d/map_files, which needs root (CAP_SYS_ADMIN)",
+		    (int)rt->pid, (int)len, path, (int)rt->pid);
+}
+
+/*
  * Look for the interpreter in one mapped file.  Returns 1 if found (rt
  * filled), 0 if the file holds no interpreter, or a negative status.
  */
@@ -291,7 +307,7 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 			const char *path, int shared)
 {
 	struct elfsym es;
-	char *file = proc_file_path(rt->pid, path);
+	char *file = proc_mapped_file(rt->pid, maps, path);
 	uint64_t runtime = 0, head = 0, current = 0, pyver = 0, code = 0;
 	uint64_t base, bias;
 	int ret = 0, saved_quiet = quiet;
@@ -304,6 +320,8 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 				 &rt->gil_sync[2], &rt->gil_sync[3]};
 	size_t i;
 
+	if (!file)
+		return shared ? file_gone(rt, path) : 0;
 	quiet = 1;
 	ret = elfsym_open(&es, file);
 	quiet = saved_quiet;
@@ -662,7 +680,16 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 		ret = found;
 		goto out;
 	}
-	if (!found && exe[0] && needs_libpython(pid, exe)) {
+	if (!found && exe[0] && proc_map_deleted(exe)) {
+		char *file = proc_mapped_file(pid, &maps, exe);
+
+		free(file);
+		if (!file) {
+			ret = file_gone(rt, exe);
+			goto out;
+		}
+	}
+	if (!found && exe[0] && needs_libpython(pid, &maps, exe)) {
 		ret = fail(rt, PYRT_NOT_READY,
 			   "pid %d (%s) has not loaded libpython yet", (int)pid,
 			   exe);

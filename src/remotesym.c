@@ -39,7 +39,7 @@ int remotesym_lookup(pid_t pid, const struct proc_maps *maps, const char *path,
 		     const char *name, uint64_t *addr, uint64_t *size)
 {
 	struct elfsym es;
-	char *file = proc_file_path(pid, path);
+	char *file = NULL;
 	uint64_t value = 0, base = 0, sz = 0;
 	int saved_quiet = quiet, ret = -1;
 	size_t i;
@@ -48,19 +48,13 @@ int remotesym_lookup(pid_t pid, const struct proc_maps *maps, const char *path,
 		if (maps->maps[i].path && same_file(maps->maps[i].path, path) &&
 		    maps->maps[i].offset == 0) {
 			base = maps->maps[i].start;
+			/* The mapped file, whatever took its path since. */
+			file = proc_mapped_file(pid, maps, maps->maps[i].path);
 			break;
 		}
 	quiet = 1;
-	if (base && elfsym_open(&es, file)) {
-		/* Its file is gone: the mapping is still the file. */
-		free(file);
-		file = xmalloc(96);
-		snprintf(file, 96, "/proc/%d/map_files/%llx-%llx", (int)pid,
-			 (unsigned long long)maps->maps[i].start,
-			 (unsigned long long)maps->maps[i].end);
-		if (elfsym_open(&es, file))
-			base = 0;
-	}
+	if (base && (!file || elfsym_open(&es, file)))
+		base = 0;
 	if (base) {
 		if (!elfsym_lookup_sized(&es, name, &value, &sz)) {
 			*addr = value + elfsym_bias(&es, base);

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""A target whose interpreter was replaced on disk after it started, as a
+package upgrade does under a running job: the new file takes the old
+one's path (written beside it, then renamed over it), and the target
+keeps running the old one, which /proc/PID/maps now names
+"PATH (deleted)".  spyc must read the file the target has mapped, not
+whatever holds its path now: as root, through /proc/PID/map_files; as
+another user, who may not open those, it refuses in one line that says
+why and what would do.
+
+Each slot's interpreter is copied (its executable and libpython; the
+standard library linked) so that its files can be replaced; a shared
+build is made to load the copied libpython with LD_LIBRARY_PATH (each
+has a RUNPATH, which that overrides), which the test checks in its
+maps."""
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import copy_spyc_for_other_users, target_env
+
+NOBODY = 65534
+
+SCRIPT = """\
+import sys, time
+def waits_here():
+    sys.stdout.write("ready\\n")
+    sys.stdout.flush()
+    time.sleep(100)
+waits_here()
+"""
+# waits_here's lines in SCRIPT ("-c": file "<string>").
+WAIT_LINE = 5
+CALL_LINE = 6
+
+
+def copy_interpreter(python, into):
+    """A copy of python's executable, and of its libpython if it has one,
+    under into/bin and into/lib, with the rest of its lib/ linked.
+    Returns the executable."""
+    real = os.path.realpath(python.path)
+    prefix = os.path.dirname(os.path.dirname(real))
+    os.makedirs(os.path.join(into, "bin"))
+    os.makedirs(os.path.join(into, "lib"))
+    exe = os.path.join(into, "bin", os.path.basename(real))
+    shutil.copy2(real, exe)
+    for entry in os.listdir(os.path.join(prefix, "lib")):
+        src = os.path.join(prefix, "lib", entry)
+        dst = os.path.join(into, "lib", entry)
+        if entry.startswith("libpython") and ".so" in entry:
+            shutil.copy2(src, dst)
+        else:
+            os.symlink(src, dst)
+    return exe
+
+
+def file_to_replace(python, root, pid):
+    """The copied libpython the target mapped (a shared build), else its
+    executable."""
+    mapped = [p for p in mapped_paths(pid)
+              if p.startswith(os.path.join(root, "lib", "libpython"))]
+    if not python.shared:
+        assert not mapped, mapped
+        return os.path.join(root, "bin",
+                            os.path.basename(os.path.realpath(python.path)))
+    assert len(mapped) == 1, (
+        "the target must run the copied libpython: %s" % mapped)
+    return mapped[0]
+
+
+def replace_file(path):
+    """What an upgrade does: another file written beside path, renamed
+    over it.  The new file is another ELF file (the shell), so that a
+    reader that opens the path finds no interpreter there."""
+    new = path + ".new"
+    shutil.copy2(shutil.which("sh"), new)
+    os.rename(new, path)
+
+
+def start(exe, root, user=None):
+    env = target_env({"LD_LIBRARY_PATH": os.path.join(root, "lib")})
+    kw = {}
+    if user is not None:
+        kw = dict(user=user, group=user, extra_groups=[])
+    proc = subprocess.Popen([exe, "-c", SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, **kw)
+    if proc.stdout.readline().strip() != b"ready":
+        proc.kill()
+        pytest.fail("%s did not start: %s" % (exe, proc.stderr.read()))
+    # Past "ready" and its flush, in time.sleep: asleep twice in a row.
+    asleep = 0
+    deadline = time.time() + 30
+    while asleep < 2 and time.time() < deadline:
+        with open("/proc/%d/stat" % proc.pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        asleep = asleep + 1 if state == "S" else 0
+        time.sleep(0.05)
+    return proc
+
+
+def mapped_paths(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return set(line.split(None, 5)[5].strip() for line in f
+                   if len(line.split(None, 5)) == 6)
+
+
+@pytest.fixture
+def copied(python):
+    root = tempfile.mkdtemp(prefix="spyc-replaced-")
+    os.chmod(root, 0o755)
+    try:
+        yield root, copy_interpreter(python, root)
+    finally:
+        shutil.rmtree(root)
+
+
+def test_dump_and_record_after_replace(spyc, python, copied, tmp_path):
+    """As root: dump and record read the mapped interpreter; the stack is
+    the one the target is in, at its lines."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: /proc/PID/map_files opens for root only")
+    root, exe = copied
+    proc = start(exe, root)
+    try:
+        replaced = file_to_replace(python, root, proc.pid)
+        replace_file(replaced)
+        assert replaced + " (deleted)" in mapped_paths(proc.pid)
+        doc, res = spyc.dump_json(proc.pid)
+        (thread,) = doc["threads"]
+        got = [(f["name"], f["file"], f["line"]) for f in thread["frames"]]
+        assert got == [("waits_here", "<string>", WAIT_LINE),
+                       ("<module>", "<string>", CALL_LINE)], res.describe()
+        out = str(tmp_path / "out.txt")
+        res = spyc.run(["record", "--pid", proc.pid, "--idle",
+                        "--duration", 1, "--rate", 50, "-o", out])
+        assert res.returncode == 0, res.describe()
+        with open(out) as f:
+            stacks = [line.rsplit(" ", 1)[0] for line in f]
+        assert stacks == ["<module> (<string>:%d);waits_here (<string>:%d)"
+                          % (CALL_LINE, WAIT_LINE)], res.describe()
+        assert proc.poll() is None, "the target must live on"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def runs_as_nobody(python):
+    """Whether nobody may run python (a pyenv under root's home is
+    closed to other users)."""
+    res = subprocess.run(["setpriv", "--reuid=%d" % NOBODY,
+                          "--regid=%d" % NOBODY, "--clear-groups",
+                          python.path, "-c", "pass"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=target_env(), timeout=60)
+    return res.returncode == 0
+
+
+def test_refused_without_map_files(spyc, any_python):
+    """As the target's own user, not root: /proc/PID/map_files is closed
+    to spyc, and the path leads to another file: one line that says the
+    file was replaced and what would read it, exit 2.  (What spyc says
+    does not depend on the version: the newest.)"""
+    python = any_python
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the target and spyc as nobody")
+    if not runs_as_nobody(python):
+        pytest.skip("CPython %s cannot be run by nobody here (its files "
+                    "are closed to other users)" % python.version)
+    root = tempfile.mkdtemp(prefix="spyc-replaced-")
+    os.chmod(root, 0o755)
+    exe = copy_interpreter(python, root)
+    spyc_copy = copy_spyc_for_other_users(spyc.path)
+    proc = start(exe, root, user=NOBODY)
+    try:
+        replaced = file_to_replace(python, root, proc.pid)
+        replace_file(replaced)
+        res = spyc.run(["dump", "--pid", proc.pid], exe=spyc_copy,
+                       prefix=["setpriv", "--reuid=%d" % NOBODY,
+                               "--regid=%d" % NOBODY, "--clear-groups"])
+        line = res.assert_error(2, "replaced or deleted", replaced,
+                                "map_files", "root")
+        assert "(deleted)" not in line, res.describe()
+        assert proc.poll() is None, "the target must live on"
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(os.path.dirname(spyc_copy))
+        shutil.rmtree(root)
