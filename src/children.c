@@ -157,6 +157,7 @@ static void look_for_python(struct children *c, struct child *ch)
 		ch->state = CHILD_GONE;
 		return;
 	}
+	ch->last_look = ret;
 	/*
 	 * A fork runs its parent's command line until it execs; one that
 	 * has exited has none left: keep the last one seen.

@@ -42,6 +42,12 @@ struct child {
 	char label[CHILD_LABEL_MAX];
 	char cwd[4096]; /* its directory, to shorten file names */
 	char why[160];	/* CHILD_OTHER: why it is not sampled, one line */
+	/*
+	 * What the last look for an interpreter found, while it had none:
+	 * no interpreter in the program it ran (not Python), or one still
+	 * starting; 0 if never looked at.
+	 */
+	int last_look;
 	uint64_t samples;
 	uint64_t dropped[DROP_NR];
 };

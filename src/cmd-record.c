@@ -1015,16 +1015,31 @@ static void follow_tree_or_die(struct recorder *r)
 }
 
 /*
+ * Whether ch, never found running Python, was seen to run a program that
+ * is not (or not one spyc can read), rather than exiting before spyc
+ * could tell: a Python program that lives a few milliseconds is gone
+ * while its interpreter starts.
+ */
+static int seen_not_python(const struct child *ch)
+{
+	return ch->state == CHILD_OTHER ||
+	       (ch->last_look < 0 && ch->last_look != PYRT_NOT_READY &&
+		ch->last_look != PYRT_NO_PROCESS);
+}
+
+/*
  * --subprocesses: one notice naming the processes that were not
- * sampled because they are not Python (or not one spyc can read).
+ * sampled because they are not Python (or not one spyc can read), and
+ * one naming those that exited before spyc could tell.
  */
 static void tree_notice(struct recorder *r)
 {
-	struct strbuf sb = STRBUF_INIT;
-	size_t i, n = 0;
+	struct strbuf other = STRBUF_INIT, gone = STRBUF_INIT;
+	size_t i, n_other = 0, n_gone = 0;
 
 	for (i = 0; i < r->kids.nr; i++) {
 		const struct child *ch = r->kids.list[i];
+		struct strbuf *sb;
 
 		/*
 		 * One that exits is lost as it goes, and runs no Python
@@ -1032,15 +1047,26 @@ static void tree_notice(struct recorder *r)
 		 */
 		if (ch->runs_python || ch->was_python)
 			continue;
-		strbuf_addstr(&sb, n++ ? ", " : "");
-		strbuf_addstr(&sb, ch->label);
+		if (seen_not_python(ch))
+			sb = &other, n_other++;
+		else
+			sb = &gone, n_gone++;
+		strbuf_addstr(sb, sb->len ? ", " : "");
+		strbuf_addstr(sb, ch->label);
 	}
-	if (n)
+	if (n_other)
 		fprintf(stderr,
 			"spyc: notice: %zu process%s not Python, not "
 			"sampled: %s\n",
-			n, n == 1 ? "" : "es", sb.buf);
-	strbuf_release(&sb);
+			n_other, n_other == 1 ? "" : "es", other.buf);
+	if (n_gone)
+		fprintf(stderr,
+			"spyc: notice: %zu process%s exited before spyc could "
+			"tell what %s ran: %s\n",
+			n_gone, n_gone == 1 ? "" : "es",
+			n_gone == 1 ? "it" : "they", gone.buf);
+	strbuf_release(&other);
+	strbuf_release(&gone);
 }
 
 int cmd_record(int argc, char **argv)

@@ -661,6 +661,13 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 	if (ret < 0)
 		return fail(rt, PYRT_NO_PROCESS, "cannot read pid %d: %s",
 			    (int)pid, strerror(-ret));
+	/* Only a process that is exiting has no mappings left. */
+	if (!maps.nr) {
+		proc_maps_release(&maps);
+		return fail(rt, PYRT_NO_PROCESS,
+			    "pid %d is exiting: there is nothing to sample",
+			    (int)pid);
+	}
 	if (proc_exe(pid, exe, sizeof(exe)))
 		exe[0] = '\0';
 	rt->exe_inode = proc_exe_inode(pid);
@@ -693,6 +700,11 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 		ret = fail(rt, PYRT_NOT_READY,
 			   "pid %d (%s) has not loaded libpython yet", (int)pid,
 			   exe);
+		goto out;
+	}
+	/* Its maps read as it exited (none of its files): no answer. */
+	if (!found && (!proc_exists(pid) || proc_kind(pid) == PROC_ZOMBIE)) {
+		ret = fail(rt, PYRT_NO_PROCESS, "pid %d exited", (int)pid);
 		goto out;
 	}
 	if (!found) {

@@ -116,6 +116,31 @@ def process_states(pids):
     return out
 
 
+def test_brief_python_children_not_named_other(spyc, python, tmp_path):
+    """Python children that live a few milliseconds are mostly gone while
+    their interpreter starts: none may be named as not Python; those
+    spyc saw but could not read are named as gone before it could tell."""
+    report = str(tmp_path / "report.json")
+    out, res = record_tree(spyc, ["--", python.path, FAMILY, report,
+                                  "brief"], tmp_path)
+    summary = parse_summary(res.stderr, res.describe())
+    assert_exit_ok(res.returncode, summary, res.describe())
+    brief = set(read_report(report)["roles"]["brief"])
+    by_pid = folded_by_pid(out)
+    assert samples_in(by_pid[read_report(report)["pid"]],
+                      "parent_work") > 0, res.describe()
+
+    def named(words):
+        return set(int(x) for l in res.stderr_lines if words in l
+                   for x in re.findall(r"\(pid (\d+)\)", l))
+    assert not named("not Python") & brief, (
+        "Python children named as not Python: %s\n%s" % (
+            sorted(named("not Python") & brief), res.describe()))
+    # The only processes of the tree that live so briefly.
+    gone = named("exited before spyc could tell")
+    assert gone <= brief and not gone & set(by_pid), res.describe()
+
+
 def test_mixed_tree(spyc, python, tmp_path):
     """Fork (exiting early), fork+exec, a shell wrapper and a program that
     is not Python, launched: each Python member's own work shows under

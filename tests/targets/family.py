@@ -15,6 +15,9 @@ Usage: family.py REPORT MODE [ARG]
   tree        for attaching: two forked workers ("early_a", "early_b")
               work until the parent goes away; once REPORT is written,
               one more ("late") starts a second later.
+  brief       the parent runs 30 Python children one after another,
+              each "-c pass" (a few milliseconds), then works itself;
+              REPORT's "brief" lists their pids.
 
 Each member writes its pid to REPORT.ROLE; the parent writes REPORT as
 {"pid": pid, "roles": {role: pid or [pids]}}.  Must run unchanged on
@@ -160,8 +163,24 @@ def tree():
         time.sleep(3600)
 
 
+def brief():
+    """Python children that live a few milliseconds each, one after
+    another: most are gone while their interpreter starts."""
+    pids = []
+    for _ in range(BRIEF_CHILDREN):
+        p = subprocess.Popen([sys.executable, "-c", "pass"])
+        pids.append(p.pid)
+        p.wait()
+    parent_work()
+    write_report({"brief": pids})
+
+
+BRIEF_CHILDREN = 30
+
 if mode == "mixed":
     mixed()
+elif mode == "brief":
+    brief()
 elif mode in ("execd", "shell"):
     mark(mode)
     (execd_work if mode == "execd" else shell_work)()
