@@ -143,7 +143,8 @@ build/proto/%.pb-c.c build/proto/%.pb-c.h: proto/%.proto | build-deps-check
 $(PROTO_OBJ): build/proto/profile.pb-c.c build/proto/profile.pb-c.h
 	$(CC) $(filter-out -Werror -Wmissing-prototypes -Wstrict-prototypes,$(CFLAGS)) -c -o $@ $<
 
-$(OBJDIR)/src/out/pprof.o: build/proto/profile.pb-c.h
+$(OBJDIR)/src/out/pprof.o $(OBJDIR)/src/profile/profile-read.o: \
+	build/proto/profile.pb-c.h
 
 spyc: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
@@ -267,7 +268,9 @@ $(FAULTS_DIR)/%.o: %.c | build-deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSPYC_FAULTS -c -o $@ $<
 
-$(FAULTS_DIR)/src/out/pprof.o $(ASAN_DIR)/src/out/pprof.o: \
+$(FAULTS_DIR)/src/out/pprof.o $(ASAN_DIR)/src/out/pprof.o \
+$(FAULTS_DIR)/src/profile/profile-read.o \
+$(ASAN_DIR)/src/profile/profile-read.o: \
 	build/proto/profile.pb-c.h
 
 $(FAULTS_BIN): $(FAULTS_OBJS)
