@@ -42,14 +42,14 @@ PKGS += libprotobuf-c zlib
 PROTOC_C ?= protoc-c
 BUILD_DEPS_MISSING := $(shell scripts/install-deps --build --check 2>&1 >/dev/null)
 
-SRCS = $(wildcard src/*.c) $(wildcard offsets/*.c)
+SRCS = $(wildcard src/*.c src/*/*.c) $(wildcard offsets/*.c)
 OBJDIR = build/obj
 OBJS = $(SRCS:%.c=$(OBJDIR)/%.o)
 # --format pprof: C code that protoc-c generates from proto/profile.proto.
 PROTO_GEN = build/proto/profile.pb-c.c build/proto/profile.pb-c.h
 PROTO_OBJ = build/proto/profile.pb-c.o
 OBJS += $(PROTO_OBJ)
-LIB_OBJS = $(filter-out $(OBJDIR)/src/spyc.o,$(OBJS))
+LIB_OBJS = $(filter-out $(OBJDIR)/src/cmd/spyc.o,$(OBJS))
 
 UNIT_SRCS = $(wildcard tests/unit/*.c)
 UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=tests/build/unit-%)
@@ -143,7 +143,8 @@ build/proto/%.pb-c.c build/proto/%.pb-c.h: proto/%.proto | build-deps-check
 $(PROTO_OBJ): build/proto/profile.pb-c.c build/proto/profile.pb-c.h
 	$(CC) $(filter-out -Werror -Wmissing-prototypes -Wstrict-prototypes,$(CFLAGS)) -c -o $@ $<
 
-$(OBJDIR)/src/out-pprof.o: build/proto/profile.pb-c.h
+$(OBJDIR)/src/out/pprof.o $(OBJDIR)/src/profile/profile-read.o: \
+	build/proto/profile.pb-c.h
 
 spyc: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
@@ -156,7 +157,8 @@ ifneq ($(HAVE_CUPTI),yes)
 		"built without the GPU agent (--gpu)"
 endif
 
-spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h src/gpuchan-layout.h
+spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h \
+		src/gpu/gpuchan-layout.h
 	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) -ldl -pthread \
 		-Wl,-z,defs
 
@@ -255,8 +257,8 @@ clean:
 # Reliability builds: the same sources compiled again into objects of their
 # own under tests/build/, so that ./spyc is never one of them.
 #
-# FAULTS: spyc with src/faults.c switched on (SPYC_FAULTS makes remote reads
-# and ptrace calls fail on purpose); a normal build compiles it out.
+# FAULTS: spyc with src/sys/faults.c switched on (SPYC_FAULTS makes remote
+# reads and ptrace calls fail on purpose); a normal build compiles it out.
 FAULTS_DIR = tests/build/faults
 # The generated protobuf code is the same in every build: linked as is.
 FAULTS_OBJS = $(SRCS:%.c=$(FAULTS_DIR)/%.o) $(PROTO_OBJ)
@@ -266,7 +268,9 @@ $(FAULTS_DIR)/%.o: %.c | build-deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSPYC_FAULTS -c -o $@ $<
 
-$(FAULTS_DIR)/src/out-pprof.o $(ASAN_DIR)/src/out-pprof.o: \
+$(FAULTS_DIR)/src/out/pprof.o $(ASAN_DIR)/src/out/pprof.o \
+$(FAULTS_DIR)/src/profile/profile-read.o \
+$(ASAN_DIR)/src/profile/profile-read.o: \
 	build/proto/profile.pb-c.h
 
 $(FAULTS_BIN): $(FAULTS_OBJS)
@@ -280,7 +284,7 @@ SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 ASAN_DIR = tests/build/asan
 ASAN_OBJS = $(SRCS:%.c=$(ASAN_DIR)/%.o) $(PROTO_OBJ)
-ASAN_LIB_OBJS = $(filter-out $(ASAN_DIR)/src/spyc.o,$(ASAN_OBJS))
+ASAN_LIB_OBJS = $(filter-out $(ASAN_DIR)/src/cmd/spyc.o,$(ASAN_OBJS))
 ASAN_RING_OBJ = $(ASAN_DIR)/agent/ring.o
 ASAN_BIN = tests/build/spyc-asan
 ASAN_UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(ASAN_DIR)/unit-%)

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "gpuchan-layout.h"
+#include "gpu/gpuchan-layout.h"
 
 /*
  * Find the interpreter's function that gives a thread its thread state.

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuchan-layout.h"
+#include "gpu/gpuchan-layout.h"
 
 struct ring_writer {
 	struct gpuchan_header *header; /* NULL when not open */

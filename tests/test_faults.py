@@ -3,7 +3,7 @@
 
 tests/build/spyc-faults is spyc built with `make FAULTS=1`: SPYC_FAULTS makes
 its remote reads fail, stop short, return random bytes or stale bytes, and
-its ptrace calls fail, at the rates it names (src/faults.h).  Every command
+its ptrace calls fail, at the rates it names (src/sys/faults.h).  Every command
 is run against real targets at a high rate, so that each run meets hundreds
 of faults, and must still behave: no signal, no hang, exit 0 or 1 (1 with
 the losses counted in the summary), a well-formed output file, and the

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Loading a library into a running process (src/inject.c), and the GPU
-agent into one that never uses CUDA (src/gpu.c, agent/), through the
+"""Loading a library into a running process (src/sys/inject.c), and the GPU
+agent into one that never uses CUDA (src/gpu/gpu.c, agent/), through the
 test driver tests/build/spyc-inject (built by `make test-tools`; not part
 of spyc's command line).
 
@@ -11,7 +11,7 @@ exits mid-way, a non-Python process and a pid that is gone each fail with
 one clear line.
 
 From 3.14 the agent is loaded by a script the target runs through PEP 768
-(sys.remote_exec's hook, src/remoteexec.c); ptrace remains the way for
+(sys.remote_exec's hook, src/py/remoteexec.c); ptrace remains the way for
 older versions, for a target that disabled PEP 768, and for one whose main
 thread reaches no eval breaker in time (blocked in a system call).
 """
@@ -383,7 +383,7 @@ except BaseException:
 
 
 def test_remote_exec_script(tools, python, targets, tmp_path):
-    """src/remoteexec.c alone: the main thread of a 3.14+ target runs a
+    """src/py/remoteexec.c alone: the main thread of a 3.14+ target runs a
     script that spyc names; older versions are refused in one line."""
     go = tmp_path / "go"
     mark = tmp_path / "mark"

@@ -59,7 +59,7 @@ def test_record_without_offset_tables(spyc, python, targets, tmp_path):
 
 # Minor versions whose _Py_DebugOffsets moved fields of the one before
 # (3.14 and 3.15 added fields mid-struct: see choose_offsets in
-# src/pyruntime.c), so that read through the older layout its values are
+# src/py/pyruntime.c), so that read through the older layout its values are
 # garbage.
 DEBUG_OFFSETS_MOVED = {(3, 14), (3, 15)}
 

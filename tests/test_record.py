@@ -158,7 +158,7 @@ def parse_folded(path, threads=False):
     return stacks
 
 
-# What spyc's SVG writer (src/out-svg.c) puts in each frame's box: a
+# What spyc's SVG writer (src/out/svg.c) puts in each frame's box: a
 # <title> "LABEL \u2014 N samples (P%)", where LABEL is "name (file:line)"
 # ("name (file)" without a line, "name" without either), "all" for the
 # root, or a thread's label under --threads.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The live tests' driver of src/inject.c and src/gpu.c: load a library
+ * The live tests' driver of src/sys/inject.c and src/gpu/gpu.c: load a library
  * (or spyc's GPU agent) into a running process, as `spyc record --gpu
  * --pid` will.  Not installed, not part of spyc's command line.
  *
@@ -14,7 +14,7 @@
  * the channel, "agent: STATUS: MESSAGE", then "loaded through: PEP 768"
  * or "loaded through: ptrace" (and ", not PEP 768: WHY" when there is a
  * why).  --remote-exec asks PID's main thread to run the Python file
- * SCRIPT through PEP 768 (src/remoteexec.c) and waits up to MS (default
+ * SCRIPT through PEP 768 (src/py/remoteexec.c) and waits up to MS (default
  * 2000) for it to take it: "remote-exec: taken".  Exit codes as spyc's:
  * 0 ok, 2 failed (one line on stderr), 64 usage.
  */
@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "gpu.h"
-#include "inject.h"
-#include "pyruntime.h"
-#include "remoteexec.h"
+#include "cmd/commands.h"
+#include "gpu/gpu.h"
+#include "sys/inject.h"
+#include "py/pyruntime.h"
+#include "py/remoteexec.h"
 #include "util.h"
 
 static int usage(void)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * make bench's measure of what sleeping costs on this machine: spyc's
- * pacing (src/sampleloop.c: its timer slack, its slice, slots on one grid
+ * pacing (src/cmd/sampleloop.c: its timer slack, its slice, slots on one grid
  * of absolute deadlines) with nothing done between wakeups.  Not
  * installed, not part of spyc's command line.
  *
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "commands.h"
-#include "sampleloop.h"
+#include "cmd/commands.h"
+#include "cmd/sampleloop.h"
 #include "util.h"
 
 static double cpu_us(void)

@@ -2,7 +2,7 @@
 /* Unit tests of the set of calls seen (calledge): add, find, grow, bound. */
 #include <stdint.h>
 
-#include "calledge.h"
+#include "py/calledge.h"
 
 #include "check.h"
 

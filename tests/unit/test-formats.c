@@ -9,10 +9,10 @@
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
-#include "output.h"
+#include "out/output.h"
 #include "profile.pb-c.h"
-#include "stacks.h"
-#include "timeline.h"
+#include "profile/stacks.h"
+#include "profile/timeline.h"
 #include "util.h"
 
 #include "check.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../../agent/ring.h"
-#include "gpuchan.h"
+#include "gpu/gpuchan.h"
 #include "util.h"
 
 #include "check.h"

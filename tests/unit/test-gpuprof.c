@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the GPU converters (src/gpuprof.c, and the GPU parts of
+ * Unit tests of the GPU converters (src/gpu/gpuprof.c, and the GPU parts of
  * the speedscope and folded writers), fed by records that the agent's
  * own writer (agent/ring.c) put in a channel and spyc's reader took out.
  */
@@ -13,11 +13,11 @@
 #include <cjson/cJSON.h>
 
 #include "../../agent/ring.h"
-#include "gpuchan.h"
-#include "gpuprof.h"
-#include "output.h"
-#include "stacks.h"
-#include "timeline.h"
+#include "gpu/gpuchan.h"
+#include "gpu/gpuprof.h"
+#include "out/output.h"
+#include "profile/stacks.h"
+#include "profile/timeline.h"
 #include "util.h"
 
 #include "check.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of launch stacks (src/gpustack.c): the layout spyc hands
+ * Unit tests of launch stacks (src/gpu/gpustack.c): the layout spyc hands
  * the agent, for every offset table, and the agent's stack records, as
  * its own ring writer (agent/ring.c) put them in a channel and spyc's
  * reader took them out, put back together.
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "../../agent/ring.h"
-#include "gpuchan.h"
-#include "gpustack.h"
+#include "gpu/gpuchan.h"
+#include "gpu/gpustack.h"
 #include "offsets.h"
 #include "util.h"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of top --gpu's windows (src/gputop.c). */
+/* Unit tests of top --gpu's windows (src/gpu/gputop.c). */
 #include <stdio.h>
 #include <string.h>
 
-#include "gputop.h"
+#include "gpu/gputop.h"
 
 #include "check.h"
 

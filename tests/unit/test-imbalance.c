@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imbalance.h"
+#include "profile/imbalance.h"
 
 #include "check.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outname.h"
+#include "out/outname.h"
 #include "util.h"
 
 #include "check.h"

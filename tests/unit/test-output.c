@@ -12,8 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "output.h"
-#include "stacks.h"
+#include "out/output.h"
+#include "profile/stacks.h"
 #include "util.h"
 
 #include "check.h"

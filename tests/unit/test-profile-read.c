@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "profile-read.h"
+#include "profile/profile-read.h"
 #include "util.h"
 
 #include "check.h"

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elfsym.h"
-#include "proc.h"
-#include "pycode.h"
-#include "pyruntime.h"
+#include "sys/elfsym.h"
+#include "sys/proc.h"
+#include "py/pycode.h"
+#include "py/pyruntime.h"
 #include "util.h"
 
 #include "check.h"

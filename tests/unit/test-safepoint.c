@@ -2,7 +2,7 @@
 /* Unit tests of the safe-point check's call recognizer. */
 #include <string.h>
 
-#include "safepoint.h"
+#include "sys/safepoint.h"
 
 #include "check.h"
 

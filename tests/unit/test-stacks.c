@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stacks.h"
+#include "profile/stacks.h"
 #include "util.h"
 
 #include "check.h"

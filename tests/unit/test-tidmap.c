@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tidmap.h"
+#include "sys/tidmap.h"
 
 #include "check.h"
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "framename.h"
-#include "toptable.h"
+#include "py/framename.h"
+#include "ui/toptable.h"
 #include "util.h"
 
 #include "check.h"

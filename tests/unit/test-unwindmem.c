@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "unwindmem.h"
+#include "sys/proc.h"
+#include "sys/unwindmem.h"
 
 #include "check.h"
 

@@ -1,0 +1,1011 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity as the agent reported it, and what spyc makes of it: each
+ * kernel's stack (the Python stack of its launch, else the launching
+ * thread's nearest CPU sample), per-stream
+ * timelines, and an nvprof-like summary.
+ */
+#include "gpu/gpuprof.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#ifdef HAVE_DEMANGLE
+/* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
+			    int *status);
+#endif
+
+/* A C++ name demangled (the caller frees it), or NULL. */
+static char *demangle(const char *mangled)
+{
+#ifdef HAVE_DEMANGLE
+	int status = -1;
+	char *s;
+
+	if (strncmp(mangled, "_Z", 2))
+		return NULL;
+	s = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (s && !status)
+		return s;
+	free(s);
+#else
+	(void)mangled;
+#endif
+	return NULL;
+}
+
+int gpuprof_demangles(void)
+{
+#ifdef HAVE_DEMANGLE
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+/* CUpti_ActivityMemcpyKind's values, as cupti_activity.h numbers them. */
+static const char *const copy_kinds[] = {
+    "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+    "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP",
+};
+
+const char *gpu_copy_kind_name(unsigned kind)
+{
+	return kind < ARRAY_SIZE(copy_kinds) ? copy_kinds[kind] : "unknown";
+}
+
+void gpuprof_init(struct gpuprof *gp)
+{
+	memset(gp, 0, sizeof(*gp));
+	stacks_init(&gp->stacks);
+	stacks_init(&gp->launch_stacks);
+	gpu_names_init(&gp->names);
+}
+
+void gpuprof_release(struct gpuprof *gp)
+{
+	size_t i;
+
+	for (i = 0; i < gp->nr_api_names; i++)
+		free(gp->api_names[i]);
+	free(gp->api_names);
+	free(gp->pairs);
+	gpu_names_release(&gp->names);
+	free(gp->python_frame);
+	free(gp->line_time);
+	free(gp->launches);
+	free(gp->launch_ids);
+	stacks_release(&gp->launch_stacks);
+	free(gp->acts);
+	free(gp->apis);
+	free(gp->samples);
+	free(gp->leaf);
+	stacks_release(&gp->stacks);
+	gpuprof_init(gp);
+}
+
+static void add_clock(struct gpuprof *gp, const struct gpu_clock *c)
+{
+	int64_t offset = (int64_t)(c->monotonic_ns - c->cupti_ns);
+
+	if (!gp->clock.known) {
+		gp->clock.known = 1;
+		gp->clock.offset_ns = offset;
+	}
+	gp->clock.drift_ns = offset - gp->clock.offset_ns;
+	gp->clock.pairs++;
+	ALLOC_GROW(gp->pairs, gp->nr_pairs + 1, gp->alloc_pairs);
+	gp->pairs[gp->nr_pairs++] = *c;
+	gp->pairs_sorted = 0;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct gpu_clock *x = a, *y = b;
+
+	return (x->cupti_ns > y->cupti_ns) - (x->cupti_ns < y->cupti_ns);
+}
+
+/* The index of an API call's name in gp->api_names (added if new). */
+static uint32_t api_name_index(struct gpuprof *gp, const struct gpu_api *api)
+{
+	char name[GPU_API_NAME_SIZE];
+	size_t i;
+
+	/* The channel is the target's memory too: take what is a string. */
+	memcpy(name, api->name, sizeof(name));
+	name[sizeof(name) - 1] = 0;
+	if (!name[0])
+		return UINT32_MAX;
+	/* A few dozen distinct calls in a whole run: the newest first. */
+	for (i = gp->nr_api_names; i-- > 0;)
+		if (!strcmp(gp->api_names[i], name))
+			return (uint32_t)i;
+	ALLOC_GROW(gp->api_names, gp->nr_api_names + 1, gp->alloc_api_names);
+	gp->api_names[gp->nr_api_names] = xstrdup(name);
+	return (uint32_t)gp->nr_api_names++;
+}
+
+void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
+{
+	switch (rec->type) {
+	case GPU_REC_KERNEL:
+	case GPU_REC_MEMCPY:
+	case GPU_REC_MEMSET:
+		ALLOC_GROW(gp->acts, gp->nr_acts + 1, gp->alloc_acts);
+		gp->acts[gp->nr_acts++] = *rec;
+		break;
+	case GPU_REC_API: {
+		struct gpu_api_call *a;
+
+		ALLOC_GROW(gp->apis, gp->nr_apis + 1, gp->alloc_apis);
+		a = &gp->apis[gp->nr_apis++];
+		a->correlation = rec->u.api.correlation;
+		a->tid = rec->u.api.tid;
+		a->start = rec->u.api.start;
+		a->end = rec->u.api.end < a->start ? a->start : rec->u.api.end;
+		a->pid = rec->u.api.pid;
+		a->cbid = rec->u.api.cbid;
+		a->domain = rec->u.api.domain;
+		a->name = api_name_index(gp, &rec->u.api);
+		break;
+	}
+	case GPU_REC_SYNC:
+		gp->syncs++;
+		if (rec->u.sync.end > rec->u.sync.start)
+			gp->sync_time += rec->u.sync.end - rec->u.sync.start;
+		break;
+	case GPU_REC_CLOCK:
+		add_clock(gp, &rec->u.clock);
+		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&gp->names, &rec->u.name);
+		break;
+	default:
+		break;
+	}
+}
+
+void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			uint32_t entry)
+{
+	struct gpu_cpu_sample *s;
+
+	ALLOC_GROW(gp->samples, gp->nr_samples + 1, gp->alloc_samples);
+	s = &gp->samples[gp->nr_samples++];
+	s->t_ns = t_ns;
+	s->tid = tid;
+	s->entry = entry;
+}
+
+void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
+			  uint32_t tid, uint32_t alias,
+			  const struct stack_frame *frames, size_t depth)
+{
+	struct gpu_launch *l;
+	size_t i;
+
+	ALLOC_GROW(gp->launches, gp->nr_launches + 1, gp->alloc_launches);
+	l = &gp->launches[gp->nr_launches++];
+	l->correlation = correlation;
+	l->tid = tid;
+	l->alias = alias;
+	l->entry = UINT32_MAX;
+	if (alias)
+		return;
+	/* Launch stacks are interned per stack, under one thread. */
+	if (!gp->launch_stacks.nr_threads)
+		stacks_thread(&gp->launch_stacks, 0, 0, NULL);
+	ALLOC_GROW(gp->launch_ids, depth ? depth : 1, gp->alloc_launch_ids);
+	for (i = 0; i < depth; i++)
+		gp->launch_ids[i] =
+		    stacks_frame(&gp->launch_stacks, frames[i].name,
+				 frames[i].file, frames[i].line);
+	l->entry = stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
+}
+
+void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame)
+{
+	size_t old = gp->alloc_python_frame;
+
+	ALLOC_GROW(gp->python_frame, (size_t)frame + 1, gp->alloc_python_frame);
+	if (gp->alloc_python_frame > old)
+		memset(gp->python_frame + old, 0, gp->alloc_python_frame - old);
+	gp->python_frame[frame] = 1;
+}
+
+void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
+		      struct strbuf *sb)
+{
+	if (a->name < gp->nr_api_names)
+		strbuf_addstr(sb, gp->api_names[a->name]);
+	else
+		strbuf_addf(sb, "[CUDA %s call %u]",
+			    a->domain == 1 ? "driver" : "runtime", a->cbid);
+}
+
+uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
+{
+	const struct gpu_clock *p;
+	size_t lo = 0, hi = gp->nr_pairs;
+
+	if (!gp->clock.known)
+		return cupti_ns;
+	if (!gp->pairs_sorted || !gp->nr_pairs)
+		return cupti_ns + (uint64_t)gp->clock.offset_ns;
+	/* The first pair at or after cupti_ns, or the one before. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->pairs[mid].cupti_ns < cupti_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == gp->nr_pairs ||
+	    (lo > 0 && cupti_ns - gp->pairs[lo - 1].cupti_ns <
+			   gp->pairs[lo].cupti_ns - cupti_ns))
+		lo--;
+	p = &gp->pairs[lo];
+	return cupti_ns + (p->monotonic_ns - p->cupti_ns);
+}
+
+void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+			    uint64_t *end)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*start = act->u.kernel.start;
+		*end = act->u.kernel.end;
+		break;
+	case GPU_REC_MEMCPY:
+		*start = act->u.memcpy.start;
+		*end = act->u.memcpy.end;
+		break;
+	case GPU_REC_MEMSET:
+		*start = act->u.memset.start;
+		*end = act->u.memset.end;
+		break;
+	default:
+		*start = *end = 0;
+	}
+	if (*end < *start)
+		*end = *start;
+}
+
+void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
+			     uint32_t *stream)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*device = act->u.kernel.device;
+		*stream = act->u.kernel.stream;
+		break;
+	case GPU_REC_MEMCPY:
+		*device = act->u.memcpy.device;
+		*stream = act->u.memcpy.stream;
+		break;
+	case GPU_REC_MEMSET:
+		*device = act->u.memset.device;
+		*stream = act->u.memset.stream;
+		break;
+	default:
+		*device = *stream = 0;
+	}
+}
+
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		*context = act->u.kernel.context;
+		*correlation = act->u.kernel.correlation;
+		break;
+	case GPU_REC_MEMCPY:
+		*context = act->u.memcpy.context;
+		*correlation = act->u.memcpy.correlation;
+		break;
+	case GPU_REC_MEMSET:
+		*context = act->u.memset.context;
+		*correlation = act->u.memset.correlation;
+		break;
+	default:
+		*context = *correlation = 0;
+	}
+}
+
+static uint32_t activity_correlation(const struct gpu_record *act)
+{
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		return act->u.kernel.correlation;
+	case GPU_REC_MEMCPY:
+		return act->u.memcpy.correlation;
+	case GPU_REC_MEMSET:
+		return act->u.memset.correlation;
+	default:
+		return 0;
+	}
+}
+
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb)
+{
+	const struct gpu_kernel *k = &act->u.kernel;
+	struct strbuf mangled = STRBUF_INIT;
+	char *demangled = NULL;
+	int whole;
+
+	switch (act->type) {
+	case GPU_REC_KERNEL:
+		whole = gpu_names_kernel(names, k, &mangled);
+		/* A cut name does not demangle: show it as it is. */
+		if (whole)
+			demangled = demangle(mangled.buf);
+		strbuf_addstr(sb, demangled	? demangled
+				  : mangled.len ? mangled.buf
+						: "[kernel]");
+		if (!whole)
+			strbuf_addf(sb, "... [name %08x]",
+				    (unsigned)(k->name_hash >> 32));
+		free(demangled);
+		strbuf_release(&mangled);
+		break;
+	case GPU_REC_MEMCPY:
+		strbuf_addf(sb, "[memcpy %s]",
+			    gpu_copy_kind_name(act->u.memcpy.copy_kind));
+		break;
+	case GPU_REC_MEMSET:
+		strbuf_addstr(sb, "[memset]");
+		break;
+	default:
+		strbuf_addstr(sb, "[unknown]");
+	}
+}
+
+static int cmp_api(const void *a, const void *b)
+{
+	const struct gpu_api_call *x = a, *y = b;
+
+	if (x->correlation != y->correlation)
+		return x->correlation < y->correlation ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct gpu_cpu_sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+static const struct gpu_api_call *find_api(const struct gpuprof *gp,
+					   uint32_t correlation)
+{
+	size_t lo = 0, hi = gp->nr_apis;
+
+	/* Correlation id 0 is CUPTI's "none". */
+	if (!correlation)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->apis[mid].correlation < correlation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < gp->nr_apis && gp->apis[lo].correlation == correlation
+		   ? &gp->apis[lo]
+		   : NULL;
+}
+
+const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
+					  const struct gpu_record *act)
+{
+	return gp->attributed_done ? find_api(gp, activity_correlation(act))
+				   : NULL;
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+	const struct gpu_launch *x = a, *y = b;
+
+	if (x->correlation != y->correlation)
+		return x->correlation < y->correlation ? -1 : 1;
+	return 0;
+}
+
+/* The launch stack of the launch with this correlation id, or NULL. */
+static const struct gpu_launch *find_launch(const struct gpuprof *gp,
+					    uint32_t correlation)
+{
+	struct gpu_launch key = {correlation, 0, 0, 0};
+	const struct gpu_launch *l;
+
+	if (!correlation || !gp->nr_launches)
+		return NULL;
+	l = bsearch(&key, gp->launches, gp->nr_launches, sizeof(key),
+		    cmp_launch);
+	/* A driver call inside a runtime call: the runtime call's. */
+	if (l && l->alias)
+		l = l->alias == correlation ? NULL : find_launch(gp, l->alias);
+	return l && l->entry < gp->launch_stacks.nr_entries ? l : NULL;
+}
+
+/* The sample of tid nearest to t_ns, or NULL: samples sorted by cmp_sample. */
+static const struct gpu_cpu_sample *nearest_sample(const struct gpuprof *gp,
+						   long tid, uint64_t t_ns)
+{
+	const struct gpu_cpu_sample *s = gp->samples;
+	size_t lo = 0, hi = gp->nr_samples, first;
+
+	/* The first sample of tid at or after t_ns. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s[mid].tid < tid ||
+		    (s[mid].tid == tid && s[mid].t_ns < t_ns))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	if (first < gp->nr_samples && s[first].tid == tid) {
+		if (first > 0 && s[first - 1].tid == tid &&
+		    t_ns - s[first - 1].t_ns < s[first].t_ns - t_ns)
+			return &s[first - 1];
+		return &s[first];
+	}
+	if (first > 0 && s[first - 1].tid == tid)
+		return &s[first - 1];
+	return NULL;
+}
+
+/* Give every activity its name's frame in gp->stacks (gp->leaf). */
+static void assign_leaves(struct gpuprof *gp)
+{
+	struct stacks names; /* mangled name -> id, through its interning */
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t *leaf_of_name = NULL;
+	size_t alloc = 0, i;
+
+	stacks_init(&names);
+	gp->leaf = xmalloc((gp->nr_acts ? gp->nr_acts : 1) * sizeof(*gp->leaf));
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		uint32_t id;
+		size_t old;
+
+		strbuf_reset(&sb);
+		/* A kernel by its mangled name, whole or its start and hash. */
+		if (act->type == GPU_REC_KERNEL &&
+		    !gpu_names_kernel(&gp->names, &act->u.kernel, &sb))
+			strbuf_addf(&sb, "\001%016" PRIx64,
+				    act->u.kernel.name_hash);
+		else if (act->type != GPU_REC_KERNEL)
+			gpuprof_activity_name(&gp->names, act, &sb);
+		id = stacks_frame(&names, sb.buf, "", 0);
+		old = alloc;
+		ALLOC_GROW(leaf_of_name, (size_t)id + 1, alloc);
+		if (alloc > old)
+			memset(leaf_of_name + old, 0xff,
+			       (alloc - old) * sizeof(*leaf_of_name));
+		if (leaf_of_name[id] == UINT32_MAX) {
+			strbuf_reset(&sb);
+			gpuprof_activity_name(&gp->names, act, &sb);
+			leaf_of_name[id] =
+			    stacks_frame(&gp->stacks, sb.buf, "", 0);
+		}
+		gp->leaf[i] = leaf_of_name[id];
+	}
+	free(leaf_of_name);
+	stacks_release(&names);
+	strbuf_release(&sb);
+}
+
+/* Whether CPU frame id f is a Python one (all are, when none was noted). */
+static int is_python_frame(const struct gpuprof *gp, uint32_t f)
+{
+	if (!gp->python_frame)
+		return 1;
+	return f < gp->alloc_python_frame && gp->python_frame[f];
+}
+
+/*
+ * Charge ns of GPU time to the innermost Python frame of frames (ids in
+ * gp->stacks, root first): every one is, for a launch's own stack.
+ */
+static void add_line_time(struct gpuprof *gp, const uint32_t *frames,
+			  size_t depth, uint64_t ns, int all_python)
+{
+	size_t i;
+
+	for (i = depth; i-- > 0;) {
+		uint32_t f = frames[i];
+		size_t old = gp->nr_line_time;
+
+		if (!all_python && !is_python_frame(gp, f))
+			continue;
+		if (f >= gp->nr_line_time) {
+			ALLOC_GROW(gp->line_time, (size_t)f + 1,
+				   gp->nr_line_time);
+			memset(gp->line_time + old, 0,
+			       (gp->nr_line_time - old) *
+				   sizeof(*gp->line_time));
+		}
+		gp->line_time[f] += ns;
+		return;
+	}
+}
+
+/* The GPU stacks' thread for CPU thread tid: named as the CPU one. */
+static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
+			      uint32_t tid)
+{
+	size_t t;
+
+	for (t = 0; t < cpu->nr_threads; t++) {
+		const struct stack_thread *th = &cpu->threads[t];
+
+		if (th->tid == (long)tid)
+			return stacks_thread(&gp->stacks, th->ident, th->tid,
+					     th->name);
+	}
+	return stacks_thread(&gp->stacks, 0, (long)tid, NULL);
+}
+
+const char *gpuprof_stacks_name(const struct gpuprof *gp)
+{
+	if (gp->exact && !gp->attributed)
+		return "GPU time by launching stack (the Python stack of each "
+		       "launch)";
+	if (gp->exact)
+		return "GPU time by launching stack (the Python stack of the "
+		       "launch, else the nearest CPU sample)";
+	return "GPU time by launching stack (nearest CPU sample)";
+}
+
+void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
+{
+	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
+	uint32_t *frames, *launch_map;
+	size_t i, max_depth = 0;
+
+	if (gp->attributed_done)
+		return;
+	gp->attributed_done = 1;
+	if (gp->nr_pairs)
+		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
+	gp->pairs_sorted = 1;
+	/* The CPU frames first, so that their ids are the same here. */
+	for (i = 0; i < cpu->nr_frames; i++)
+		stacks_frame(&gp->stacks, cpu->frames[i].name,
+			     cpu->frames[i].file, cpu->frames[i].line);
+	root_launch = stacks_frame(&gp->stacks, GPU_ROOT_LAUNCH, "", 0);
+	root_nearest = stacks_frame(&gp->stacks, GPU_ROOT_NEAREST, "", 0);
+	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
+	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
+	assign_leaves(gp);
+	/* (qsort's array may not be NULL, even with nothing in it.) */
+	if (gp->nr_apis)
+		qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
+	if (gp->nr_launches)
+		qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches),
+		      cmp_launch);
+	for (i = 0; i < gp->launch_stacks.nr_entries; i++)
+		if (gp->launch_stacks.entries[i].depth > max_depth)
+			max_depth = gp->launch_stacks.entries[i].depth;
+	if (gp->nr_samples)
+		qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples),
+		      cmp_sample);
+	for (i = 0; i < cpu->nr_entries; i++)
+		if (cpu->entries[i].depth > max_depth)
+			max_depth = cpu->entries[i].depth;
+	frames = xmalloc((max_depth + 2) * sizeof(*frames));
+	/* Launch stacks' frames as frames of gp->stacks. */
+	launch_map =
+	    xmalloc((gp->launch_stacks.nr_frames + 1) * sizeof(*launch_map));
+	for (i = 0; i < gp->launch_stacks.nr_frames; i++)
+		launch_map[i] =
+		    stacks_frame(&gp->stacks, gp->launch_stacks.frames[i].name,
+				 gp->launch_stacks.frames[i].file,
+				 gp->launch_stacks.frames[i].line);
+
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		const struct gpu_api_call *api =
+		    find_api(gp, activity_correlation(act));
+		const struct gpu_launch *launch =
+		    find_launch(gp, activity_correlation(act));
+		const struct gpu_cpu_sample *s = NULL;
+		const struct stack_entry *e = NULL;
+		uint64_t start, end;
+		uint32_t thread;
+		size_t depth = 0;
+
+		gpuprof_activity_times(act, &start, &end);
+		if (launch) {
+			size_t j;
+
+			e = &gp->launch_stacks.entries[launch->entry];
+			thread = launch_thread(gp, cpu, launch->tid);
+			frames[depth++] = root_launch;
+			for (j = 0; j < e->depth; j++)
+				frames[depth++] = launch_map[e->frames[j]];
+			gp->exact++;
+			add_line_time(gp, frames + 1, e->depth, end - start, 1);
+			frames[depth++] = gp->leaf[i];
+			stacks_add(&gp->stacks, thread, frames, depth,
+				   end - start);
+			continue;
+		}
+		if (api)
+			s = nearest_sample(
+			    gp, (long)api->tid,
+			    gpuprof_to_monotonic(gp, api->start));
+		if (s && s->entry < cpu->nr_entries)
+			e = &cpu->entries[s->entry];
+		if (e) {
+			const struct stack_thread *t = &cpu->threads[e->thread];
+
+			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
+					       t->name);
+			frames[depth++] = root_nearest;
+			if (e->depth)
+				memcpy(frames + depth, e->frames,
+				       e->depth * sizeof(*frames));
+			depth += e->depth;
+			gp->attributed++;
+			add_line_time(gp, e->frames, e->depth, end - start, 0);
+		} else if (api) {
+			thread =
+			    stacks_thread(&gp->stacks, 0, (long)api->tid, NULL);
+			frames[depth++] = root_no_sample;
+			gp->no_sample++;
+		} else {
+			thread = stacks_thread(&gp->stacks, 0, 0,
+					       "[no launch record]");
+			frames[depth++] = root_no_launch;
+			gp->no_launch++;
+		}
+		frames[depth++] = gp->leaf[i];
+		stacks_add(&gp->stacks, thread, frames, depth, end - start);
+	}
+	free(frames);
+	free(launch_map);
+}
+
+static int cmp_timeline(const void *a, const void *b, void *ctx)
+{
+	const struct gpuprof *gp = ctx;
+	const struct gpu_record *x = &gp->acts[*(const uint32_t *)a];
+	const struct gpu_record *y = &gp->acts[*(const uint32_t *)b];
+	uint32_t xd, xs, yd, ys;
+	uint64_t x0, x1, y0, y1;
+
+	gpuprof_activity_stream(x, &xd, &xs);
+	gpuprof_activity_stream(y, &yd, &ys);
+	if (xd != yd)
+		return xd < yd ? -1 : 1;
+	if (xs != ys)
+		return xs < ys ? -1 : 1;
+	gpuprof_activity_times(x, &x0, &x1);
+	gpuprof_activity_times(y, &y0, &y1);
+	/* On spyc's clock: CUPTI's may have stepped between them. */
+	x0 = gpuprof_to_monotonic(gp, x0);
+	y0 = gpuprof_to_monotonic(gp, y0);
+	if (x0 != y0)
+		return x0 < y0 ? -1 : 1;
+	/* Ties in index order, so the result does not depend on qsort. */
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+uint32_t *gpuprof_timeline(const struct gpuprof *gp)
+{
+	uint32_t *order;
+	size_t i;
+
+	if (!gp->nr_acts)
+		return NULL;
+	order = xmalloc(gp->nr_acts * sizeof(*order));
+	for (i = 0; i < gp->nr_acts; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, gp->nr_acts, sizeof(*order), cmp_timeline, (void *)gp);
+	return order;
+}
+
+/* Append a duration the way nvprof does: 812ns, 12.345us, 1.234ms, 2.5s. */
+static void add_duration(struct strbuf *sb, int width, double ns)
+{
+	char buf[32];
+
+	if (ns < 1e3)
+		snprintf(buf, sizeof(buf), "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, sizeof(buf), "%.3fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, sizeof(buf), "%.3fms", ns / 1e6);
+	else
+		snprintf(buf, sizeof(buf), "%.3fs", ns / 1e9);
+	strbuf_addf(sb, "%*s", width, buf);
+}
+
+static void add_bytes(struct strbuf *sb, double bytes)
+{
+	if (bytes < 1024)
+		strbuf_addf(sb, "%.0f B", bytes);
+	else if (bytes < 1024 * 1024)
+		strbuf_addf(sb, "%.1f KiB", bytes / 1024);
+	else if (bytes < 1024.0 * 1024 * 1024)
+		strbuf_addf(sb, "%.1f MiB", bytes / (1024 * 1024));
+	else
+		strbuf_addf(sb, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+/* One row of the summary: every activity with one name. */
+struct summary_row {
+	uint32_t leaf;
+	uint64_t calls, total, min, max;
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct summary_row *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+struct interval {
+	uint64_t start, end;
+};
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The time some activity ran, on any stream: the union of intervals. */
+static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
+			  uint64_t *last)
+{
+	size_t i, n = gp->nr_acts;
+	struct interval *iv = xmalloc((n ? n : 1) * sizeof(*iv));
+	uint64_t busy = 0, cur_start = 0, cur_end = 0;
+
+	for (i = 0; i < n; i++) {
+		gpuprof_activity_times(&gp->acts[i], &iv[i].start, &iv[i].end);
+		iv[i].start = gpuprof_to_monotonic(gp, iv[i].start);
+		iv[i].end = gpuprof_to_monotonic(gp, iv[i].end);
+	}
+	qsort(iv, n, sizeof(*iv), cmp_interval);
+	*first = n ? iv[0].start : 0;
+	*last = 0;
+	for (i = 0; i < n; i++) {
+		if (iv[i].end > *last)
+			*last = iv[i].end;
+		if (!i || iv[i].start > cur_end) {
+			busy += cur_end - cur_start;
+			cur_start = iv[i].start;
+			cur_end = iv[i].end;
+		} else if (iv[i].end > cur_end) {
+			cur_end = iv[i].end;
+		}
+	}
+	busy += cur_end - cur_start;
+	free(iv);
+	return busy;
+}
+
+static int cmp_line(const void *a, const void *b, void *ctx)
+{
+	const uint64_t *t = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (t[x] != t[y])
+		return t[x] > t[y] ? -1 : 1;
+	return x < y ? -1 : 1;
+}
+
+/* The Python lines whose launches took the most GPU time, most first. */
+static void add_line_rows(const struct gpuprof *gp, size_t max_rows,
+			  uint64_t all_time, struct strbuf *sb)
+{
+	uint32_t *order =
+	    xmalloc((gp->nr_line_time ? gp->nr_line_time : 1) * sizeof(*order));
+	size_t n = 0, i;
+
+	for (i = 0; i < gp->nr_line_time; i++)
+		if (gp->line_time[i])
+			order[n++] = (uint32_t)i;
+	if (n) {
+		qsort_r(order, n, sizeof(*order), cmp_line, gp->line_time);
+		strbuf_addf(sb, "  Python lines by the GPU time they "
+				"launched:\n");
+	}
+	for (i = 0; i < n && i < max_rows; i++) {
+		const struct stack_frame *f = &gp->stacks.frames[order[i]];
+		uint64_t t = gp->line_time[order[i]];
+
+		strbuf_addf(sb, "  %6.2f%% ",
+			    all_time ? 100.0 * (double)t / (double)all_time
+				     : 0.0);
+		add_duration(sb, 11, (double)t);
+		strbuf_addf(sb, "  %s (%s:%d)\n", f->name, f->file, f->line);
+	}
+	if (n > max_rows)
+		strbuf_addf(sb, "  (%zu more lines)\n", n - max_rows);
+	free(order);
+}
+
+void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
+		     struct strbuf *sb)
+{
+	struct summary_row *rows;
+	uint64_t copy_bytes[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t copy_time[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t copies[ARRAY_SIZE(copy_kinds)] = {0};
+	uint64_t all_time = 0, kernels = 0, nr_copies = 0, memsets = 0;
+	uint64_t first, last, busy;
+	size_t nr_rows = 0, i, *row_of;
+	int any_copy = 0;
+
+	if (!gp->nr_acts || !gp->leaf)
+		return;
+	row_of = xmalloc(gp->stacks.nr_frames * sizeof(*row_of));
+	for (i = 0; i < gp->stacks.nr_frames; i++)
+		row_of[i] = SIZE_MAX;
+	rows = xcalloc(gp->nr_acts, sizeof(*rows));
+	for (i = 0; i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[i];
+		uint64_t start, end, d;
+		struct summary_row *r;
+
+		gpuprof_activity_times(act, &start, &end);
+		d = end - start;
+		all_time += d;
+		if (act->type == GPU_REC_MEMCPY) {
+			unsigned k = act->u.memcpy.copy_kind;
+
+			if (k >= ARRAY_SIZE(copy_kinds))
+				k = 0;
+			copy_bytes[k] += act->u.memcpy.bytes;
+			copy_time[k] += d;
+			copies[k]++;
+			nr_copies++;
+			continue;
+		}
+		if (act->type == GPU_REC_KERNEL)
+			kernels++;
+		else
+			memsets++;
+		if (row_of[gp->leaf[i]] == SIZE_MAX) {
+			row_of[gp->leaf[i]] = nr_rows;
+			rows[nr_rows].leaf = gp->leaf[i];
+			rows[nr_rows].min = UINT64_MAX;
+			nr_rows++;
+		}
+		r = &rows[row_of[gp->leaf[i]]];
+		r->calls++;
+		r->total += d;
+		if (d < r->min)
+			r->min = d;
+		if (d > r->max)
+			r->max = d;
+	}
+	qsort(rows, nr_rows, sizeof(*rows), cmp_row);
+
+	strbuf_addf(sb,
+		    "spyc: GPU activities (CUPTI): %" PRIu64
+		    " kernels, %" PRIu64 " copies, %" PRIu64
+		    " memsets, %" PRIu64 " records lost\n",
+		    kernels, nr_copies, memsets, gp->lost);
+	if (nr_rows)
+		strbuf_addf(sb, "  %7s %11s %7s %11s %11s %11s  %s\n",
+			    "Time(%)", "Total", "Calls", "Avg", "Min", "Max",
+			    "Name");
+	for (i = 0; i < nr_rows && i < max_rows; i++) {
+		const struct summary_row *r = &rows[i];
+
+		strbuf_addf(sb, "  %6.2f%% ",
+			    all_time
+				? 100.0 * (double)r->total / (double)all_time
+				: 0.0);
+		add_duration(sb, 11, (double)r->total);
+		strbuf_addf(sb, " %7" PRIu64 " ", r->calls);
+		add_duration(sb, 11, (double)r->total / (double)r->calls);
+		strbuf_addch(sb, ' ');
+		add_duration(sb, 11, (double)r->min);
+		strbuf_addch(sb, ' ');
+		add_duration(sb, 11, (double)r->max);
+		strbuf_addf(sb, "  %s\n", gp->stacks.frames[r->leaf].name);
+	}
+	if (nr_rows > max_rows)
+		strbuf_addf(sb, "  (%zu more)\n", nr_rows - max_rows);
+	for (i = 0; i < ARRAY_SIZE(copy_kinds); i++) {
+		if (!copies[i])
+			continue;
+		strbuf_addstr(sb, any_copy ? "; " : "  memcpy: ");
+		any_copy = 1;
+		strbuf_addf(sb, "%s ", copy_kinds[i]);
+		add_bytes(sb, (double)copy_bytes[i]);
+		strbuf_addf(sb, " in %" PRIu64 " copies, ", copies[i]);
+		add_duration(sb, 0, (double)copy_time[i]);
+		if (copy_time[i])
+			strbuf_addf(sb, " (%.2f GB/s)",
+				    (double)copy_bytes[i] /
+					(double)copy_time[i]);
+	}
+	if (any_copy)
+		strbuf_addch(sb, '\n');
+	busy = busy_time(gp, &first, &last);
+	strbuf_addstr(sb, "  GPU busy ");
+	add_duration(sb, 0, (double)busy);
+	strbuf_addstr(sb, " of ");
+	add_duration(sb, 0, (double)(last - first));
+	strbuf_addf(sb, " from the first activity to the last (idle %.1f%%)\n",
+		    last > first
+			? 100.0 - 100.0 * (double)busy / (double)(last - first)
+			: 0.0);
+	if (!gpuprof_demangles())
+		strbuf_addstr(sb, "  names: C++ names mangled (spyc was built "
+				  "without a demangler)\n");
+	if (gp->syncs) {
+		strbuf_addf(sb, "  synchronizations: %" PRIu64 ", ", gp->syncs);
+		add_duration(sb, 0, (double)gp->sync_time);
+		strbuf_addstr(sb, " waited\n");
+	}
+	if (gp->zero_time || gp->cupti_dropped || gp->bad_buffers)
+		strbuf_addf(sb,
+			    "  records dropped: %" PRIu64
+			    " with no timestamps (CUPTI gave 0), %" PRIu64
+			    " by CUPTI (no buffer space), %" PRIu64
+			    " CUPTI buffers cut short by an invalid record\n",
+			    gp->zero_time, gp->cupti_dropped, gp->bad_buffers);
+	add_line_rows(gp, max_rows, all_time, sb);
+	if (gp->launch_off[0])
+		strbuf_addf(sb,
+			    "  launch stacks: off (%s): by the nearest CPU "
+			    "sample instead\n",
+			    gp->launch_off);
+	if (gp->launch_unnamed)
+		strbuf_addf(sb,
+			    "  launch stacks: %" PRIu64
+			    " could not be named (their code could not be "
+			    "read)\n",
+			    gp->launch_unnamed);
+	strbuf_addf(sb,
+		    "  attribution: %zu activities: %" PRIu64
+		    " by the Python stack of their launch, %" PRIu64
+		    " by the launching thread's nearest CPU sample, %" PRIu64
+		    " with no launch record, %" PRIu64
+		    " with no sample of the launching thread\n",
+		    gp->nr_acts, gp->exact, gp->attributed, gp->no_launch,
+		    gp->no_sample);
+	if (gp->clock.known)
+		strbuf_addf(
+		    sb,
+		    "  clock: CLOCK_MONOTONIC = CUPTI %+" PRId64 " ns (%" PRIu64
+		    " pairs, drift %" PRId64 " ns; CUPTI on %s)\n",
+		    gp->clock.offset_ns, gp->clock.pairs, gp->clock.drift_ns,
+		    gp->monotonic_clock
+			? "CLOCK_MONOTONIC, by the agent's timestamp "
+			  "callback"
+			: "its own clock");
+	else
+		strbuf_addstr(sb, "  clock: no alignment pair from the agent; "
+				  "CUPTI times used as they are\n");
+	free(rows);
+	free(row_of);
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity as the agent reported it, and what spyc makes of it: each
+ * kernel's stack (the Python stack of its launch, else the launching
+ * thread's nearest CPU sample), per-stream
+ * timelines, and an nvprof-like summary.  Pure: no target, no channel.
+ */
+#ifndef SPYC_GPUPROF_H
+#define SPYC_GPUPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpuchan-layout.h"
+#include "gpu/gpunames.h"
+#include "profile/stacks.h"
+
+struct strbuf;
+
+/* One CPU sample of one thread: when, which thread, which stack entry. */
+struct gpu_cpu_sample {
+	uint64_t t_ns; /* spyc's clock (now_ns(), CLOCK_MONOTONIC) */
+	long tid;
+	uint32_t entry; /* index in the CPU stacks' entries */
+};
+
+/* What the attribution and the timelines need of a CUDA API call. */
+struct gpu_api_call {
+	uint32_t correlation;
+	uint32_t tid;
+	uint64_t start, end; /* CUPTI's clock */
+	uint32_t pid;
+	uint32_t cbid;	 /* CUPTI's callback id */
+	uint32_t domain; /* 1: driver, 2: runtime */
+	uint32_t name;	 /* index in api_names, UINT32_MAX: none given */
+};
+
+/*
+ * How CUPTI's clock relates to spyc's, from the agent's clock pairs:
+ * monotonic = cupti + offset_ns.  drift_ns is the last pair's offset
+ * minus the first's: how far the two clocks moved apart over the run.
+ */
+struct gpu_clock_alignment {
+	int known; /* 0: no pair was seen; times are then CUPTI's as they are */
+	int64_t offset_ns;
+	int64_t drift_ns;
+	uint64_t pairs;
+};
+
+struct gpuprof {
+	/* kernels, copies and memsets, in the order they came */
+	struct gpu_record *acts;
+	size_t nr_acts, alloc_acts;
+	struct gpu_api_call *apis;
+	size_t nr_apis, alloc_apis;
+	struct gpu_names names; /* kernel names too long for their records */
+	char **api_names;	/* the distinct names of API calls */
+	size_t nr_api_names, alloc_api_names;
+	/*
+	 * The Python stacks the agent copied at launches: per launch, its
+	 * correlation id, thread and stack (an entry of launch_stacks, root
+	 * first), or the launch whose stack it is (alias).
+	 */
+	struct gpu_launch {
+		uint32_t correlation, tid;
+		uint32_t entry; /* in launch_stacks; UINT32_MAX: see alias */
+		uint32_t alias;
+	} * launches;
+	size_t nr_launches, alloc_launches;
+	struct stacks launch_stacks; /* its own frames: names, files, lines */
+	uint32_t *launch_ids;
+	size_t alloc_launch_ids;
+	uint64_t launch_unnamed; /* stacks whose code could not be read */
+	/* Why no launch had its own stack, when none could: for the summary */
+	char launch_off[160];
+	/* per CPU frame id: 1 for a Python frame (not a native one) */
+	unsigned char *python_frame;
+	size_t alloc_python_frame;
+	struct gpu_cpu_sample *samples;
+	size_t nr_samples, alloc_samples;
+	struct gpu_clock_alignment clock;
+	/*
+	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
+	 * attributed: a time goes by the pair nearest it, so that a step of
+	 * CUPTI's clock (CLOCK_REALTIME, when the agent could not put CUPTI
+	 * on CLOCK_MONOTONIC) moves only what came after it.
+	 */
+	struct gpu_clock *pairs;
+	size_t nr_pairs, alloc_pairs;
+	int pairs_sorted;
+	uint64_t syncs;	    /* synchronisation records */
+	uint64_t sync_time; /* their nanoseconds, all together */
+	/* The caller sets these, from the channel's header. */
+	uint64_t lost;		/* records the agent dropped: ring full */
+	uint64_t zero_time;	/* records with no time, dropped */
+	uint64_t cupti_dropped; /* records CUPTI dropped: no buffer space */
+	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
+	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
+	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
+
+	/*
+	 * Filled by gpuprof_attribute(): the CPU stacks' frames first, with
+	 * the same ids, then the GPU ones; an entry per (launching thread,
+	 * CPU stack, activity name), its count the activity's nanoseconds.
+	 */
+	struct stacks stacks;
+	uint32_t *leaf;	     /* per activity: its name's frame id in stacks */
+	uint64_t exact;	     /* placed on the Python stack of their launch */
+	uint64_t attributed; /* activities placed on a CPU sample's stack */
+	uint64_t no_launch;  /* no API call record with its correlation id */
+	uint64_t no_sample;  /* no CPU sample of the launching thread */
+	/*
+	 * GPU nanoseconds by the innermost Python frame (a line) of the
+	 * launching stack, indexed by its frame id; nr_line_time entries.
+	 */
+	uint64_t *line_time;
+	size_t nr_line_time;
+	int attributed_done;
+};
+
+/* The root frame of every GPU stack: how it was attributed. */
+#define GPU_ROOT_LAUNCH "[GPU time, by the Python stack of the launch]"
+#define GPU_ROOT_NEAREST                                                       \
+	"[GPU time, by the launching thread's nearest CPU sample]"
+#define GPU_ROOT_NO_LAUNCH "[GPU time, no launch record]"
+/* Below the launch's frames when the agent copied only the innermost. */
+#define GPU_ROOT_CUT "[deeper frames not copied at the launch]"
+#define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
+
+void gpuprof_init(struct gpuprof *gp);
+/* Free everything gp owns; gp is left empty (as after gpuprof_init). */
+void gpuprof_release(struct gpuprof *gp);
+
+/* Keep what outputs need of one record from the channel (a copy). */
+void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
+
+/* Note that thread tid's stack at t_ns was CPU stacks entry `entry`. */
+void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			uint32_t entry);
+
+/*
+ * Note that CPU frame id `frame` is a Python one (a function at a line),
+ * not a native one: the summary's "Python lines" are made of these.
+ * When no frame is noted, every CPU frame counts as one.
+ */
+void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
+
+/*
+ * The Python stack the agent copied at the launch with this correlation
+ * id, on thread tid: frames root first (copied).  With alias
+ * (not 0), no frames: the launch's stack is launch alias's.
+ */
+void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
+			  uint32_t tid, uint32_t alias,
+			  const struct stack_frame *frames, size_t depth);
+
+/*
+ * A CUPTI time on spyc's clock (unchanged when no clock pair was seen):
+ * by the first pair's offset, or once attributed, by the pair nearest
+ * in CUPTI's time.
+ */
+uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
+
+/*
+ * Build gp->stacks and gp->leaf from the activities, the launch stacks,
+ * the API calls and the CPU samples, whose entries are cpu's: each
+ * activity goes on the Python stack the agent copied at its launch (the
+ * one with its correlation id), under GPU_ROOT_LAUNCH; else on the stack
+ * of the CPU sample of its launching thread (the API call with its
+ * correlation id) nearest in time to the launch, under GPU_ROOT_NEAREST;
+ * one that cannot goes under GPU_ROOT_NO_LAUNCH or GPU_ROOT_NO_SAMPLE.
+ * Call once all records and samples are in; later calls do nothing.
+ */
+void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);
+
+/*
+ * The name outputs give an activity: a kernel's demangled name, whole
+ * (a long one from names, which may be NULL); its mangled one when it
+ * does not demangle; its start, "..." and its hash ("[name 1f2e3d4c]")
+ * when spyc has only its start, so that two such names are never one;
+ * "[memcpy HtoD]", "[memset]".  Appended to sb.
+ */
+void gpuprof_activity_name(const struct gpu_names *names,
+			   const struct gpu_record *act, struct strbuf *sb);
+
+/* Whether this spyc demangles C++ names (built with a demangler). */
+int gpuprof_demangles(void);
+
+/*
+ * The API call that launched act (the one with its correlation id), or
+ * NULL.  Only once gpuprof_attribute() has run.
+ */
+const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
+					  const struct gpu_record *act);
+
+/* An API call's name ("cudaLaunchKernel"; else "[CUDA runtime call 211]"). */
+void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
+		      struct strbuf *sb);
+
+/* An activity's start and end on CUPTI's clock. */
+void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+			    uint64_t *end);
+/* An activity's device and stream. */
+void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
+			     uint32_t *stream);
+/* An activity's CUDA context id and correlation id (0 for none). */
+void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
+			  uint32_t *correlation);
+
+/*
+ * The activities' indices ordered by device, stream and start: the
+ * timeline of each stream in turn.  Returns an array of gp->nr_acts
+ * indices the caller frees (NULL when there are none).
+ */
+uint32_t *gpuprof_timeline(const struct gpuprof *gp);
+
+/*
+ * Append the summary, like nvprof's "GPU activities", to sb: kernels
+ * (and memsets) by total time, at most max_rows of them (name, calls,
+ * total, average, min, max, share of all GPU activity time), copies
+ * by direction, how busy the GPU was, the Python lines whose launches
+ * took the most GPU time (at most max_rows), how activities were
+ * attributed, and the clock alignment.  Lines end in '\n'; nothing for no
+ * activity.
+ */
+void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
+		     struct strbuf *sb);
+
+/*
+ * The name of the profile of GPU time by stack: "GPU time by launching
+ * stack" and how the stacks were found.  Once attributed.
+ */
+const char *gpuprof_stacks_name(const struct gpuprof *gp);
+
+/* "HtoD", "DtoH", ... for a CUpti_ActivityMemcpyKind; never NULL. */
+const char *gpu_copy_kind_name(unsigned kind);
+
+#endif

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * top --gpu: the kernels, copies and memsets reported over each refresh
+ * interval and since the start, by GPU time, and how busy the GPU was.
+ */
+#include "gpu/gputop.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpuprof.h"
+#include "util.h"
+
+/* FNV-1a's offset basis. */
+#define FNV_BASIS 0xcbf29ce484222325ULL
+#define OTHER_KEY "o"
+#define OTHER_NAME "[other kernels]"
+
+enum { WINDOW = 0, RUN = 1 };
+enum { KERNELS, COPIES, MEMSETS };
+
+void gputop_init(struct gputop *g)
+{
+	memset(g, 0, sizeof(*g));
+	gpu_names_init(&g->long_names);
+}
+
+void gputop_release(struct gputop *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_names; i++) {
+		free(g->names[i].key);
+		free(g->names[i].name);
+	}
+	free(g->names);
+	gpu_names_release(&g->long_names);
+	free(g->index);
+	free(g->spans);
+	free(g->window.rows);
+	free(g->run.rows);
+	gputop_init(g);
+}
+
+static uint64_t hash_key(const char *key)
+{
+	return fnv1a(FNV_BASIS, key, strlen(key));
+}
+
+/* Put name i in an index of size slots (a power of two, never full). */
+static void index_put(uint32_t *index, size_t size, const char *key, uint32_t i)
+{
+	size_t at = (size_t)hash_key(key) & (size - 1);
+
+	while (index[at])
+		at = (at + 1) & (size - 1);
+	index[at] = i + 1;
+}
+
+/* Keep the index at most half full. */
+static void index_grow(struct gputop *g)
+{
+	size_t size = g->index_size ? 2 * g->index_size : 64, i;
+
+	if (2 * (g->nr_names + 1) <= g->index_size)
+		return;
+	free(g->index);
+	g->index = xcalloc(size, sizeof(*g->index));
+	g->index_size = size;
+	for (i = 0; i < g->nr_names; i++)
+		index_put(g->index, size, g->names[i].key, (uint32_t)i);
+}
+
+/* The name of key (rec's, when it is new); never fails. */
+static struct gputop_name *find_name(struct gputop *g, const char *key,
+				     const struct gpu_record *rec)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct gputop_name *n;
+	size_t at;
+
+	if (g->index_size) {
+		at = (size_t)hash_key(key) & (g->index_size - 1);
+		for (; g->index[at]; at = (at + 1) & (g->index_size - 1)) {
+			n = &g->names[g->index[at] - 1];
+			if (!strcmp(n->key, key))
+				return n;
+		}
+	}
+	/* Past the limit, new names all count as one. */
+	if (g->nr_names >= GPUTOP_MAX_NAMES && strcmp(key, OTHER_KEY))
+		return find_name(g, OTHER_KEY, NULL);
+	index_grow(g);
+	ALLOC_GROW(g->names, g->nr_names + 1, g->alloc_names);
+	n = &g->names[g->nr_names];
+	memset(n, 0, sizeof(*n));
+	n->key = xstrdup(key);
+	if (rec) {
+		/* Demangled once per name, not once per launch. */
+		gpuprof_activity_name(&g->long_names, rec, &sb);
+		n->name = strbuf_detach(&sb);
+	} else {
+		n->name = xstrdup(OTHER_NAME);
+	}
+	index_put(g->index, g->index_size, key, (uint32_t)g->nr_names);
+	g->nr_names++;
+	return n;
+}
+
+void gputop_add(struct gputop *g, const struct gpu_record *rec)
+{
+	struct gpu_record copy;
+	struct gputop_name *n;
+	char key[sizeof(rec->u.kernel.name) + 32];
+	uint64_t start, end, ns;
+
+	switch (rec->type) {
+	case GPU_REC_KERNEL:
+		copy = *rec;
+		copy.u.kernel.name[sizeof(copy.u.kernel.name) - 1] = '\0';
+		rec = &copy;
+		start = rec->u.kernel.start;
+		end = rec->u.kernel.end;
+		/* Names that share their start differ by length or hash. */
+		snprintf(key, sizeof(key), "k%d %u %016llx %.*s",
+			 rec->u.kernel.name_truncated ? 1 : 0,
+			 (unsigned)rec->u.kernel.name_len,
+			 (unsigned long long)rec->u.kernel.name_hash,
+			 (int)sizeof(rec->u.kernel.name) - 1,
+			 rec->u.kernel.name);
+		g->counts[KERNELS]++;
+		break;
+	case GPU_REC_MEMCPY:
+		start = rec->u.memcpy.start;
+		end = rec->u.memcpy.end;
+		snprintf(key, sizeof(key), "c%u",
+			 (unsigned)rec->u.memcpy.copy_kind);
+		g->counts[COPIES]++;
+		break;
+	case GPU_REC_MEMSET:
+		start = rec->u.memset.start;
+		end = rec->u.memset.end;
+		snprintf(key, sizeof(key), "s");
+		g->counts[MEMSETS]++;
+		break;
+	case GPU_REC_NAME:
+		gpu_names_add(&g->long_names, &rec->u.name);
+		return;
+	case GPU_REC_CLOCK:
+		if (!g->clock_known)
+			g->offset_ns = (int64_t)(rec->u.clock.monotonic_ns -
+						 rec->u.clock.cupti_ns);
+		g->clock_known = 1;
+		return;
+	default:
+		return;
+	}
+	/* A record whose end comes first took no time that can be told. */
+	ns = end > start ? end - start : 0;
+	n = find_name(g, key, rec);
+	n->calls[WINDOW]++;
+	n->ns[WINDOW] += ns;
+	if (ns) {
+		ALLOC_GROW(g->spans, g->nr_spans + 1, g->alloc_spans);
+		g->spans[g->nr_spans][0] = start + (uint64_t)g->offset_ns;
+		g->spans[g->nr_spans][1] = end + (uint64_t)g->offset_ns;
+		g->nr_spans++;
+	}
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/*
+ * The time within [from, to) covered by at least one span; the spans
+ * that end by `to` are dropped (the next interval starts there).
+ */
+static uint64_t union_ns(struct gputop *g, uint64_t from, uint64_t to)
+{
+	uint64_t busy = 0, start = 0, end = 0;
+	size_t i, kept = 0;
+	int any = 0;
+
+	if (g->nr_spans)
+		qsort(g->spans, g->nr_spans, sizeof(*g->spans), cmp_span);
+	for (i = 0; i < g->nr_spans; i++) {
+		uint64_t s = g->spans[i][0] > from ? g->spans[i][0] : from;
+		uint64_t e = g->spans[i][1] < to ? g->spans[i][1] : to;
+
+		if (g->spans[i][1] > to)
+			memmove(g->spans[kept++], g->spans[i],
+				sizeof(*g->spans));
+		if (s >= e)
+			continue;
+		if (any && s <= end) {
+			if (e > end)
+				end = e;
+			continue;
+		}
+		busy += end - start;
+		start = s;
+		end = e;
+		any = 1;
+	}
+	g->nr_spans = kept;
+	return busy + (end - start);
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct gputop_row *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? 1 : -1;
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* v's rows: the names with work in counts slot `which`, largest first. */
+static void make_rows(struct gputop *g, struct gputop_view *v, int which)
+{
+	size_t i;
+
+	v->nr_rows = 0;
+	v->ns = 0;
+	for (i = 0; i < g->nr_names; i++) {
+		const struct gputop_name *n = &g->names[i];
+		struct gputop_row *r;
+
+		if (!n->calls[which])
+			continue;
+		ALLOC_GROW(v->rows, v->nr_rows + 1, v->alloc_rows);
+		r = &v->rows[v->nr_rows++];
+		r->name = n->name;
+		r->calls = n->calls[which];
+		r->ns = n->ns[which];
+		v->ns += r->ns;
+	}
+	if (v->nr_rows)
+		qsort(v->rows, v->nr_rows, sizeof(*v->rows), cmp_row);
+}
+
+/* The window's counts back to 0 (its spans stay: they have times). */
+static void clear_counts(struct gputop *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_names; i++) {
+		g->names[i].calls[WINDOW] = 0;
+		g->names[i].ns[WINDOW] = 0;
+	}
+	memset(g->counts, 0, sizeof(g->counts));
+}
+
+void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns)
+{
+	struct gputop_view *w = &g->window, *run = &g->run;
+	uint64_t wall_ns = to_ns > from_ns ? to_ns - from_ns : 0;
+	uint64_t busy = union_ns(g, from_ns, to_ns);
+	size_t i;
+
+	make_rows(g, w, WINDOW);
+	w->kernels = g->counts[KERNELS];
+	w->copies = g->counts[COPIES];
+	w->memsets = g->counts[MEMSETS];
+	w->busy_ns = busy;
+	w->wall_ns = wall_ns;
+	for (i = 0; i < g->nr_names; i++) {
+		g->names[i].calls[RUN] += g->names[i].calls[WINDOW];
+		g->names[i].ns[RUN] += g->names[i].ns[WINDOW];
+	}
+	make_rows(g, run, RUN);
+	run->kernels += w->kernels;
+	run->copies += w->copies;
+	run->memsets += w->memsets;
+	run->busy_ns += busy;
+	run->wall_ns += wall_ns;
+	clear_counts(g);
+	g->windows++;
+}
+
+void gputop_reset_window(struct gputop *g)
+{
+	clear_counts(g);
+	g->nr_spans = 0;
+}
+
+double gputop_busy_pct(const struct gputop_view *v)
+{
+	double pct;
+
+	if (!v->wall_ns)
+		return -1.0;
+	pct = 100.0 * (double)v->busy_ns / (double)v->wall_ns;
+	return pct > 100.0 ? 100.0 : pct;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* Profile writers: speedscope JSON, folded stacks, SVG flame graph, pprof,
+ * Chrome trace. */
+#ifndef SPYC_OUTPUT_H
+#define SPYC_OUTPUT_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "profile/stacks.h"
+
+struct cJSON;
+struct strbuf;
+struct gpuprof;
+struct source_roots;
+struct timeline;
+
+/*
+ * The process a profile is of: speedscope's "spyc_process" member, which
+ * spyc merge reads.  command and host may be NULL; rank is a decimal MPI
+ * rank taken from the environment variable rank_var, or NULL.
+ */
+struct profile_process {
+	pid_t pid;
+	const char *command;
+	const char *host;
+	const char *rank;
+	const char *rank_var;
+};
+
+/* What outputs say about the whole profile. */
+struct profile_meta {
+	const char *title; /* e.g. "python train.py (pid 123)" */
+	const char *python_version;
+	double rate_hz;	   /* requested sampling rate */
+	double duration_s; /* wall time sampled */
+	int thread_prefix; /* folded/SVG: put the thread as the root */
+	/*
+	 * --gpu, when the agent collected: activities attributed
+	 * (gpuprof_attribute() done with the same stacks), else NULL.
+	 * Speedscope adds its profiles; folded adds its stacks and gives
+	 * every weight in microseconds.
+	 */
+	const struct gpuprof *gpu;
+	/* Speedscope: who was profiled, for spyc merge; NULL: not said. */
+	const struct profile_process *process;
+	long pid;		    /* the target's; 0 when unknown */
+	uint64_t start_unix_ns;	    /* sampling began (CLOCK_REALTIME); 0 */
+	int idle;		    /* idle threads kept: time is wall time */
+	/*
+	 * The samples in time order (cmd/record.c keeps it for the Chrome
+	 * trace only, which cannot be written without it), else NULL.
+	 */
+	const struct timeline *timeline;
+	/*
+	 * The directories the short file names are under (framename.h),
+	 * for spyc report to find their sources; NULL or none: not said.
+	 */
+	const struct source_roots *source_roots;
+};
+
+/*
+ * Writers.  Each returns 0, or a negative errno code (-ENOMEM when the
+ * profile could not be built), and reports nothing: write_file_atomic()
+ * names the file.  They write to fp but do not close it;
+ * write_file_atomic() checks the stream.
+ */
+int out_speedscope_write(FILE *fp, const struct stacks *st,
+			 const struct profile_meta *meta);
+int out_folded_write(FILE *fp, const struct stacks *st,
+		     const struct profile_meta *meta);
+int out_svg_write(FILE *fp, const struct stacks *st,
+		  const struct profile_meta *meta);
+/* pprof's profile.proto, gzipped.  CPU samples only (no --gpu data). */
+int out_pprof_write(FILE *fp, const struct stacks *st,
+		    const struct profile_meta *meta);
+/*
+ * Chrome's Trace Event Format (JSON): each thread's stacks over time.
+ * Needs meta->timeline (-EINVAL without one).
+ */
+int out_chrome_write(FILE *fp, const struct stacks *st,
+		     const struct profile_meta *meta);
+
+enum output_format {
+	FORMAT_NONE = 0,
+	FORMAT_SPEEDSCOPE,
+	FORMAT_FOLDED,
+	FORMAT_SVG,
+	FORMAT_PPROF,
+	FORMAT_CHROME,
+};
+
+/*
+ * Parse "speedscope", "folded", "svg", "pprof" or "chrome"; FORMAT_NONE
+ * if unknown.
+ */
+enum output_format output_format_parse(const char *name);
+/*
+ * Guess from a file name: .json, .txt/.folded, .svg, .pb.gz/.pprof,
+ * .trace.json; FORMAT_NONE if none.
+ */
+enum output_format output_format_from_path(const char *path);
+/* Write st to path in fmt, atomically.  0, or -1 after reporting. */
+int output_write(const char *path, enum output_format fmt,
+		 const struct stacks *st, const struct profile_meta *meta);
+
+/*
+ * For the writers: return s when it is valid UTF-8, else tmp->buf holding
+ * a copy of s with each invalid byte replaced by U+FFFD, so that JSON and
+ * XML outputs stay well-formed whatever bytes the target held.  tmp is
+ * reset first; the result lives until s or tmp changes.
+ */
+const char *output_utf8(const char *s, struct strbuf *tmp);
+
+/*
+ * For the writers: the function of each of st's frames, frames with the
+ * same name and file being one function (at different lines): returns
+ * an array of st->nr_frames function numbers, 0 to *nr_functions - 1 in
+ * the order first seen, which the caller frees.  *first_frame (the
+ * caller frees it too) gets each function's first frame, where its name
+ * and file are.
+ */
+uint32_t *output_frame_functions(const struct stacks *st,
+				 size_t *nr_functions, uint32_t **first_frame);
+
+/* The member JSON outputs say meta->source_roots in; and pprof's comment. */
+#define OUTPUT_SOURCE_ROOTS "spyc_source_roots"
+#define OUTPUT_SOURCE_ROOT_COMMENT "spyc source root: "
+
+/*
+ * For the JSON writers: add meta's source roots to obj as the array
+ * OUTPUT_SOURCE_ROOTS (nothing when there are none).  0, or -1 out of
+ * memory.
+ */
+int output_add_source_roots(struct cJSON *obj,
+			    const struct profile_meta *meta,
+			    struct strbuf *tmp);
+
+#endif

@@ -1,0 +1,1330 @@
+/* SPDX-License-Identifier: MIT */
+/* From CPython 3.11: walking one thread's interpreter frames; and on every
+ * version, what the walks share (naming the code they ran: pyresolve.c). */
+#include "py/pyframe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "py/frameobj.h"
+#include "sys/proc.h"
+#include "py/pywalk.h"
+#include "util.h"
+
+/* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
+#define CHUNK_MAX_BYTES (4u << 20)
+/* Bytes of a page: data-stack chunks are mapped in whole ones. */
+#define PAGE_BYTES ((uint64_t)4096)
+/* Most data-stack chunks followed per thread. */
+#define CHUNKS_MAX 64
+/* Room for the fields pycode reads of a code object (its first 144 bytes). */
+#define CODE_HEADER_MAX 1024
+
+void pywalk_loop_init(struct pywalk_loop *lc)
+{
+	lc->mark = 0;
+	lc->power = 1;
+	lc->since = lc->steps = 0;
+}
+
+enum drop_reason pywalk_loop_step(struct pywalk_loop *lc, uint64_t addr)
+{
+	if (++lc->steps > PY_WALK_LIMIT)
+		return DROP_DEPTH;
+	if (addr == lc->mark)
+		return DROP_INVALID;
+	if (++lc->since == lc->power) {
+		lc->mark = addr;
+		lc->power *= 2;
+		lc->since = 0;
+	}
+	return DROP_NONE;
+}
+
+void pywalk_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+		 uint64_t code, long addrq, int entry)
+{
+	if (out->nr_frames >= ps->alloc_walk) {
+		size_t n = ps->alloc_walk;
+
+		ALLOC_GROW(ps->code_addrs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->addrqs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->entries, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->tlbcs, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->tlbc_arrays, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->gen_frames, out->nr_frames + 1, n);
+		n = ps->alloc_walk;
+		ALLOC_GROW(ps->frame_addrs, out->nr_frames + 1, n);
+		ps->alloc_walk = n;
+	}
+	ps->frame_addrs[out->nr_frames] = frame;
+	ps->code_addrs[out->nr_frames] = code;
+	ps->addrqs[out->nr_frames] = addrq;
+	ps->entries[out->nr_frames] = (unsigned char)entry;
+	ps->gen_frames[out->nr_frames] = 0;
+	ps->tlbcs[out->nr_frames] = 0;
+	ps->tlbc_arrays[out->nr_frames] = 0;
+	out->nr_frames++;
+}
+
+int pywalk_past_limit(struct py_sampler *ps, size_t depth)
+{
+	size_t max = ps->max_depth ? ps->max_depth : PY_DEFAULT_MAX_DEPTH;
+
+	if (depth < max)
+		return 0;
+	ps->omitted++;
+	return 1;
+}
+
+void pywalk_push_omitted(struct py_sampler *ps, struct py_sample *out)
+{
+	if (ps->omitted)
+		pywalk_push(ps, out, 0, ps->omitted, -1, PYWALK_PLACEHOLDER);
+}
+
+void pywalk_take_fresh_tstate(struct py_sampler *ps)
+{
+	long at = ps->rt->off->tstate_interp;
+
+	if (load_u64(ps->fresh_tstate, at) == load_u64(ps->tstate_buf, at))
+		memcpy(ps->tstate_buf, ps->fresh_tstate,
+		       (size_t)ps->rt->off->tstate_size);
+}
+
+/* Exchange two buffers of the same size. */
+static void swap_buf(unsigned char **a, unsigned char **b)
+{
+	unsigned char *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Exchange two buffers and their sizes. */
+static void swap_sized_buf(unsigned char **a, size_t *alloc_a,
+			   unsigned char **b, size_t *alloc_b)
+{
+	size_t t = *alloc_a;
+
+	swap_buf(a, b);
+	*alloc_a = *alloc_b;
+	*alloc_b = t;
+}
+
+static struct py_region *new_region(struct py_sampler *ps)
+{
+	size_t old = ps->alloc_chunks;
+	struct py_region *rg;
+
+	ALLOC_GROW(ps->chunks, ps->nr_chunks + 1, ps->alloc_chunks);
+	if (ps->alloc_chunks > old)
+		memset(ps->chunks + old, 0,
+		       (ps->alloc_chunks - old) * sizeof(*ps->chunks));
+	rg = &ps->chunks[ps->nr_chunks];
+	rg->len = 0;
+	return rg;
+}
+
+/* Copy [addr, addr+len) of the target into a new region; 0 or -errno. */
+static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
+{
+	struct py_region *rg = new_region(ps);
+	int r;
+
+	if (len > rg->alloc) {
+		free(rg->buf);
+		rg->buf = xmalloc(len);
+		rg->alloc = len;
+	}
+	r = proc_read(ps->rt->pid, addr, rg->buf, len);
+	if (r)
+		return r;
+	rg->addr = addr;
+	rg->len = len;
+	ps->nr_chunks++;
+	return 0;
+}
+
+/* The side frames remembered for tstate, made if new (3.11+). */
+static struct py_side_memo *side_memo(struct py_sampler *ps, uint64_t tstate)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_side_memos; i++)
+		if (ps->side_memos[i].tstate == tstate)
+			return &ps->side_memos[i];
+	/* Threads come and go: forget them all now and then. */
+	if (ps->nr_side_memos >= PY_MAX_THREADS)
+		ps->nr_side_memos = 0;
+	ALLOC_GROW(ps->side_memos, ps->nr_side_memos + 1, ps->alloc_side_memos);
+	memset(&ps->side_memos[ps->nr_side_memos], 0, sizeof(*ps->side_memos));
+	ps->side_memos[ps->nr_side_memos].tstate = tstate;
+	return &ps->side_memos[ps->nr_side_memos++];
+}
+
+/*
+ * 3.11+: frames that live off the data stack and are copied with the
+ * chunk, in the same process_vm_readv, where the thread's last walk
+ * found them: generators' frames (in their generator objects, freed and
+ * made again all the time, mostly at the addresses the allocator just
+ * freed) and on 3.12+ the C-stack shims that start each eval call.  A
+ * generator that had suspended is seen so (its state, in the bytes
+ * before its frame, is copied with it); the links from them to the
+ * chunk are checked again after the walk (links_still_hold): the copies
+ * are a moment apart all the same.
+ */
+static int side_frames_on(const struct py_offsets *off)
+{
+	return off->owner_cstack != OFF_NONE ||
+	       (off->owner_generator != OFF_NONE &&
+		off->gen_state_at != OFF_NONE);
+}
+
+/* Bytes copied before a side frame: where a generator keeps its state. */
+static size_t side_pre(const struct py_offsets *off)
+{
+	if (off->gen_state_at == OFF_NONE || off->gen_state_at >= 0 ||
+	    -off->gen_state_at > PY_FRAME_PREFIX_MAX)
+		return 0;
+	return ((size_t)-off->gen_state_at + 7) & ~(size_t)7;
+}
+
+/* Bytes of one side frame's copy, the bytes before it included. */
+static size_t side_stride(const struct py_offsets *off)
+{
+	return side_pre(off) + (size_t)off->iframe_size;
+}
+
+/*
+ * The copy, made with the chunk, of the side frame at addr, if it is
+ * one there still (a shim, or a generator's frame: *state_ok set);
+ * else NULL.
+ */
+static const unsigned char *side_frame(struct py_sampler *ps, uint64_t addr,
+				       int *state_ok)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t i, stride = side_stride(off);
+
+	for (i = 0; i < ps->nr_side; i++) {
+		const unsigned char *f =
+		    ps->side_buf + i * stride + side_pre(off);
+
+		if (ps->side_addrs[i] != addr)
+			continue;
+		if (off->owner_cstack != OFF_NONE &&
+		    f[off->iframe_owner] == off->owner_cstack) {
+			*state_ok = 0;
+			return f;
+		}
+		if (off->owner_generator != OFF_NONE &&
+		    f[off->iframe_owner] == off->owner_generator &&
+		    side_pre(off)) {
+			*state_ok = 1;
+			return f;
+		}
+	}
+	return NULL;
+}
+
+/* The walk went through the side frame at addr, found off the chunk. */
+static void note_side(struct py_sampler *ps, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_walk_side; i++)
+		if (ps->walk_side[i] == addr)
+			return;
+	if (ps->nr_walk_side < PY_SIDE_KEPT)
+		ps->walk_side[ps->nr_walk_side++] = addr;
+}
+
+/* Keep the side frames the last walk found, for the thread's next one. */
+static void remember_side(struct py_sampler *ps)
+{
+	struct py_side_memo *m = ps->side_now;
+
+	if (!m)
+		return;
+	memcpy(m->addrs, ps->walk_side, ps->nr_walk_side * sizeof(*m->addrs));
+	m->nr = ps->nr_walk_side;
+}
+
+/* Make *buf hold at least len bytes (its size in *alloc). */
+static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
+{
+	if (len > *alloc) {
+		free(*buf);
+		*buf = xmalloc(len);
+		*alloc = len;
+	}
+}
+
+/*
+ * How much of the data-stack chunk at chunk, used up to top, to copy:
+ * up to the end of top's page (chunks are mapped whole pages: a stack
+ * that grew since the thread state was copied is there too).  0 when
+ * there is no chunk or it is too big to copy whole.
+ */
+static size_t chunk_copy_len(uint64_t chunk, uint64_t top)
+{
+	if (!chunk || top <= chunk || top - chunk > CHUNK_MAX_BYTES)
+		return 0;
+	return (size_t)(((top + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)) - chunk);
+}
+
+/* Forget the last walk's chunks and side frames (keeping their memo). */
+static void start_current_chunk(struct py_sampler *ps)
+{
+	ps->nr_chunks = 0;
+	ps->next_chunk = 0;
+	remember_side(ps);
+	ps->nr_side = 0;
+	ps->nr_walk_side = 0;
+	ps->side_now = NULL;
+}
+
+/*
+ * After read_current_chunk's copies arrived: take the fresh thread
+ * state, and the chunk when its copy holds all of its used part; *frame
+ * is the innermost frame per the new copy.  Returns 0 or -errno.
+ */
+static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
+				uint64_t chunk, uint64_t top, size_t len,
+				uint64_t cframe, uint64_t current,
+				uint64_t *frame)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t fresh_cframe;
+	int r;
+
+	pywalk_take_fresh_tstate(ps);
+	/* A region that failed reads as zeros: no size, not taken. */
+	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
+		rg->addr = chunk;
+		rg->len = len;
+		ps->nr_chunks = 1;
+		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
+	}
+	ps->walk_cframe = 0;
+	if (off->tstate_cframe == OFF_NONE) {
+		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
+		return 0;
+	}
+	/* 3.11, 3.12: through the C frame, which may have changed too. */
+	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
+	ps->walk_cframe = fresh_cframe;
+	if (fresh_cframe != cframe || !current) {
+		current = 0;
+		if (fresh_cframe &&
+		    (r = proc_read(ps->rt->pid,
+				   fresh_cframe +
+				       (uint64_t)off->cframe_current_frame,
+				   &current, sizeof(current))))
+			return r;
+	}
+	*frame = current;
+	return 0;
+}
+
+/*
+ * The copies pyframe_prefetch made for the thread at tstate, moved
+ * to where read_current_chunk puts its own; 1 if there were any (for the
+ * same chunk and top as ps->tstate_buf's), else 0.  The read was shared
+ * with the other threads: whether all its regions came says nothing of
+ * this thread's, and a region that failed reads as zeros, so the copy's
+ * own chunk size tells.
+ */
+static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
+			  uint64_t chunk, uint64_t top, struct py_region **rgp,
+			  uint64_t *cframe, uint64_t *current)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t i;
+	struct py_chunk_pre *pc = NULL;
+	struct py_region *rg;
+
+	for (i = 0; i < ps->nr_pre_chunks && !pc; i++)
+		if (ps->pre_chunks[i].tstate == tstate &&
+		    ps->pre_chunks[i].ready)
+			pc = &ps->pre_chunks[i];
+	if (!pc)
+		return 0;
+	pc->ready = 0;
+	if (pc->chunk != chunk || pc->top != top)
+		return 0;
+	/* The copies change hands: the prefetch reads into the old ones. */
+	swap_buf(&ps->fresh_tstate, &pc->fresh);
+	*cframe = pc->cframe;
+	*current = pc->current;
+	*rgp = NULL;
+	if (pc->len) {
+		rg = new_region(ps);
+		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
+		*rgp = rg;
+	}
+	if (side_frames_on(off)) {
+		ps->side_now = side_memo(ps, tstate);
+		if (!ps->side_buf)
+			ps->side_buf = xmalloc(PY_SIDE_KEPT * side_stride(off));
+		ps->nr_side = pc->nr_side;
+		memcpy(ps->side_addrs, pc->side_addrs,
+		       pc->nr_side * sizeof(*ps->side_addrs));
+		swap_buf(&ps->side_buf, &pc->side);
+	}
+	return 1;
+}
+
+/*
+ * 3.11+: copy the thread state again, and right after it (one
+ * process_vm_readv, so the two agree as closely as they can) the used
+ * part of its newest data-stack chunk, where most of its frames live,
+ * up to the end of the page (a stack that grew since the first copy),
+ * and on 3.12+ the shim frames its last walk found off the chunk.
+ * pyframe_prefetch may have made these copies already, for every
+ * thread at once.  *frame is the innermost frame per the new copy.
+ * Returns 0 or -errno.
+ */
+static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
+			      uint64_t *frame)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top, cframe = 0, current = 0;
+	struct py_region *rg = NULL;
+	size_t n = 0, len;
+	int r;
+
+	start_current_chunk(ps);
+	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	len = chunk_copy_len(chunk, top);
+	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current))
+		return finish_current_chunk(ps, rg, chunk, top, len, cframe,
+					    current, frame);
+	py_sampler_grow_iov(ps, 4 + PY_SIDE_KEPT);
+	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
+			   (size_t)off->tstate_size);
+	/* The innermost frame before the frames: not newer than they. */
+	if (off->tstate_cframe != OFF_NONE &&
+	    (cframe = load_u64(ps->tstate_buf, off->tstate_cframe)))
+		py_sampler_set_iov(ps, n++, &current,
+				   cframe + (uint64_t)off->cframe_current_frame,
+				   sizeof(current));
+	if (len) {
+		rg = new_region(ps);
+		ensure_buf(&rg->buf, &rg->alloc, len);
+		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
+	}
+	if (side_frames_on(off)) {
+		size_t i, stride = side_stride(off);
+
+		ps->side_now = side_memo(ps, tstate);
+		if (!ps->side_buf)
+			ps->side_buf = xmalloc(PY_SIDE_KEPT * stride);
+		for (i = 0; i < ps->side_now->nr; i++) {
+			ps->side_addrs[i] = ps->side_now->addrs[i];
+			py_sampler_set_iov(ps, n++, ps->side_buf + i * stride,
+					   ps->side_addrs[i] - side_pre(off),
+					   stride);
+		}
+		ps->nr_side = ps->side_now->nr;
+		/* A copy that failed reads as zeros: no side frame's owner. */
+		memset(ps->side_buf, 0, ps->nr_side * stride);
+	}
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
+	if (r < 0)
+		return r;
+	return finish_current_chunk(ps, rg, chunk, top, len, cframe, current,
+				    frame);
+}
+
+/* Most threads whose chunks pyframe_prefetch reads at once. */
+#define PREFETCH_THREADS_MAX 64
+
+void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
+		      const int *walk, size_t n)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t tsize = (size_t)off->tstate_size, stride, i, k = 0, nr_iov = 0;
+	int r;
+
+	ps->nr_pre_chunks = 0;
+	if (off->tstate_frame != OFF_NONE) {
+		frameobj_prefetch(ps, tstates, walk, n);
+		return;
+	}
+	if (off->tstate_datastack_chunk == OFF_NONE ||
+	    off->iframe_size == OFF_NONE || n > PREFETCH_THREADS_MAX ||
+	    ps->nr_side_memos + n >= PY_MAX_THREADS)
+		return;
+	stride = side_stride(off);
+	/*
+	 * Grown once, before any iovec points into it (&pc->current): a
+	 * move would have the read write into freed memory.
+	 */
+	if (n > ps->alloc_pre_chunks) {
+		size_t old = ps->alloc_pre_chunks;
+
+		ALLOC_GROW(ps->pre_chunks, n, ps->alloc_pre_chunks);
+		memset(ps->pre_chunks + old, 0,
+		       (ps->alloc_pre_chunks - old) * sizeof(*ps->pre_chunks));
+	}
+	/* Keep the last walk's side frames before memos move (they grow). */
+	start_current_chunk(ps);
+	py_sampler_grow_iov(ps, n * (4 + PY_SIDE_KEPT));
+	for (i = 0; i < n; i++) {
+		const unsigned char *copy = ps->tstate_bufs + i * tsize;
+		struct py_chunk_pre *pc;
+
+		if (!walk[i])
+			continue;
+		pc = &ps->pre_chunks[k++];
+		if (!pc->fresh)
+			pc->fresh = xmalloc(tsize);
+		pc->tstate = tstates[i];
+		pc->chunk = load_u64(copy, off->tstate_datastack_chunk);
+		pc->top = load_u64(copy, off->tstate_datastack_top);
+		pc->len = chunk_copy_len(pc->chunk, pc->top);
+		pc->cframe = pc->current = 0;
+		pc->nr_side = 0;
+		py_sampler_set_iov(ps, nr_iov++, pc->fresh, pc->tstate, tsize);
+		if (off->tstate_cframe != OFF_NONE &&
+		    (pc->cframe = load_u64(copy, off->tstate_cframe)))
+			py_sampler_set_iov(
+			    ps, nr_iov++, &pc->current,
+			    pc->cframe + (uint64_t)off->cframe_current_frame,
+			    sizeof(pc->current));
+		if (pc->len) {
+			ensure_buf(&pc->buf, &pc->alloc, pc->len);
+			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
+					   pc->len);
+		}
+		if (side_frames_on(off)) {
+			const struct py_side_memo *m =
+			    side_memo(ps, pc->tstate);
+			size_t j;
+
+			if (!pc->side)
+				pc->side = xmalloc(PY_SIDE_KEPT * stride);
+			pc->nr_side = m->nr;
+			for (j = 0; j < m->nr; j++) {
+				pc->side_addrs[j] = m->addrs[j];
+				py_sampler_set_iov(ps, nr_iov++,
+						   pc->side + j * stride,
+						   m->addrs[j] - side_pre(off),
+						   stride);
+			}
+			/* A copy that failed reads as zeros: no owner. */
+			memset(pc->side, 0, pc->nr_side * stride);
+		}
+	}
+	if (!k)
+		return;
+	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nr_iov);
+	if (r < 0)
+		return;
+	for (i = 0; i < k; i++)
+		ps->pre_chunks[i].ready = 1;
+	ps->nr_pre_chunks = k;
+}
+
+/* Copy the next older chunk, up to its saved top; 0 or -1. */
+static int read_older_chunk(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	unsigned char head[64];
+	uint64_t chunk = ps->next_chunk, top;
+	size_t len;
+
+	ps->next_chunk = 0;
+	if (!chunk || ps->nr_chunks >= CHUNKS_MAX ||
+	    (size_t)off->chunk_data > sizeof(head) ||
+	    proc_read(ps->rt->pid, chunk, head, (size_t)off->chunk_data))
+		return -1;
+	/* The saved top counts PyObject * slots after data[]. */
+	top = load_u64(head, off->chunk_top);
+	len = (size_t)off->chunk_data + (size_t)top * 8;
+	if (top > CHUNK_MAX_BYTES / 8 || read_region(ps, chunk, len))
+		return -1;
+	ps->next_chunk = load_u64(head, off->chunk_previous);
+	return 0;
+}
+
+/* iframe_bytes' region of a frame copied with the chunk, off it. */
+#define REGION_SIDE (-2)
+
+/*
+ * The bytes of the interpreter frame at addr, from a chunk (*region is
+ * its index), a side frame copied with the newest chunk (REGION_SIDE)
+ * or a read of its own (*region is -1).  A frame read on its
+ * own is read with the bytes before it where a generator keeps its
+ * state (gen_state_at), and *state_ok says whether they came.
+ */
+static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
+					 long *region, int *state_ok, int *err)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t len = (size_t)off->iframe_size, pre = 0;
+	const unsigned char *f;
+	size_t i;
+
+	for (;;) {
+		for (i = 0; i < ps->nr_chunks; i++) {
+			const struct py_region *rg = &ps->chunks[i];
+
+			/* Torn pointers can be anything: no overflow. */
+			if (addr >= rg->addr && rg->len >= len &&
+			    addr - rg->addr <= rg->len - len) {
+				*region = (long)i;
+				*state_ok = 0;
+				return rg->buf + (addr - rg->addr);
+			}
+		}
+		/* Copied with the chunk: no older chunk holds it. */
+		f = side_frame(ps, addr, state_ok);
+		if (f) {
+			*region = REGION_SIDE;
+			note_side(ps, addr);
+			return f;
+		}
+		/* Frames of generators live outside the chunks. */
+		if (!ps->next_chunk || read_older_chunk(ps))
+			break;
+	}
+	*region = -1;
+	if (off->gen_state_at != OFF_NONE && off->gen_state_at < 0 &&
+	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX &&
+	    addr > PY_FRAME_PREFIX_MAX)
+		pre = (size_t)-off->gen_state_at;
+	*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf, len + pre);
+	if (*err && pre) {
+		pre = 0;
+		*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+	}
+	*state_ok = pre > 0;
+	if (*err)
+		return NULL;
+	f = ps->frame_buf + pre;
+	/*
+	 * A shim or a generator's frame read on its own: copy it with the
+	 * chunk next time.
+	 */
+	if ((off->owner_cstack != OFF_NONE &&
+	     f[off->iframe_owner] == off->owner_cstack) ||
+	    (off->owner_generator != OFF_NONE &&
+	     f[off->iframe_owner] == off->owner_generator))
+		note_side(ps, addr);
+	return f;
+}
+
+/* One interpreter frame of a 3.11+ walk, and where it was found. */
+struct iframe_seen {
+	uint64_t addr;
+	long region; /* chunk index, or -1 */
+	int direct;  /* called its callee itself, no C call between */
+};
+
+/*
+ * Does the code object at code, as it is now, put a callee of its frame
+ * at self at callee?  The cache may be out of date: the code object it
+ * had there freed and another made at its address since.  A size from
+ * the cache would then reject every sample, and samples rejected in the
+ * walk never reach pyresolve_frames, which would bring the cache up to
+ * date: so before rejecting, one read tells the size now.
+ */
+static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
+			 uint64_t callee)
+{
+	unsigned char header[CODE_HEADER_MAX];
+	size_t len = ps->codes.header_len;
+	long words;
+
+	if (len > sizeof(header) || proc_read(ps->rt->pid, code, header, len))
+		return 0;
+	words = pycode_framesize(&ps->codes, header);
+	return words && callee == self + (uint64_t)words * 8;
+}
+
+/*
+ * 3.11+: can frame f, found at addr (region: see iframe_bytes), be
+ * part of the thread's live chain, with callee (the frame walked just
+ * before it, addr 0 if none) called by it?  Frames on the data stack
+ * are the thread's own and sit end to end, each callee right after its
+ * caller's co_framesize words: a frame popped and its place reused
+ * while the chain was read breaks that.  A generator's frame is in the
+ * chain only while the generator runs; one that suspended mid-read has
+ * its previous link cleared and would end the chain early.  On 3.12 and
+ * 3.13 a frame that called a Python function directly saved its stack
+ * depth, and sets it to -1 again when it runs: a frame found running
+ * where its callee should be had that callee return (*running is set;
+ * see the walk for what is then taken).
+ *
+ * 3.14 saves a stack pointer instead and clears it on resuming only in
+ * debug builds (_PyFrame_GetStackPointer, pycore_interpframe.h), so a
+ * caller that runs again looks like one that calls.  But 3.14 clears a
+ * returning frame's code (PyStackRef_CLEAR of f_executable in ceval.c's
+ * clear_thread_frame), which 3.12 and 3.13 did not, and that serves
+ * the same end: a chunk is copied from low addresses up (one iovec of
+ * process_vm_readv, page by page in order) and each callee sits above
+ * its caller, so a callee that returned before its caller was copied
+ * is copied with no code, which the walk takes as torn (in a
+ * free-threaded build too: the cleared reference, PyStackRef_NULL, is
+ * the bare deferred tag, which PY_STACKREF_TAG_MASK clears to 0).  A
+ * frame found there with code is a call the caller has made since: the
+ * link is real, the caller's line at most a statement early.  A caller
+ * copied after its callee (in an older chunk, or a generator's frame)
+ * is followed by a chunk frame noted for links_still_hold, which finds
+ * the thread no longer in the walk's first frame if the callee returned.
+ */
+static int iframe_live(struct py_sampler *ps, const unsigned char *f,
+		       uint64_t code, const struct iframe_seen *self,
+		       const struct iframe_seen *callee, int state_ok,
+		       int *running)
+{
+	const struct py_offsets *off = ps->rt->off;
+	long owner = f[off->iframe_owner];
+	int32_t stacktop;
+
+	*running = 0;
+	if (callee->addr && self->direct && off->iframe_stacktop != OFF_NONE) {
+		memcpy(&stacktop, f + off->iframe_stacktop, sizeof(stacktop));
+		*running = stacktop < 0;
+	}
+	if (self->region >= 0) {
+		const struct pycode *c;
+
+		if (off->owner_thread != OFF_NONE && owner != off->owner_thread)
+			return 0;
+		/* Only a code object seen before says its size: no read. */
+		if (callee->addr && callee->region == self->region &&
+		    (c = pycode_peek(&ps->codes, code)) && c->framesize &&
+		    callee->addr != self->addr + (uint64_t)c->framesize * 8 &&
+		    !size_now_fits(ps, code, self->addr, callee->addr))
+			return 0;
+		return 1;
+	}
+	if (off->owner_generator != OFF_NONE && owner == off->owner_generator &&
+	    state_ok && (callee->addr || !load_u64(f, off->iframe_previous)))
+		return (signed char)f[off->gen_state_at] == off->gen_executing;
+	return 1;
+}
+
+/*
+ * Where interpreter frame f (running code) is: the byte offset of its
+ * instruction in the code's bytecode (-1: unknown), with *tlbc 0.
+ * Free-threaded, a frame may run its thread's own copy of the bytecode
+ * (*tlbc > 0, the copy's index in the code's co_tlbc): then the
+ * instruction's address, made an offset once the copy is read with the
+ * code (pyresolve_frames).
+ */
+static long iframe_where(const struct py_offsets *off, const unsigned char *f,
+			 uint64_t code, int32_t *tlbc)
+{
+	uint64_t instr = load_u64(f, off->iframe_instr);
+	uint64_t start = code + (uint64_t)off->code_code_adaptive;
+
+	*tlbc = 0;
+	if (off->iframe_tlbc_index != OFF_NONE)
+		memcpy(tlbc, f + off->iframe_tlbc_index, sizeof(*tlbc));
+	if (*tlbc)
+		return (long)instr;
+	return instr >= start ? (long)(instr - start) : -1;
+}
+
+/*
+ * 3.11+: does the thread's data stack hold frames, per the thread state
+ * copy?  The first chunk keeps its first slot unused (push_chunk in
+ * CPython's Python/pystate.c), so anything past it is a frame.  -1 when
+ * the offsets do not say (_Py_DebugOffsets has no top).
+ */
+static int datastack_in_use(const struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk, top;
+
+	if (off->tstate_datastack_top == OFF_NONE ||
+	    off->tstate_datastack_chunk == OFF_NONE ||
+	    off->chunk_data == OFF_NONE)
+		return -1;
+	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	return chunk && top > chunk &&
+	       top - chunk > (uint64_t)off->chunk_data + 8;
+}
+
+/*
+ * Note chunk frame f at addr for links_still_hold (see py_link_check);
+ * gen: its callee, when that is a generator's frame, else 0; shim: the
+ * C-stack shim between them, else 0.
+ */
+static void note_link(struct py_sampler *ps, const unsigned char *f,
+		      uint64_t addr, uint64_t gen, uint64_t shim)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct py_link_check *l;
+
+	ALLOC_GROW(ps->links, ps->nr_links + 1, ps->alloc_links);
+	l = &ps->links[ps->nr_links++];
+	l->addr = addr;
+	l->code = load_u64(f, off->iframe_code);
+	l->previous = load_u64(f, off->iframe_previous);
+	l->instr = load_u64(f, off->iframe_instr);
+	l->gen = gen;
+	l->shim = gen ? shim : 0;
+}
+
+/*
+ * A chain that crosses a frame read on its own, or copied beside the
+ * chunk, was read over a span of time, not at once: a generator's frame
+ * read apart from the chunk may have been freed and its memory reused
+ * by a generator another caller runs, linking to a chunk frame that, in
+ * the chunk's copy, was a different call.  So, once, after the walk,
+ * every chunk frame reached from such a frame must still hold the code,
+ * caller and instruction it was read with, and the link to it must
+ * still be there: a generator's frame that still runs (its state, read
+ * with it, says so; only a running generator is on a thread's chain)
+ * and still has it as its caller; else (a shim on the C stack, a frame
+ * of a newer chunk, which can be left over from a call that returned)
+ * the thread must still be in the frame the walk started from.  One
+ * read, only for chains that cross; 1 when it holds.
+ */
+static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t hlen = (size_t)off->iframe_size, stride = side_stride(off);
+	size_t pre = side_pre(off), n = 0, i, strict = 0;
+	uint64_t where = 0, cframe_now = 0;
+	unsigned char *b, *g, *sh;
+
+	if (!ps->nr_links)
+		return 1;
+	py_sampler_grow_iov(ps, 3 * ps->nr_links + 2);
+	ensure_buf(&ps->link_buf, &ps->alloc_link_buf,
+		   ps->nr_links * (2 * hlen + stride));
+	/* Two shims in a row (1): not a link this check can follow. */
+	for (i = 0; i < ps->nr_links; i++)
+		strict += !ps->links[i].gen || ps->links[i].shim == 1;
+	if (strict && ps->walk_cframe)
+		py_sampler_set_iov(ps, n++, &cframe_now,
+				   tstate + (uint64_t)off->tstate_cframe,
+				   sizeof(cframe_now));
+	if (strict)
+		py_sampler_set_iov(
+		    ps, n++, &where,
+		    ps->walk_cframe
+			? ps->walk_cframe + (uint64_t)off->cframe_current_frame
+			: tstate + (uint64_t)off->tstate_current_frame,
+		    sizeof(where));
+	b = ps->link_buf;
+	g = ps->link_buf + ps->nr_links * hlen;
+	sh = g + ps->nr_links * stride;
+	/* Generators' frames first: each is its caller's callee. */
+	for (i = 0; i < ps->nr_links; i++)
+		if (ps->links[i].gen)
+			py_sampler_set_iov(ps, n++, g + i * stride,
+					   ps->links[i].gen - pre, stride);
+	for (i = 0; i < ps->nr_links; i++)
+		if (ps->links[i].gen && ps->links[i].shim > 1)
+			py_sampler_set_iov(ps, n++, sh + i * hlen,
+					   ps->links[i].shim, hlen);
+	for (i = 0; i < ps->nr_links; i++)
+		py_sampler_set_iov(ps, n++, b + i * hlen, ps->links[i].addr,
+				   hlen);
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) < 0)
+		return 0;
+	if (strict &&
+	    (cframe_now != ps->walk_cframe || where != ps->walk_frame))
+		return 0;
+	for (i = 0; i < ps->nr_links; i++, b += hlen) {
+		const struct py_link_check *l = &ps->links[i];
+		const unsigned char *gf = g + i * stride + pre;
+		const unsigned char *sf = sh + i * hlen;
+
+		if (load_u64(b, off->iframe_code) != l->code ||
+		    load_u64(b, off->iframe_previous) != l->previous ||
+		    load_u64(b, off->iframe_instr) != l->instr)
+			return 0;
+		/*
+		 * A generator that suspended since says nothing of its copy:
+		 * its caller held the same call from before that copy to
+		 * now (checked above), and the copy linked the two.
+		 */
+		if (!l->gen ||
+		    gf[off->iframe_owner] != off->owner_generator ||
+		    (signed char)gf[off->gen_state_at] != off->gen_executing)
+			continue;
+		if (load_u64(gf, off->iframe_previous) !=
+		    (l->shim > 1 ? l->shim : l->addr))
+			return 0;
+		if (l->shim > 1 &&
+		    (sf[off->iframe_owner] != off->owner_cstack ||
+		     load_u64(sf, off->iframe_previous) != l->addr))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * 3.14+: reads of the calls not learnt yet before a sample is given up
+ * (see edges_still_hold); up to 3.13, one.
+ */
+#define EDGE_POLLS 16
+/* Most bytes from a caller's frame to its callee's end read at once. */
+#define EDGE_SPAN_MAX 65536
+
+/* Bytes from c's caller's frame to the end of its callee's. */
+static size_t pair_span(const struct py_offsets *off,
+			const struct py_edge_check *c)
+{
+	return (size_t)(c->callee - c->caller) + (size_t)off->iframe_size;
+}
+
+/*
+ * Does span, a copy of the caller's frame up to the end of its callee's
+ * (one iovec: copied at once, from low addresses up), show the call c,
+ * with top_now the lowest of the thread's data-stack tops read before
+ * and after it?  The caller must be where the walk found it (code,
+ * instruction, its own caller) and not just pushed (up to 3.12 before
+ * its first instruction, with the bytes of an older frame above it;
+ * 3.13+ start at the first, where the trampoline that runs a class's
+ * __init__ stays while it calls); on 3.12 and 3.13 it must still be
+ * calling (its saved stack depth is -1 once it runs again).  The callee
+ * must be the same code, called by it, and under the top (a frame that
+ * returned keeps its bytes; 3.14+ clears its code).
+ */
+static int call_holds(const struct py_offsets *off,
+		      const struct py_edge_check *c, const unsigned char *span,
+		      uint64_t top_now)
+{
+	size_t hlen = (size_t)off->iframe_size;
+	const unsigned char *callee = span + (c->callee - c->caller);
+	int32_t stacktop, tlbc;
+
+	if ((load_u64(span, off->iframe_code) & ~PY_STACKREF_TAG_MASK) !=
+		c->edge.code ||
+	    load_u64(span, off->iframe_instr) != c->caller_instr ||
+	    load_u64(span, off->iframe_previous) != c->caller_previous ||
+	    (iframe_where(off, span, c->edge.code, &tlbc) < 0 && !tlbc) ||
+	    (load_u64(callee, off->iframe_code) & ~PY_STACKREF_TAG_MASK) !=
+		c->edge.callee ||
+	    load_u64(callee, off->iframe_previous) != c->caller)
+		return 0;
+	if (off->iframe_stacktop != OFF_NONE) {
+		memcpy(&stacktop, span + off->iframe_stacktop,
+		       sizeof(stacktop));
+		if (stacktop < 0)
+			return 0;
+	}
+	return top_now >= c->callee + hlen;
+}
+
+/*
+ * A caller and its callee copied with the chunk may not have been a
+ * caller and callee at once: the walk starts from the innermost frame
+ * read before the chunk, which may have returned since, leaving its
+ * bytes above a caller that runs again or another call made in its
+ * caller's place; and between the copies of a caller and its callee the
+ * caller may return and another call of the same size take its place
+ * and its callee's.  Such a pair is most often of two functions that
+ * never call each other.  So a pair of the newest chunk whose caller's
+ * code was never seen calling the callee's is read again after the
+ * walk, in one process_vm_readv: the thread's data-stack chunk and top,
+ * each pair from the caller's frame to the end of its callee's, and the
+ * top again (see call_holds).  A pair that holds is taken for the
+ * samples after; a known call costs nothing more.
+ *
+ * A short call has most often returned by the time the walk is done:
+ * its sample is dropped and the thread read again, which leaves short
+ * calls out for as long as the program's calls are being learnt.  On
+ * 3.14+, where a frame that returned has no code, pairs that did not
+ * hold are read again, up to EDGE_POLLS times, each counted as soon as
+ * it holds (a program's short calls come back within microseconds) and
+ * held after two samples (calledge.h): callgraph.py's calls are learnt
+ * within a second or so, where one read took tens of seconds.  Up to
+ * 3.13 a frame that returned cannot be told from one that runs, and
+ * reading again and again let in, on callgraph.py, a caller that had
+ * returned with the bytes of an older callee above it several times a
+ * minute, too often for two checks to keep out: one read there.  Only
+ * samples with calls not learnt yet pay for this.  1 when every pair
+ * held, at some read.
+ */
+static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t left = ps->nr_edge_checks, total = 0, n, i, w, poll, at;
+	/* Polled where two checks close together hold a pair (3.14+). */
+	size_t polls = ps->call_edges.window ? EDGE_POLLS : 1;
+	long lo, hi;
+	unsigned char head[64], after[64];
+	uint64_t top_now, top_after;
+
+	if (!left)
+		return 1;
+	if (!ps->nr_chunks || off->tstate_datastack_chunk == OFF_NONE ||
+	    off->tstate_datastack_top == OFF_NONE)
+		return 0;
+	/* Both fields in one region: they sit side by side. */
+	lo = off->tstate_datastack_chunk < off->tstate_datastack_top
+		 ? off->tstate_datastack_chunk
+		 : off->tstate_datastack_top;
+	hi = off->tstate_datastack_chunk > off->tstate_datastack_top
+		 ? off->tstate_datastack_chunk
+		 : off->tstate_datastack_top;
+	if (hi + 8 - lo > (long)sizeof(head))
+		return 0;
+	for (i = 0; i < left; i++) {
+		const struct py_edge_check *c = &ps->edge_checks[i];
+
+		/* Torn addresses can be anything: the callee comes after. */
+		if (c->callee - c->caller > EDGE_SPAN_MAX)
+			return 0;
+		total += pair_span(off, c);
+	}
+	py_sampler_grow_iov(ps, left + 2);
+	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf, total);
+	for (poll = 0; poll < polls && left; poll++) {
+		n = 0;
+		py_sampler_set_iov(ps, n++, head, tstate + (uint64_t)lo,
+				   (size_t)(hi + 8 - lo));
+		for (i = 0, at = 0; i < left; i++) {
+			const struct py_edge_check *c = &ps->edge_checks[i];
+			size_t len = pair_span(off, c);
+
+			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
+					   c->caller, len);
+			at += len;
+		}
+		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
+				   (size_t)(hi + 8 - lo));
+		if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) !=
+			(int)n ||
+		    load_u64(head, off->tstate_datastack_chunk - lo) !=
+			ps->chunks[0].addr ||
+		    load_u64(after, off->tstate_datastack_chunk - lo) !=
+			ps->chunks[0].addr)
+			return 0;
+		top_now = load_u64(head, off->tstate_datastack_top - lo);
+		top_after = load_u64(after, off->tstate_datastack_top - lo);
+		if (top_after < top_now)
+			top_now = top_after;
+		/* Pairs that held leave the list: the others are read again. */
+		for (i = 0, w = 0, at = 0; i < left; i++) {
+			struct py_edge_check *c = &ps->edge_checks[i];
+			size_t len = pair_span(off, c);
+
+			if (call_holds(off, c, ps->edge_buf + at, top_now))
+				call_edges_add(&ps->call_edges, &c->edge,
+					       ps->sample_stamp);
+			else
+				ps->edge_checks[w++] = *c;
+			at += len;
+		}
+		left = w;
+	}
+	return !left;
+}
+
+/*
+ * Note the pair of chunk frames caller (at self, running code) and
+ * callee (its code callee_code) for edges_still_hold, unless the call
+ * is known.
+ */
+static void note_edge(struct py_sampler *ps, const unsigned char *f,
+		      uint64_t self, uint64_t code, uint64_t callee,
+		      uint64_t callee_code)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct py_edge_check *c;
+	struct call_edge e;
+
+	e.code = code;
+	e.callee = callee_code;
+	if (call_edges_has(&ps->call_edges, &e))
+		return;
+	ALLOC_GROW(ps->edge_checks, ps->nr_edge_checks + 1,
+		   ps->alloc_edge_checks);
+	c = &ps->edge_checks[ps->nr_edge_checks++];
+	c->caller = self;
+	c->callee = callee;
+	c->edge = e;
+	c->caller_instr = load_u64(f, off->iframe_instr);
+	c->caller_previous = load_u64(f, off->iframe_previous);
+}
+
+/*
+ * 3.14+: the code of frame f, which returned before it was copied, or 0.
+ * Returning clears a frame's code (clear_thread_frame in CPython's
+ * Python/ceval.c), but leaves its instruction pointing into its code's
+ * bytecode, at the return: the code object seen before that holds it.
+ * A program made of short calls has most of its innermost frames return
+ * within a read; dropping them would keep the long calls only.
+ */
+static uint64_t returned_code(struct py_sampler *ps, const unsigned char *f)
+{
+	uint64_t instr = load_u64(f, ps->rt->off->iframe_instr);
+	struct py_returned_memo *r =
+	    &ps->returned[(instr * 0x9e3779b97f4a7c15ULL) >> 56 &
+			  (PY_RETURNED_MEMO - 1)];
+	const struct pycode *c;
+
+	if (r->instr == instr && instr)
+		return r->code;
+	c = pycode_find_instr(&ps->codes, instr);
+	if (!c)
+		return 0;
+	r->instr = instr;
+	r->code = c->addr;
+	return c->addr;
+}
+
+/* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
+static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
+						uint64_t tstate,
+						struct py_sample *out)
+{
+	size_t first = out->nr_frames;
+	const struct py_offsets *off = ps->rt->off;
+	struct iframe_seen callee = {0, -1, 0};
+	uint64_t callee_code = 0;
+	/* 3.14+: frames that returned before they were copied (see there) */
+	int returned = 0, callee_returned = 0, returned_above = 1;
+	int callee_gen = 0; /* the callee is a generator's frame */
+	uint64_t shim_addr = 0; /* the shim since the callee, if one */
+	size_t depth = 0;
+	struct pywalk_loop lc;
+	long owner = -1;
+	int shim = 0; /* a C-stack shim since the last Python frame */
+	uint64_t frame, base = 0;
+	int at_base = 0, last_entry = 0;
+	int r = read_current_chunk(ps, tstate, &frame);
+
+	if (r)
+		return py_read_error(r);
+	/* 3.15: where the thread's own sentinel frame is (in its state). */
+	if (off->tstate_base_frame != OFF_NONE)
+		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
+	ps->walk_frame = frame;
+	ps->nr_links = 0;
+	ps->nr_edge_checks = 0;
+	pywalk_loop_init(&lc);
+	while (frame) {
+		struct iframe_seen self = {frame, -1, 1};
+		const unsigned char *f;
+		uint64_t code;
+		int err = 0, state_ok;
+
+		enum drop_reason why = pywalk_loop_step(&lc, frame);
+
+		ps->torn_at = 0;
+		if (why)
+			return why;
+		/* 3.15's base frame ends every chain: no need to read it. */
+		if (frame == base) {
+			at_base = 1;
+			break;
+		}
+		f = iframe_bytes(ps, frame, &self.region, &state_ok, &err);
+		if (!f)
+			return py_read_error(err);
+		owner = f[off->iframe_owner];
+		code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+		/*
+		 * 3.14+: the innermost frames may have returned since, the
+		 * callees first: those above every frame that still runs.
+		 */
+		returned = 0;
+		if (!code && returned_above && self.region == 0 &&
+		    off->hexversion >= 0x030e0000) {
+			code = returned_code(ps, f);
+			returned = 1;
+		}
+		returned_above = returned;
+		if (off->owner_cstack != OFF_NONE &&
+		    owner == off->owner_cstack) {
+			/*
+			 * Innermost, a shim was read as the eval call it
+			 * starts ended (it is the last frame that call runs):
+			 * on 3.12, mostly read through that call's C frame
+			 * after it returned, which leaves its current frame
+			 * the shim.  The thread was in that call when its
+			 * state was read: read again.
+			 */
+			if (!depth)
+				return DROP_INVALID;
+			/* 3.12+: a C-stack shim starts each eval call. */
+			if (out->nr_frames > first && !ps->omitted)
+				ps->entries[out->nr_frames - 1] = 1;
+			/* Only one between two Python frames is checked. */
+			shim_addr = shim ? 1 : frame;
+			shim = 1;
+		} else {
+			int32_t tlbc;
+			long addrq = iframe_where(off, f, code, &tlbc);
+			int running;
+
+			ps->torn_at = frame;
+			ps->torn_at_code = code;
+			ps->torn_at_gen = off->owner_generator != OFF_NONE &&
+					  owner == off->owner_generator;
+			self.direct = !shim;
+			shim = 0;
+			/*
+			 * No code: it returned (3.14+ clears it, see
+			 * iframe_live) below a frame that still runs, or its
+			 * code is not known.  Said here, the thread is read
+			 * again.
+			 */
+			if (!code || !iframe_live(ps, f, code, &self, &callee,
+						  state_ok, &running))
+				return DROP_INVALID;
+			/*
+			 * A frame calls only once it runs.  3.11 and 3.12 push
+			 * a frame (code set, instruction before its first, so
+			 * no offset) before it runs and before the caller's
+			 * link to it is set: one read in that moment, under a
+			 * frame left above it by an older call, is no caller.
+			 * (3.13+ start a frame at its first instruction, where
+			 * the trampoline that runs __init__ for a class call
+			 * stays while it calls: no such check there.)
+			 */
+			if (callee.addr && addrq < 0 &&
+			    off->hexversion < 0x030d0000)
+				return DROP_INVALID;
+			/*
+			 * 3.12, 3.13: running again, its callee returned
+			 * before it was copied; what the callee's place holds
+			 * is that call, or one made since.  3.14+: it or its
+			 * callee returned, and is known by its instruction.
+			 * Taken when this code was seen calling that one:
+			 * another frame of the same size may have taken this
+			 * one's place.
+			 */
+			if (running ||
+			    (callee.addr && (returned || callee_returned))) {
+				struct call_edge e = {code, callee_code};
+
+				if (!call_edges_has(&ps->call_edges, &e))
+					return DROP_INVALID;
+			}
+			/*
+			 * A side frame copied with the chunk was copied a
+			 * moment apart from it all the same: checked too.
+			 */
+			if (callee.addr && self.region >= 0 &&
+			    callee.region != self.region)
+				note_link(ps, f, frame,
+					  callee_gen && side_pre(off)
+					      ? callee.addr
+					      : 0,
+					  shim_addr);
+			if (callee.addr && self.direct && self.region == 0 &&
+			    callee.region == 0 && !running && !returned &&
+			    !callee_returned)
+				note_edge(ps, f, frame, code, callee.addr,
+					  callee_code);
+			last_entry = off->iframe_is_entry != OFF_NONE &&
+				     f[off->iframe_is_entry];
+			if (!pywalk_past_limit(ps, depth)) {
+				pywalk_push(ps, out, frame, code, addrq,
+					    last_entry);
+				ps->tlbcs[out->nr_frames - 1] = tlbc;
+				ps->gen_frames[out->nr_frames - 1] =
+					off->owner_generator != OFF_NONE &&
+					owner == off->owner_generator;
+			}
+			depth++;
+			callee = self;
+			shim_addr = 0;
+			callee_gen = off->owner_generator != OFF_NONE &&
+				     owner == off->owner_generator;
+			callee_code = code;
+			callee_returned = returned;
+			ps->root_frame = frame;
+			ps->torn_at = 0;
+		}
+		frame = load_u64(f, off->iframe_previous);
+	}
+	ps->torn_at = 0;
+	/*
+	 * The chain of a thread ends at its first frame: the shim of its
+	 * first eval call (3.12+), or a frame of its own (3.11), and on
+	 * 3.15 at the base frame below that shim, the thread's own.  Ending
+	 * anywhere else, such as at a generator, it was cut mid-read.  On
+	 * 3.11 that first frame is an entry frame (_PyEval_EvalFrameDefault
+	 * sets is_entry): a frame just pushed has is_entry cleared and its
+	 * previous link not yet set, so it holds what the slot held before,
+	 * 0 where a local of an older frame was unbound (owner 0 is the
+	 * thread's, so the owner cannot tell).
+	 */
+	if (depth) {
+		long root = off->owner_cstack != OFF_NONE ? off->owner_cstack
+							  : off->owner_thread;
+
+		if (root != OFF_NONE && owner != root)
+			return DROP_INVALID;
+		if (off->owner_cstack == OFF_NONE &&
+		    off->iframe_is_entry != OFF_NONE && !last_entry)
+			return DROP_INVALID;
+		if (base && !at_base)
+			return DROP_INVALID;
+	}
+	/*
+	 * No frame, yet frames on its data stack: the innermost frame was
+	 * read in the moment a new C frame is linked in before it says
+	 * which frame it runs (3.11, 3.12's _PyEval_EvalFrameDefault).
+	 */
+	if (!depth && datastack_in_use(ps) == 1)
+		return DROP_INVALID;
+	if (!links_still_hold(ps, tstate) || !edges_still_hold(ps, tstate))
+		return DROP_INVALID;
+	pywalk_push_omitted(ps, out);
+	return DROP_NONE;
+}
+
+void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+		  const unsigned char *f)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	int32_t tlbc;
+	long addrq = iframe_where(off, f, code, &tlbc);
+
+	pywalk_push(ps, out, frame, code, addrq, 0);
+	ps->tlbcs[out->nr_frames - 1] = tlbc;
+}
+
+void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
+			 uint64_t code_word, uint64_t pos_word)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t code, start;
+
+	if (off->tstate_frame != OFF_NONE) {
+		int32_t lasti = (int32_t)pos_word;
+		int units = ps->codes.kind == LINETABLE_310 ? 2 : 1;
+
+		pywalk_push(ps, out, 0, code_word,
+			    lasti < 0 ? -1 : (long)lasti * units, 1);
+		return;
+	}
+	code = code_word & ~PY_STACKREF_TAG_MASK;
+	start = code + (uint64_t)off->code_code_adaptive;
+	pywalk_push(ps, out, 0, code,
+		    pos_word >= start ? (long)(pos_word - start) : -1, 0);
+}
+
+enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
+			      struct py_sample *out)
+{
+	ps->omitted = 0;
+	ps->torn_at = 0;
+	if (ps->rt->off->tstate_frame != OFF_NONE)
+		return frameobj_walk(ps, tstate, out);
+	return walk_interpreter_frames(ps, tstate, out);
+}
