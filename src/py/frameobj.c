@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sys/proc.h"
+#include "py/pycode.h"
 #include "py/pywalk.h"
 #include "util.h"
 
@@ -567,6 +568,39 @@ static int innermost_usable(const struct py_sampler *ps, long idx)
 }
 
 /*
+ * The innermost frame, named by the thread state the sample began with
+ * and copied at batch index idx, cannot be taken (its copies disagree,
+ * or it was not running when copied): if its code is a generator's (as
+ * last read), it is noted as the frame the walk tore at, with its code
+ * and instruction as copied, and 1 returned.  A generator resumed for
+ * one item runs for microseconds: the thread is read again, and the
+ * frame put back on a later read that holds what called it (take_key
+ * and cut_at_key in pysample.c), where taking that later read alone
+ * would leave out the generators that run most.
+ */
+static int innermost_generator(struct py_sampler *ps, uint64_t frame,
+			       long idx)
+{
+	const struct py_offsets *off = ps->rt->off;
+	const unsigned char *f = ps->batch.buf + ps->batch.at[idx];
+	uint64_t code = load_u64(f, off->frame_code);
+	const struct pycode *pc = pycode_peek(&ps->codes, code);
+	int lasti;
+
+	if (!pc || !(pc->flags & PYCODE_SUSPENDABLE))
+		return 0;
+	memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
+	ps->torn_at = frame;
+	ps->torn_at_code = code;
+	ps->torn_at_addrq =
+	    lasti < 0 ? -1
+		      : (long)lasti *
+			    (ps->codes.kind == LINETABLE_310 ? 2 : 1);
+	ps->torn_at_gen = 1;
+	return 1;
+}
+
+/*
  * Learn from the depth frames of the walk just done (ps->walk_frames,
  * innermost first; ps->walk_known, each one's index in m->known or -1;
  * ps->walk_codes, each one's code), whole when it reached the thread's
@@ -710,6 +744,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 	/* the frame taken last had returned when copied; this one has */
 	int stale = 0, now_stale = 0;
 	struct pywalk_loop lc;
+	int gen0 = 0; /* the first innermost frame is a generator's */
+	int looked0 = 0; /* that was looked at */
 
 	if (!take_pre_frames(ps, tstate))
 		read_frame_batch(ps, tstate, m, 0, 0);
@@ -728,6 +764,11 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		if (why)
 			break;
 		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
+		/* The sample's own innermost frame, as first copied. */
+		if (!depth && !ps->moved && !restarts && idx >= 0) {
+			gen0 = innermost_generator(ps, frame, idx);
+			looked0 = 1;
+		}
 		spare = idx >= 0 &&
 			(depth ? spare_frame(ps, frame,
 					     ps->batch.buf + ps->batch.at[idx])
@@ -744,6 +785,10 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			why = DROP_INVALID;
 			break;
 		} else if (!depth && !innermost_usable(ps, idx)) {
+			if (gen0) {
+				why = DROP_INVALID;
+				break;
+			}
 			idx = -1;
 		}
 		if (idx >= 0 && !spare) {
@@ -795,6 +840,15 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 				copy = ps->batch.at[0];
 				break;
 			}
+			/* Not in the first batch: its first copy is this. */
+			if (!looked0 && !ps->moved) {
+				gen0 = innermost_generator(ps, frame, 0);
+				looked0 = 1;
+				if (gen0) {
+					why = DROP_INVALID;
+					goto done;
+				}
+			}
 			pywalk_take_fresh_tstate(ps);
 			ps->moved = 1;
 			frame = load_u64(ps->tstate_buf, off->tstate_frame);
@@ -832,13 +886,22 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		code = load_u64(f, off->frame_code);
 		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
-		if (!pywalk_past_limit(ps, depth))
+		if (!pywalk_past_limit(ps, depth)) {
+			const struct pycode *pc = pycode_peek(&ps->codes, code);
+
 			pywalk_push(ps, out, frame, code,
 				    lasti < 0
 					? -1
 					: (long)lasti * (lasti_units ? 2 : 1),
 				    1);
+			/* as last read: a generator's, for torn reads' keys */
+			ps->gen_frames[out->nr_frames - 1] =
+				pc && (pc->flags & PYCODE_SUSPENDABLE);
+		}
 		w = frame_window(ps, idx, copy, depth);
+		/* The sample's own, taken: the walk did not tear at it. */
+		if (!restarts)
+			ps->torn_at = 0;
 		stale = now_stale;
 		now_stale = 0;
 		note_walked(ps, depth++, frame, idx, code);
@@ -852,8 +915,19 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 done:
 	/* Learn from this walk for the next ones, even a failed one. */
 	learn_frames(ps, m, depth, !why);
+	/*
+	 * Torn, the frames taken before are left for the caller's key
+	 * (see walk_thread): each was taken while its callee's link to it
+	 * held.
+	 */
 	if (why) {
-		out->nr_frames = first_frame;
+		/*
+		 * Frames of a later moment than the sample's (the thread
+		 * state read again) say less than its own innermost frame.
+		 */
+		if ((why != DROP_INVALID && why != DROP_READ) ||
+		    (gen0 && restarts))
+			out->nr_frames = first_frame;
 		return why;
 	}
 	pywalk_push_omitted(ps, out);

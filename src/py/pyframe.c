@@ -1170,6 +1170,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 
 			ps->torn_at = frame;
 			ps->torn_at_code = code;
+			ps->torn_at_addrq = tlbc ? -1 : addrq;
 			ps->torn_at_gen = off->owner_generator != OFF_NONE &&
 					  owner == off->owner_generator;
 			self.direct = !shim;

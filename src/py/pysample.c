@@ -447,7 +447,7 @@ static void remember_gen_callers(struct py_sampler *ps,
  * linked from the last of them when that was copied (a generator's link
  * to its caller is set only while it runs), whatever its copy held
  * later; on code that hands over faster than a read, most torn reads
- * end so.  Its line is not taken.
+ * end so.  Its line is the one its copy held.
  */
 static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 		       struct walk_key *key)
@@ -465,6 +465,8 @@ static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 		memset(&key[n], 0, sizeof(key[n]));
 		key[n].frame = ps->torn_at;
 		key[n].code = ps->torn_at_code;
+		key[n].addrq = ps->torn_at_addrq;
+		key[n].line_known = ps->torn_at_addrq >= 0;
 		n++;
 		if (!ps->torn_at_gen)
 			return n;

@@ -402,7 +402,8 @@ struct py_sampler {
 	 * if the walk did not end so.  See take_key in pysample.c.
 	 */
 	uint64_t torn_at, torn_at_code;
-	int torn_at_gen; /* torn_at is a generator's frame */
+	long torn_at_addrq; /* its instruction as read (-1: unknown) */
+	int torn_at_gen;    /* torn_at is a generator's frame */
 	struct gen_callers *gen_callers; /* GEN_CALLERS_SLOTS, or NULL */
 	/*
 	 * Calls to or from a generator's frame (caller's code, callee's)
