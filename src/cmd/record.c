@@ -1022,9 +1022,7 @@ static void follow_tree_or_die(struct recorder *r)
  */
 static int seen_not_python(const struct child *ch)
 {
-	return ch->state == CHILD_OTHER ||
-	       (ch->last_look < 0 && ch->last_look != PYRT_NOT_READY &&
-		ch->last_look != PYRT_NO_PROCESS);
+	return ch->state == CHILD_OTHER || ch->other_looks >= 2;
 }
 
 /*
@@ -1047,10 +1045,13 @@ static void tree_notice(struct recorder *r)
 		 */
 		if (ch->runs_python || ch->was_python)
 			continue;
-		if (seen_not_python(ch))
-			sb = &other, n_other++;
-		else
-			sb = &gone, n_gone++;
+		if (seen_not_python(ch)) {
+			sb = &other;
+			n_other++;
+		} else {
+			sb = &gone;
+			n_gone++;
+		}
 		strbuf_addstr(sb, sb->len ? ", " : "");
 		strbuf_addstr(sb, ch->label);
 	}

@@ -579,23 +579,43 @@ static int innermost_usable(const struct py_sampler *ps, long idx)
  * would leave out the generators that run most.
  */
 static int innermost_generator(struct py_sampler *ps, uint64_t frame,
+			       long idx);
+
+/*
+ * Where frame object copy f stands: the byte offset of its instruction
+ * (3.10 counts f_lasti in 2-byte instructions, before bytes), -1 if
+ * it has not started.
+ */
+static long frame_addrq(const struct py_sampler *ps, const unsigned char *f)
+{
+	int lasti;
+
+	memcpy(&lasti, f + ps->rt->off->frame_lasti, sizeof(lasti));
+	if (lasti < 0)
+		return -1;
+	return (long)lasti * (ps->codes.kind == LINETABLE_310 ? 2 : 1);
+}
+
+/* Is code a generator's or coroutine's, as last read (not read here)? */
+static int generator_code(struct py_sampler *ps, uint64_t code)
+{
+	const struct pycode *pc = pycode_peek(&ps->codes, code);
+
+	return pc && (pc->flags & PYCODE_SUSPENDABLE);
+}
+
+static int innermost_generator(struct py_sampler *ps, uint64_t frame,
 			       long idx)
 {
 	const struct py_offsets *off = ps->rt->off;
 	const unsigned char *f = ps->batch.buf + ps->batch.at[idx];
 	uint64_t code = load_u64(f, off->frame_code);
-	const struct pycode *pc = pycode_peek(&ps->codes, code);
-	int lasti;
 
-	if (!pc || !(pc->flags & PYCODE_SUSPENDABLE))
+	if (!generator_code(ps, code))
 		return 0;
-	memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
 	ps->torn_at = frame;
 	ps->torn_at_code = code;
-	ps->torn_at_addrq =
-	    lasti < 0 ? -1
-		      : (long)lasti *
-			    (ps->codes.kind == LINETABLE_310 ? 2 : 1);
+	ps->torn_at_addrq = frame_addrq(ps, f);
 	ps->torn_at_gen = 1;
 	return 1;
 }
@@ -733,7 +753,6 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t depth = 0, first_frame = out->nr_frames;
-	int lasti_units = ps->codes.kind == LINETABLE_310;
 	struct py_frame_memo *m = frame_memo(ps, tstate);
 	uint64_t frame, last = 0, last_code = 0, last_back = 0;
 	enum drop_reason why = DROP_NONE;
@@ -758,7 +777,7 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		size_t copy = NO_COPY;
 		uint64_t code;
 		long idx;
-		int lasti, inside = 0, spare;
+		int inside = 0, spare;
 
 		why = pywalk_loop_step(&lc, frame);
 		if (why)
@@ -884,19 +903,11 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			break;
 		}
 		code = load_u64(f, off->frame_code);
-		memcpy(&lasti, f + off->frame_lasti, sizeof(lasti));
-		/* 3.10 counts f_lasti in 2-byte instructions, before bytes. */
 		if (!pywalk_past_limit(ps, depth)) {
-			const struct pycode *pc = pycode_peek(&ps->codes, code);
-
-			pywalk_push(ps, out, frame, code,
-				    lasti < 0
-					? -1
-					: (long)lasti * (lasti_units ? 2 : 1),
-				    1);
+			pywalk_push(ps, out, frame, code, frame_addrq(ps, f), 1);
 			/* as last read: a generator's, for torn reads' keys */
 			ps->gen_frames[out->nr_frames - 1] =
-				pc && (pc->flags & PYCODE_SUSPENDABLE);
+			    generator_code(ps, code);
 		}
 		w = frame_window(ps, idx, copy, depth);
 		/* The sample's own, taken: the walk did not tear at it. */

@@ -321,7 +321,7 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	size_t i;
 
 	if (!file)
-		return shared ? file_gone(rt, path) : 0;
+		return file_gone(rt, path);
 	quiet = 1;
 	ret = elfsym_open(&es, file);
 	quiet = saved_quiet;
@@ -686,15 +686,6 @@ int pyruntime_find(struct pyruntime *rt, pid_t pid)
 	if (found < 0) {
 		ret = found;
 		goto out;
-	}
-	if (!found && exe[0] && proc_map_deleted(exe)) {
-		char *file = proc_mapped_file(pid, &maps, exe);
-
-		free(file);
-		if (!file) {
-			ret = file_gone(rt, exe);
-			goto out;
-		}
 	}
 	if (!found && exe[0] && needs_libpython(pid, &maps, exe)) {
 		ret = fail(rt, PYRT_NOT_READY,

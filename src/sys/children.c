@@ -157,7 +157,7 @@ static void look_for_python(struct children *c, struct child *ch)
 		ch->state = CHILD_GONE;
 		return;
 	}
-	ch->last_look = ret;
+	ch->other_looks = ret == PYRT_NOT_READY ? 0 : ch->other_looks + 1;
 	/*
 	 * A fork runs its parent's command line until it execs; one that
 	 * has exited has none left: keep the last one seen.
@@ -185,6 +185,7 @@ static void lost(struct child *ch)
 	inode = proc_exe_inode(ch->pid);
 	ch->exe_inode = inode;
 	ch->runs_python = 0;
+	ch->other_looks = 0;
 	ch->since = now_ns();
 	ch->state = CHILD_STARTING;
 }

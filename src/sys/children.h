@@ -43,11 +43,11 @@ struct child {
 	char cwd[4096]; /* its directory, to shorten file names */
 	char why[160];	/* CHILD_OTHER: why it is not sampled, one line */
 	/*
-	 * What the last look for an interpreter found, while it had none:
-	 * no interpreter in the program it ran (not Python), or one still
-	 * starting; 0 if never looked at.
+	 * Looks in a row, while it had no interpreter, that found a
+	 * program that is not Python (or not one spyc can read), rather
+	 * than one still starting: one look may be of a process exiting.
 	 */
-	int last_look;
+	int other_looks;
 	uint64_t samples;
 	uint64_t dropped[DROP_NR];
 };

@@ -423,7 +423,8 @@ char *proc_file_path(pid_t pid, const char *path)
 	return strbuf_detach(&sb);
 }
 
-int proc_map_deleted(const char *path)
+/* Whether maps, just read, says the file mapped at path left its path. */
+static int proc_map_deleted(const char *path)
 {
 	static const char deleted[] = " (deleted)";
 	size_t len = strlen(path);

@@ -161,9 +161,6 @@ char *proc_file_path(pid_t pid, const char *path);
 char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 		       const char *path);
 
-/* Whether maps, just read, says the file mapped at path left its path. */
-int proc_map_deleted(const char *path);
-
 /*
  * Read a small text file (a /proc entry) into buf, NUL-terminated.
  * Returns the bytes read, or -1 (buf then holds "").
