@@ -23,39 +23,6 @@ int cmd_top(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 
-/*
- * Parse a pid argument.  Returns the pid, or dies with a usage error
- * (exit 64) naming the bad value.
- */
-pid_t parse_pid(const char *arg);
-
-/*
- * After getopt: the program to launch (argv from optind on), or NULL
- * with --pid.  Exactly one of the two must be given, or a usage error
- * (exit 64) names command.
- */
-char **parse_target(int argc, char **argv, int first, pid_t pid,
-		    const char *command);
-
-/*
- * Parse the value of option opt (e.g. "--rate"): a number above 0 and at
- * most max.  Returns it, or dies with a usage error (exit 64) naming the
- * bad value.
- */
-double parse_positive_arg(const char *opt, const char *arg, double max);
-
-/*
- * Parse a --max-depth value: whole frames, 1 to PY_WALK_LIMIT.  Returns
- * it, or dies with a usage error (exit 64) naming the bad value.
- */
-size_t parse_max_depth(const char *arg);
-
-/* Long options several commands take, as getopt returns them. */
-#define OPT_BLOCKING 300
-#define OPT_NONBLOCKING 301
-#define OPT_MAX_DEPTH 302
-#define OPT_ASYNC 303
-
 struct pyasync;
 
 /*
@@ -76,21 +43,6 @@ struct py_sampler;
 void async_sampler_or_die(struct py_sampler *ps, struct pyasync *pa,
 			  const struct pyruntime *rt, pid_t child,
 			  int all_tasks);
-
-/*
- * Whether each sampled thread is stopped while it is read: with --native
- * (registers can only be read so) or --blocking; never by default.
- * blocking has bit 1 for --blocking, 2 for --nonblocking; --nonblocking
- * with --native or --blocking is a usage error (exit 64).
- */
-int threads_stopped(int native, int blocking);
-
-/*
- * --subprocesses reads every process's Python frames without stopping
- * it: with --native, --blocking (bit 1 of blocking), --async or --gpu
- * it is a usage error (exit 64).
- */
-void subprocesses_options_or_die(int native, int blocking, int async, int gpu);
 
 /*
  * Find the interpreter of a running pid; on failure print rt->message

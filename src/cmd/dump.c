@@ -9,6 +9,7 @@
 
 #include "sys/children.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "sys/native.h"
 #include "sys/proc.h"
 #include "py/pyasync.h"
@@ -373,8 +374,8 @@ static enum drop_reason sample_clean(struct py_sampler *ps,
 }
 
 struct dump_opts {
-	int json, native, async, stop, subprocesses;
-	size_t max_depth;
+	struct sample_opts s; /* the target, and how to read it */
+	int json;
 };
 
 /*
@@ -394,23 +395,23 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 	int ret = EXIT_OK;
 	size_t i;
 
-	if (o->async)
+	if (o->s.async)
 		async_or_die(&pa, rt, 0);
-	if (o->native && native_init(&nu, rt))
+	if (o->s.native && native_init(&nu, rt))
 		return EXIT_FAILED;
-	if (o->stop && !o->native)
+	if (o->s.stop && !o->s.native)
 		native_init_stopper(&nu, rt);
 	py_sampler_init(&ps, rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;
 	ps.want_names = 1;
-	ps.max_depth = o->max_depth;
-	ps.async = o->async ? &pa : NULL;
+	ps.max_depth = o->s.max_depth;
+	ps.async = o->s.async ? &pa : NULL;
 	/* A stack torn now is read again once its thread is stopped. */
-	ps.stop_reads = o->stop ? STOP_READS_ALL : STOP_READS_NONE;
+	ps.stop_reads = o->s.stop ? STOP_READS_ALL : STOP_READS_NONE;
 	why = sample_clean(&ps, &sample);
 	ps.stop_reads = 0;
-	if (o->stop && why == DROP_NONE) {
+	if (o->s.stop && why == DROP_NONE) {
 		/*
 		 * Stop the threads, then read their Python frames again so
 		 * both views are of the same instant.
@@ -433,7 +434,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 	}
 	if (why == DROP_NONE && sample.nr_threads) {
 		dt = xcalloc(sample.nr_threads + 1, sizeof(*dt));
-		thread_frames(dt, &sample, o->native ? &nu : NULL);
+		thread_frames(dt, &sample, o->s.native ? &nu : NULL);
 	}
 	if (why == DROP_NONE && !sample.nr_threads) {
 		fprintf(stderr,
@@ -451,8 +452,8 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		ret = EXIT_DATA_LOST;
 	} else if (o->json) {
 		cJSON *doc = process_json(rt, &ps.tidmap, dt, sample.nr_threads,
-					  o->native,
-					  &sample, o->async ? &pa : NULL);
+					  o->s.native,
+					  &sample, o->s.async ? &pa : NULL);
 
 		if (processes) {
 			if (!doc || !cJSON_AddItemToArray(processes, doc)) {
@@ -464,18 +465,18 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 			ret = EXIT_FAILED;
 		}
 	} else {
-		print_text(rt, &ps.tidmap, dt, sample.nr_threads, o->native,
+		print_text(rt, &ps.tidmap, dt, sample.nr_threads, o->s.native,
 			   &sample,
-			   o->async ? &pa : NULL);
+			   o->s.async ? &pa : NULL);
 	}
 	for (i = 0; dt && i < sample.nr_threads; i++)
 		free(dt[i].frames);
 	free(dt);
 	py_sample_release(&sample);
 	py_sampler_release(&ps);
-	if (o->async)
+	if (o->s.async)
 		pyasync_release(&pa);
-	if (o->stop)
+	if (o->s.stop)
 		native_release(&nu);
 	return ret;
 }
@@ -548,68 +549,28 @@ static int dump_tree(const struct dump_opts *o, pid_t pid)
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option options[] = {
-	    {"pid", required_argument, NULL, 'p'},
+	    SAMPLE_OPTIONS,
 	    {"json", no_argument, NULL, 'j'},
-	    {"native", no_argument, NULL, 'n'},
-	    {"blocking", no_argument, NULL, OPT_BLOCKING},
-	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
-	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-	    {"async", no_argument, NULL, OPT_ASYNC},
-	    {"subprocesses", no_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct dump_opts o = {0};
 	struct pyruntime rt;
-	pid_t pid = 0;
 	int c, ret;
-	int blocking = 0; /* 1: --blocking, 2: --nonblocking */
 
-	o.max_depth = PY_DEFAULT_MAX_DEPTH;
+	sample_opts_init(&o.s);
 	while ((c = getopt_long(argc, argv, "p:jnsh", options, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			pid = parse_pid(optarg);
-			break;
-		case 'j':
-			o.json = 1;
-			break;
-		case 'n':
-			o.native = 1;
-			break;
-		case OPT_BLOCKING:
-		case OPT_NONBLOCKING:
-			blocking |= c == OPT_BLOCKING ? 1 : 2;
-			break;
-		case OPT_MAX_DEPTH:
-			o.max_depth = parse_max_depth(optarg);
-			break;
-		case OPT_ASYNC:
-			o.async = 1;
-			break;
-		case 's':
-			o.subprocesses = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			fputs(usage_text, stderr);
-			return EXIT_USAGE;
-		}
+		if (sample_option(&o.s, c, optarg))
+			continue;
+		if (c != 'j')
+			usage_exit(c, usage_text);
+		o.json = 1;
 	}
-	if (!pid || optind != argc) {
-		fprintf(stderr,
-			"spyc: dump needs --pid PID and nothing else\n");
-		return EXIT_USAGE;
-	}
-	if (o.subprocesses)
-		subprocesses_options_or_die(o.native, blocking, o.async, 0);
-	o.stop = threads_stopped(o.native, blocking);
-	if (o.subprocesses) {
-		ret = dump_tree(&o, pid);
+	sample_opts_finish(&o.s, argc, argv, optind, "dump", 0);
+	if (o.s.subprocesses) {
+		ret = dump_tree(&o, o.s.pid);
 	} else {
-		attach_or_die(&rt, pid);
+		attach_or_die(&rt, o.s.pid);
 		ret = dump_process(&o, &rt, NULL);
 	}
 	if (fflush(stdout) || ferror(stdout)) {

@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: MIT */
-/* Values of command-line options that several commands take. */
+/* The options record, top and dump share, parsed in one place. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "py/pysample.h"
+
+pid_t parse_pid(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v <= 0 || v > INT_MAX) {
+		fprintf(stderr, "spyc: invalid pid '%s'\n", arg);
+		exit(EXIT_USAGE);
+	}
+	return (pid_t)v;
+}
 
 double parse_positive_arg(const char *opt, const char *arg, double max)
 {
@@ -21,7 +38,7 @@ double parse_positive_arg(const char *opt, const char *arg, double max)
 	return v;
 }
 
-size_t parse_max_depth(const char *arg)
+static size_t parse_max_depth(const char *arg)
 {
 	char *end;
 	long long v;
@@ -37,50 +54,121 @@ size_t parse_max_depth(const char *arg)
 	return (size_t)v;
 }
 
-char **parse_target(int argc, char **argv, int first, pid_t pid,
-		    const char *command)
+void sample_opts_init(struct sample_opts *o)
 {
-	char **program = first < argc ? argv + first : NULL;
-
-	if (!pid == !program) {
-		fprintf(stderr,
-			"spyc: %s needs either --pid PID or -- PROGRAM "
-			"[ARGS...]\n",
-			command);
-		exit(EXIT_USAGE);
-	}
-	return program;
+	memset(o, 0, sizeof(*o));
+	o->rate = DEFAULT_RATE_HZ;
+	o->max_depth = PY_DEFAULT_MAX_DEPTH;
 }
 
-int threads_stopped(int native, int blocking)
+int sample_option(struct sample_opts *o, int c, const char *arg)
 {
-	int nonblocking = blocking & 2;
+	switch (c) {
+	case 'p':
+		o->pid = parse_pid(arg);
+		return 1;
+	case 'r':
+		o->rate = parse_positive_arg("--rate", arg, MAX_RATE_HZ);
+		return 1;
+	case 'i':
+		o->idle = 1;
+		return 1;
+	case 'g':
+		o->gil = 1;
+		return 1;
+	case 'n':
+		o->native = 1;
+		return 1;
+	case OPT_BLOCKING:
+		o->blocking |= 1;
+		return 1;
+	case OPT_NONBLOCKING:
+		o->blocking |= 2;
+		return 1;
+	case OPT_MAX_DEPTH:
+		o->max_depth = parse_max_depth(arg);
+		return 1;
+	case OPT_ASYNC:
+		o->async = 1;
+		return 1;
+	case OPT_GPU:
+		o->gpu = 1;
+		return 1;
+	case 's':
+		o->subprocesses = 1;
+		return 1;
+	}
+	return 0;
+}
 
-	blocking &= 1;
-	if (nonblocking && (native || blocking)) {
+/*
+ * Each sampled thread is stopped while it is read with --native
+ * (registers can only be read so) or --blocking; never by default.
+ */
+static void stop_or_die(struct sample_opts *o)
+{
+	if ((o->blocking & 2) && (o->native || (o->blocking & 1))) {
 		fprintf(stderr, "spyc: --nonblocking cannot go with %s: %s\n",
-			native ? "--native" : "--blocking",
-			native ? "reading a thread's registers means stopping "
-				 "it"
-			       : "choose one");
+			o->native ? "--native" : "--blocking",
+			o->native ? "reading a thread's registers means stopping "
+				    "it"
+				  : "choose one");
 		exit(EXIT_USAGE);
 	}
-	return native || blocking;
+	o->stop = o->native || (o->blocking & 1);
 }
 
-void subprocesses_options_or_die(int native, int blocking, int async, int gpu)
+/*
+ * --subprocesses reads every process's Python frames without stopping
+ * it: not with --native, --blocking, --async or --gpu.
+ */
+static void subprocesses_or_die(const struct sample_opts *o)
 {
-	const char *opt = native	 ? "--native"
-			  : blocking & 1 ? "--blocking"
-			  : async	 ? "--async"
-			  : gpu		 ? "--gpu"
-					 : NULL;
+	const char *opt = o->native	    ? "--native"
+			  : o->blocking & 1 ? "--blocking"
+			  : o->async	    ? "--async"
+			  : o->gpu	    ? "--gpu"
+					    : NULL;
 
-	if (!opt)
+	if (!o->subprocesses || !opt)
 		return;
 	fprintf(stderr,
 		"spyc: --subprocesses reads Python frames only: it cannot be "
 		"used with %s\n",
 		opt);
 	exit(EXIT_USAGE);
+}
+
+void sample_opts_finish(struct sample_opts *o, int argc, char **argv,
+			int first, const char *command, unsigned flags)
+{
+	if (!(flags & SAMPLE_LAUNCH) && (!o->pid || first != argc)) {
+		fprintf(stderr, "spyc: %s needs --pid PID and nothing else\n",
+			command);
+		exit(EXIT_USAGE);
+	}
+	stop_or_die(o);
+	if ((flags & SAMPLE_TASK_STACKS) && o->async && o->native) {
+		fprintf(stderr,
+			"spyc: --async and --native cannot be used "
+			"together: task stacks are Python frames only\n");
+		exit(EXIT_USAGE);
+	}
+	subprocesses_or_die(o);
+	if (!(flags & SAMPLE_LAUNCH))
+		return;
+	o->argv = first < argc ? argv + first : NULL;
+	if (!o->pid == !o->argv) {
+		fprintf(stderr,
+			"spyc: %s needs either --pid PID or -- PROGRAM "
+			"[ARGS...]\n",
+			command);
+		exit(EXIT_USAGE);
+	}
+}
+
+void usage_exit(int c, const char *usage)
+{
+	fputs(usage, c == 'h' ? stdout : stderr);
+	exit(c == 'h' ? EXIT_OK : EXIT_USAGE);
 }

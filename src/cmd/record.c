@@ -13,6 +13,7 @@
 
 #include "sys/children.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "py/framename.h"
 #include "gpu/gpuprof.h"
 #include "gpu/gpusession.h"
@@ -30,8 +31,6 @@
 #include "profile/timeline.h"
 #include "util.h"
 
-#define DEFAULT_RATE_HZ 100.0
-#define MAX_RATE_HZ 100000.0
 /*
  * Say so in the summary when at least this share of the stacks kept
  * was read again after changing mid-read.
@@ -129,23 +128,13 @@ static const char usage_text[] =
     "--kill-after-duration ended it\n";
 
 struct record_opts {
-	pid_t pid;
+	struct sample_opts s; /* the target, and how to read it */
 	const char *output;
 	enum output_format format;
-	double rate;
 	double duration;
 	int threads;
 	int full_filenames;
-	int idle;	  /* keep threads that are not on a CPU too */
-	int gil;	  /* keep only the thread holding the GIL */
-	int native;	  /* merge native frames in */
-	int async;	  /* asyncio task stacks */
-	int stop;	  /* stop each sampled thread while reading it */
-	int gpu;	  /* --gpu */
-	int subprocesses; /* follow the target's descendants too */
-	size_t max_depth;
 	int kill_after_duration;
-	char **argv;	      /* launch mode */
 	const char *template; /* --output as given: %p %r %h %% */
 	const char *rank;     /* MPI rank from the environment, or NULL */
 	const char *rank_var; /* the variable it came from */
@@ -204,40 +193,29 @@ struct recorder {
 
 static void parse_options(struct record_opts *o, int argc, char **argv)
 {
-	enum { OPT_KILL_AFTER_DURATION = 256, OPT_GPU };
+	enum { OPT_KILL_AFTER_DURATION = OPT_COMMAND };
 	static const struct option options[] = {
-	    {"pid", required_argument, NULL, 'p'},
+	    SAMPLE_OPTIONS,
+	    SAMPLE_RATE_OPTIONS,
 	    {"output", required_argument, NULL, 'o'},
 	    {"format", required_argument, NULL, 'f'},
-	    {"rate", required_argument, NULL, 'r'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"threads", no_argument, NULL, 't'},
 	    {"full-filenames", no_argument, NULL, 'F'},
-	    {"idle", no_argument, NULL, 'i'},
-	    {"gil", no_argument, NULL, 'g'},
-	    {"native", no_argument, NULL, 'n'},
-	    {"blocking", no_argument, NULL, OPT_BLOCKING},
-	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
-	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-	    {"async", no_argument, NULL, OPT_ASYNC},
 	    {"kill-after-duration", no_argument, NULL, OPT_KILL_AFTER_DURATION},
-	    {"gpu", no_argument, NULL, OPT_GPU},
-	    {"subprocesses", no_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, blocking = 0; /* 1: --blocking, 2: --nonblocking */
+	int c;
 	struct stat st;
 
 	memset(o, 0, sizeof(*o));
-	o->rate = DEFAULT_RATE_HZ;
-	o->max_depth = PY_DEFAULT_MAX_DEPTH;
+	sample_opts_init(&o->s);
 	while ((c = getopt_long(argc, argv, "+p:o:f:r:d:tFignsh", options,
 				NULL)) != -1) {
+		if (sample_option(&o->s, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->pid = parse_pid(optarg);
-			break;
 		case 'o':
 			o->output = optarg;
 			o->template = optarg;
@@ -253,10 +231,6 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 				exit(EXIT_USAGE);
 			}
 			break;
-		case 'r':
-			o->rate =
-			    parse_positive_arg("--rate", optarg, MAX_RATE_HZ);
-			break;
 		case 'd':
 			o->duration =
 			    parse_positive_arg("--duration", optarg, 1e9);
@@ -267,55 +241,17 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case 'F':
 			o->full_filenames = 1;
 			break;
-		case 'i':
-			o->idle = 1;
-			break;
-		case 'g':
-			o->gil = 1;
-			break;
-		case 'n':
-			o->native = 1;
-			break;
-		case OPT_BLOCKING:
-		case OPT_NONBLOCKING:
-			blocking |= c == OPT_BLOCKING ? 1 : 2;
-			break;
-		case OPT_MAX_DEPTH:
-			o->max_depth = parse_max_depth(optarg);
-			break;
-		case OPT_ASYNC:
-			o->async = 1;
-			break;
 		case OPT_KILL_AFTER_DURATION:
 			o->kill_after_duration = 1;
 			break;
-		case OPT_GPU:
-			o->gpu = 1;
-			break;
-		case 's':
-			o->subprocesses = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(EXIT_OK);
 		default:
-			fputs(usage_text, stderr);
-			exit(EXIT_USAGE);
+			usage_exit(c, usage_text);
 		}
 	}
-	o->stop = threads_stopped(o->native, blocking);
-	if (o->async && o->native) {
-		fprintf(stderr,
-			"spyc: --async and --native cannot be used "
-			"together: task stacks are Python frames only\n");
-		exit(EXIT_USAGE);
-	}
-	if (o->subprocesses)
-		subprocesses_options_or_die(o->native, blocking, o->async,
-					    o->gpu);
-	o->argv = parse_target(argc, argv, optind, o->pid, "record");
+	sample_opts_finish(&o->s, argc, argv, optind, "record",
+			   SAMPLE_LAUNCH | SAMPLE_TASK_STACKS);
 	/* spyc ends only a program it started, and only at a deadline. */
-	if (o->kill_after_duration && (!o->argv || !o->duration)) {
+	if (o->kill_after_duration && (!o->s.argv || !o->duration)) {
 		fprintf(stderr, "spyc: --kill-after-duration needs --duration "
 				"and a program to launch (-- PROGRAM)\n");
 		exit(EXIT_USAGE);
@@ -357,7 +293,7 @@ static uint32_t make_frame_id(void *ctx, const struct pycode *code, int line)
 	id = stacks_frame(&r->stacks, code->name, file, line);
 
 	/* --gpu's summary names the Python line of each launch. */
-	if (r->opts->gpu)
+	if (r->opts->s.gpu)
 		gpuprof_python_frame(&r->gp, id);
 	return id;
 }
@@ -367,33 +303,27 @@ static uint32_t frame_id(struct recorder *r, struct pycode *code, int line)
 	return pycode_line_id(code, line, make_frame_id, r);
 }
 
-/* The stacks frame id of a native frame, cached on its symbol. */
-static uint32_t native_frame_id(struct recorder *r, struct native_sym *sym)
+/* Makes the stacks frame id of a native frame, for native_thread_ids. */
+static uint32_t make_native_id(void *ctx, struct native_sym *sym)
 {
-	if (sym->user_id < 0)
-		sym->user_id = stacks_frame(&r->stacks, sym->name,
-					    sym->file ? sym->file : "",
-					    sym->file ? sym->line : 0);
-	return (uint32_t)sym->user_id;
+	struct recorder *r = ctx;
+
+	return stacks_frame(&r->stacks, sym->name, sym->file ? sym->file : "",
+			    sym->file ? sym->line : 0);
 }
 
 /* Thread t of s, root first, into r->scratch; returns its depth. */
 static size_t stack_ids(struct recorder *r, const struct py_sample *s,
 			const struct py_thread *t)
 {
-	size_t j, n;
+	const struct frame_namer fn = {make_frame_id, make_native_id, r};
+	size_t n;
 	int unmerged;
 
-	n = native_thread_frames(r->opts->native ? &r->nu : NULL, s, t,
-				 r->merged, r->max_stack, &unmerged);
+	n = native_thread_ids(r->opts->s.native ? &r->nu : NULL, s, t,
+			      r->merged, r->max_stack, &fn, r->scratch,
+			      &unmerged);
 	r->unmerged += (uint64_t)unmerged;
-	for (j = 0; j < n; j++) {
-		const struct merged_frame *m = &r->merged[j];
-
-		r->scratch[j] =
-		    m->py ? frame_id(r, m->py->code, m->py->line)
-			  : native_frame_id(r, (struct native_sym *)m->native);
-	}
 	return n;
 }
 
@@ -436,7 +366,7 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 		uint32_t th, entry;
 		size_t depth;
 
-		if (!t->depth || !thread_wanted(t, r->opts->idle, r->opts->gil))
+		if (!t->depth || !thread_wanted(t, r->opts->s.idle, r->opts->s.gil))
 			continue;
 		depth = stack_ids(r, s, t);
 		r->truncated += t->omitted > 0;
@@ -467,7 +397,7 @@ static void gpu_hand_layout(struct recorder *r)
 
 	if (!r->gpu.on)
 		return;
-	if (r->opts->subprocesses)
+	if (r->opts->s.subprocesses)
 		snprintf(r->gp.launch_off, sizeof(r->gp.launch_off),
 			 "--subprocesses");
 	else if (gpu_py_layout_fill(r->sl.rt.off, &layout))
@@ -570,7 +500,7 @@ static void sample_loop(struct recorder *r)
 		uint64_t woke = timed ? thread_cpu_ns() : 0;
 		uint64_t threads_before = r->threads_read;
 
-		if (r->opts->subprocesses) {
+		if (r->opts->s.subprocesses) {
 			r->tree_added = 0;
 			/*
 			 * One tick for the whole tree: a process whose read
@@ -594,9 +524,9 @@ static void sample_loop(struct recorder *r)
 			r->ended = sl->ended;
 			break;
 		}
-		if (why == DROP_NONE && r->opts->stop)
-			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->idle,
-						     r->opts->gil);
+		if (why == DROP_NONE && r->opts->s.stop)
+			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->s.idle,
+						     r->opts->s.gil);
 		if (why == DROP_NONE) {
 			/* A dropped sample has no tick: stacks go on. */
 			if (r->timeline_on)
@@ -744,9 +674,9 @@ static void check_output_or_die(struct record_opts *o, char *buf, size_t size,
 
 	find_rank_and_host(o);
 	if (o->template)
-		expand_output_or_die(o, o->pid, expanded);
-	if (!o->output && o->pid)
-		default_output(o, o->pid, buf, size);
+		expand_output_or_die(o, o->s.pid, expanded);
+	if (!o->output && o->s.pid)
+		default_output(o, o->s.pid, buf, size);
 	if (o->output) {
 		ret = file_replaceable(o->output);
 		if (ret)
@@ -783,7 +713,7 @@ static void print_summary(struct recorder *r)
 	if (r->truncated)
 		strbuf_addf(
 		    &sb, ", %llu truncated (deeper than --max-depth %zu)",
-		    (unsigned long long)r->truncated, r->opts->max_depth);
+		    (unsigned long long)r->truncated, r->opts->s.max_depth);
 	/* Every sample taken, kept or not, over the time it took. */
 	strbuf_addf(&sb, ", %.2f s at ", r->elapsed);
 	sampleloop_add_rate(
@@ -799,17 +729,17 @@ static void print_summary(struct recorder *r)
 				    r->opts->kill_after_duration
 					? "; ending %s"
 					: "; %s still running",
-				    program_name(r->opts->argv));
+				    program_name(r->opts->s.argv));
 		if (stopped)
 			strbuf_addf(&sb, "; %s", stopped);
-		if (r->opts->native)
+		if (r->opts->s.native)
 			strbuf_addf(&sb, "; %llu native stacks unmerged",
 				    (unsigned long long)r->unmerged);
 		/*
 		 * Stacks that changed faster than they could be read, read
 		 * again at a later moment: the profile leans to long calls.
 		 */
-		if (!r->opts->stop && sl->ps.walks &&
+		if (!r->opts->s.stop && sl->ps.walks &&
 		    (double)sl->ps.walks_again >=
 			REREAD_NOTE_SHARE * (double)sl->ps.walks)
 			strbuf_addf(&sb,
@@ -821,10 +751,10 @@ static void print_summary(struct recorder *r)
 		/* The rate asked could not be kept: say by how much. */
 		if (sl->missed) {
 			strbuf_addf(&sb, "; asked %.10g Hz, %llu late",
-				    r->opts->rate,
+				    r->opts->s.rate,
 				    (unsigned long long)sl->missed);
 		}
-		if (r->opts->subprocesses)
+		if (r->opts->s.subprocesses)
 			strbuf_addf(&sb, "; %zu process%s sampled",
 				    children_sampled(&r->kids),
 				    children_sampled(&r->kids) == 1 ? ""
@@ -859,7 +789,7 @@ static void drops_warning(const struct recorder *r, uint64_t dropped,
 		why = "most were taken as the process exited";
 		break;
 	default:
-		why = r->opts->stop
+		why = r->opts->s.stop
 			  ? "most changed while they were read"
 			  : "most changed while they were read (generators "
 			    "and calls of a few microseconds, often); "
@@ -884,7 +814,7 @@ static void print_stats(const struct recorder *r)
 	double timed = r->timed_threads ? (double)r->timed_threads : 1.0;
 	char walked[64] = "";
 
-	if (!r->opts->subprocesses)
+	if (!r->opts->s.subprocesses)
 		snprintf(walked, sizeof(walked),
 			 "; %" PRIu64 " thread stacks walked", r->sl.ps.walks);
 	fprintf(stderr,
@@ -984,13 +914,13 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 {
 	const struct record_opts *opts = ctx;
 
-	ps->want_state = !opts->idle;
-	ps->want_gil = opts->gil;
+	ps->want_state = !opts->s.idle;
+	ps->want_gil = opts->s.gil;
 	ps->want_names = 1;
 	/* Idle threads' stacks are not kept: do not even read them. */
-	ps->skip_idle = !opts->idle && !opts->gil;
-	ps->max_depth = opts->max_depth;
-	ps->stop_reads = py_stop_reads(opts->stop, opts->native);
+	ps->skip_idle = !opts->s.idle && !opts->s.gil;
+	ps->max_depth = opts->s.max_depth;
+	ps->stop_reads = py_stop_reads(opts->s.stop, opts->s.native);
 }
 
 /*
@@ -1001,13 +931,13 @@ static void follow_tree_or_die(struct recorder *r)
 {
 	struct record_opts *opts = r->opts;
 
-	if (opts->argv) {
-		r->sl.child = launch_program_or_die(opts->argv, NULL);
+	if (opts->s.argv) {
+		r->sl.child = launch_program_or_die(opts->s.argv, NULL);
 		r->sl.rt.pid = r->sl.child;
 	} else {
-		if (!proc_exists(opts->pid))
-			die("no process with pid %d", (int)opts->pid);
-		r->sl.rt.pid = opts->pid;
+		if (!proc_exists(opts->s.pid))
+			die("no process with pid %d", (int)opts->s.pid);
+		r->sl.rt.pid = opts->s.pid;
 	}
 	children_init(&r->kids, r->sl.rt.pid, setup_sampler, opts);
 	children_scan(&r->kids, 1);
@@ -1094,64 +1024,64 @@ int cmd_record(int argc, char **argv)
 	r.gpu.warn = 1;
 	timeline_init(&r.timeline);
 	r.timeline_on = opts.format == FORMAT_CHROME;
-	if (opts.gpu)
+	if (opts.s.gpu)
 		agent = gpusession_agent_or_die();
 	sampleloop_signals();
-	if (opts.gpu && opts.argv)
+	if (opts.s.gpu && opts.s.argv)
 		gpusession_launch_setup(&r.gpu, agent);
-	if (opts.subprocesses)
+	if (opts.s.subprocesses)
 		follow_tree_or_die(&r);
-	else if (opts.argv)
-		r.sl.child = launch_or_die(&r.sl.rt, opts.argv, NULL);
+	else if (opts.s.argv)
+		r.sl.child = launch_or_die(&r.sl.rt, opts.s.argv, NULL);
 	else
-		attach_or_die(&r.sl.rt, opts.pid);
-	if (opts.gpu && !opts.argv)
-		gpu_attach_setup(&r, opts.pid, agent);
-	if (opts.gil && !opts.subprocesses)
+		attach_or_die(&r.sl.rt, opts.s.pid);
+	if (opts.s.gpu && !opts.s.argv)
+		gpu_attach_setup(&r, opts.s.pid, agent);
+	if (opts.s.gil && !opts.s.subprocesses)
 		gil_option_or_die(&r.sl.rt, r.sl.child);
 	if (!opts.output)
 		default_output(&opts, r.sl.rt.pid, outbuf, sizeof(outbuf));
-	else if (opts.argv && outname_uses(opts.template, 'p'))
+	else if (opts.s.argv && outname_uses(opts.template, 'p'))
 		expand_output_or_die(&opts, r.sl.rt.pid, &output);
 	target_cwd(r.sl.rt.pid, r.cwd, sizeof(r.cwd));
 	proc_cmdline(r.sl.rt.pid, cmdline, sizeof(cmdline));
-	sampleloop_init(&r.sl, opts.rate);
+	sampleloop_init(&r.sl, opts.s.rate);
 	setup_sampler(&r.sl.ps, &opts);
 	stacks_init(&r.stacks);
 	r.one_thread =
 	    (opts.format == FORMAT_FOLDED || opts.format == FORMAT_SVG) &&
-	    !opts.threads && !opts.gpu && !opts.subprocesses;
+	    !opts.threads && !opts.s.gpu && !opts.s.subprocesses;
 	if (r.one_thread)
 		r.the_thread = stacks_thread(&r.stacks, 0, 0, NULL);
-	if (opts.async)
+	if (opts.s.async)
 		async_sampler_or_die(&r.sl.ps, &r.async, &r.sl.rt, r.sl.child,
-				     opts.idle);
+				     opts.s.idle);
 	/* The frames kept, the stand-in for the rest, the native ones. */
-	r.max_stack = opts.max_depth + 1 + NATIVE_MAX_DEPTH;
+	r.max_stack = opts.s.max_depth + 1 + NATIVE_MAX_DEPTH;
 	r.scratch = xmalloc(r.max_stack * sizeof(*r.scratch));
 	r.merged = xmalloc(r.max_stack * sizeof(*r.merged));
-	if (opts.native && native_init(&r.nu, &r.sl.rt)) {
+	if (opts.s.native && native_init(&r.nu, &r.sl.rt)) {
 		ret = EXIT_FAILED;
 		goto out;
 	}
-	if (opts.stop && !opts.native)
+	if (opts.s.stop && !opts.s.native)
 		native_init_stopper(&r.nu, &r.sl.rt);
 
 	gpu_hand_layout(&r);
 	r.stats = getenv("SPYC_STATS") != NULL;
 	proc_counts.timed = r.stats;
 	sample_loop(&r);
-	if (opts.argv)
-		snprintf(who, sizeof(who), "%s", program_name(opts.argv));
+	if (opts.s.argv)
+		snprintf(who, sizeof(who), "%s", program_name(opts.s.argv));
 	else
-		snprintf(who, sizeof(who), "pid %d", (int)opts.pid);
+		snprintf(who, sizeof(who), "pid %d", (int)opts.s.pid);
 
 	snprintf(title, sizeof(title), "%s (pid %d)", cmdline,
 		 (int)r.sl.rt.pid);
 	memset(&meta, 0, sizeof(meta));
 	meta.title = title;
 	meta.python_version = r.sl.rt.version;
-	meta.rate_hz = opts.rate;
+	meta.rate_hz = opts.s.rate;
 	meta.duration_s = r.elapsed;
 	meta.thread_prefix = opts.threads;
 	meta.gpu = gpu_finish(&r, who);
@@ -1163,7 +1093,7 @@ int cmd_record(int argc, char **argv)
 	meta.process = &process;
 	meta.pid = (long)r.sl.rt.pid;
 	meta.start_unix_ns = r.start_unix_ns;
-	meta.idle = opts.idle;
+	meta.idle = opts.s.idle;
 	meta.source_roots = &r.roots;
 	if (opts.format == FORMAT_CHROME)
 		meta.timeline = &r.timeline;
@@ -1177,16 +1107,16 @@ int cmd_record(int argc, char **argv)
 		gpuprof_summary(meta.gpu, GPU_SUMMARY_ROWS, &sb);
 		fputs(sb.buf, stderr);
 		strbuf_release(&sb);
-		gpu_attach_notice(&r, opts.pid);
+		gpu_attach_notice(&r, opts.s.pid);
 	}
-	if (opts.subprocesses)
+	if (opts.s.subprocesses)
 		tree_notice(&r);
 	if (r.stats)
 		print_stats(&r);
 	for (i = 0; i < DROP_NR; i++)
 		dropped += r.sl.dropped[i];
 	/* Following several processes, each one's read counts. */
-	if (opts.subprocesses)
+	if (opts.s.subprocesses)
 		taken = r.sl.tree_reads;
 	else
 		taken = r.samples;
@@ -1211,7 +1141,7 @@ out:
 	free(r.scratch);
 	source_roots_release(&r.roots);
 	free(r.merged);
-	if (opts.stop)
+	if (opts.s.stop)
 		native_release(&r.nu);
 	stacks_release(&r.stacks);
 	sampleloop_release(&r.sl);

@@ -34,20 +34,6 @@ enum launch_failure {
 	LAUNCH_OUTPUT, /* open or redirect to the output file */
 };
 
-pid_t parse_pid(const char *arg)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || v <= 0 || v > INT_MAX) {
-		fprintf(stderr, "spyc: invalid pid '%s'\n", arg);
-		exit(EXIT_USAGE);
-	}
-	return (pid_t)v;
-}
-
 static void print_notice(const struct pyruntime *rt)
 {
 	if (rt->notice[0])

@@ -14,6 +14,7 @@
 
 #include "sys/children.h"
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "sys/native.h"
 #include "py/framename.h"
 #include "gpu/gpusession.h"
@@ -25,8 +26,6 @@
 #include "ui/toptable.h"
 #include "util.h"
 
-#define DEFAULT_RATE_HZ 100.0
-#define MAX_RATE_HZ 100000.0
 #define DEFAULT_INTERVAL_S 1.0
 #define MAX_INTERVAL_S 86400.0
 /* The recent view: a sample's weight halves every this many seconds. */
@@ -123,19 +122,9 @@ static const char help_line[] = "1-5 </> sort  l line/function  t threads  "
 				"r recent/whole  p pause  q quit";
 
 struct top_opts {
-	pid_t pid;
-	char **argv;		    /* launch mode */
+	struct sample_opts s;	    /* the target, and how to read it */
 	const char *program_output; /* --program-output, or NULL */
-	double rate;
 	double interval;
-	int idle;
-	int gil;
-	int native;
-	int async; /* asyncio task stacks */
-	int stop;  /* stop each sampled thread while reading it */
-	int subprocesses;
-	int gpu; /* --gpu */
-	size_t max_depth;
 };
 
 /* Why the main loop ended. */
@@ -201,92 +190,39 @@ struct top {
 
 static void parse_options(struct top_opts *o, int argc, char **argv)
 {
-	enum { OPT_INTERVAL = 256, OPT_NATIVE, OPT_PROGRAM_OUTPUT, OPT_GPU };
+	enum { OPT_INTERVAL = OPT_COMMAND, OPT_PROGRAM_OUTPUT };
 	static const struct option options[] = {
-	    {"pid", required_argument, NULL, 'p'},
-	    {"rate", required_argument, NULL, 'r'},
+	    SAMPLE_OPTIONS,
+	    SAMPLE_RATE_OPTIONS,
 	    {"interval", required_argument, NULL, OPT_INTERVAL},
-	    {"idle", no_argument, NULL, 'i'},
-	    {"gil", no_argument, NULL, 'g'},
-	    {"native", no_argument, NULL, OPT_NATIVE},
-	    {"blocking", no_argument, NULL, OPT_BLOCKING},
-	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
-	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-	    {"async", no_argument, NULL, OPT_ASYNC},
 	    {"program-output", required_argument, NULL, OPT_PROGRAM_OUTPUT},
-	    {"subprocesses", no_argument, NULL, 's'},
-	    {"gpu", no_argument, NULL, OPT_GPU},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, blocking = 0; /* 1: --blocking, 2: --nonblocking */
+	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->rate = DEFAULT_RATE_HZ;
+	sample_opts_init(&o->s);
 	o->interval = DEFAULT_INTERVAL_S;
-	o->max_depth = PY_DEFAULT_MAX_DEPTH;
 	while ((c = getopt_long(argc, argv, "+p:r:igsh", options, NULL)) !=
 	       -1) {
+		if (sample_option(&o->s, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->pid = parse_pid(optarg);
-			break;
-		case 'r':
-			o->rate =
-			    parse_positive_arg("--rate", optarg, MAX_RATE_HZ);
-			break;
 		case OPT_INTERVAL:
 			o->interval = parse_positive_arg("--interval", optarg,
 							 MAX_INTERVAL_S);
 			break;
-		case 'i':
-			o->idle = 1;
-			break;
-		case 'g':
-			o->gil = 1;
-			break;
-		case OPT_NATIVE:
-			o->native = 1;
-			break;
-		case OPT_BLOCKING:
-		case OPT_NONBLOCKING:
-			blocking |= c == OPT_BLOCKING ? 1 : 2;
-			break;
-		case OPT_MAX_DEPTH:
-			o->max_depth = parse_max_depth(optarg);
-			break;
-		case OPT_ASYNC:
-			o->async = 1;
-			break;
-		case 's':
-			o->subprocesses = 1;
-			break;
 		case OPT_PROGRAM_OUTPUT:
 			o->program_output = optarg;
 			break;
-		case OPT_GPU:
-			o->gpu = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(EXIT_OK);
 		default:
-			fputs(usage_text, stderr);
-			exit(EXIT_USAGE);
+			usage_exit(c, usage_text);
 		}
 	}
-	o->stop = threads_stopped(o->native, blocking);
-	if (o->async && o->native) {
-		fprintf(stderr,
-			"spyc: --async and --native cannot be used "
-			"together: task stacks are Python frames only\n");
-		exit(EXIT_USAGE);
-	}
-	if (o->subprocesses)
-		subprocesses_options_or_die(o->native, blocking, o->async,
-					    o->gpu);
-	o->argv = parse_target(argc, argv, optind, o->pid, "top");
-	if (o->program_output && !o->argv) {
+	sample_opts_finish(&o->s, argc, argv, optind, "top",
+			   SAMPLE_LAUNCH | SAMPLE_TASK_STACKS);
+	if (o->program_output && !o->s.argv) {
 		fprintf(stderr, "spyc: --program-output needs a program to "
 				"launch (-- PROGRAM)\n");
 		exit(EXIT_USAGE);
@@ -306,35 +242,35 @@ static uint32_t make_site(void *ctx, const struct pycode *code, int line)
 			     code->firstlineno);
 }
 
-/* The site of a native frame, cached on its symbol. */
-static uint32_t native_site(struct top *t, struct native_sym *sym)
+/* Makes the site of a native frame, for native_thread_ids. */
+static uint32_t make_native_site(void *ctx, struct native_sym *sym)
 {
-	if (sym->user_id >= 0)
-		return (uint32_t)sym->user_id;
+	struct top *t = ctx;
+
 	/* Per function, a row shows where it starts, as Python's do. */
 	native_describe_function(&t->nu, sym);
-	sym->user_id = toptable_native_site(
-	    &t->tt, sym->name, sym->file ? sym->file : "",
-	    sym->file ? sym->line : 0, sym->func_file, sym->func_line);
-	return (uint32_t)sym->user_id;
+	return toptable_native_site(&t->tt, sym->name,
+				    sym->file ? sym->file : "",
+				    sym->file ? sym->line : 0, sym->func_file,
+				    sym->func_line);
 }
 
 /* Thread th of s into t->sites, innermost first; returns its depth. */
 static size_t stack_sites(struct top *t, const struct py_sample *s,
 			  const struct py_thread *th)
 {
+	const struct frame_namer fn = {make_site, make_native_site, t};
 	size_t j, n;
 	int unmerged;
 
-	n = native_thread_frames(t->opts->native ? &t->nu : NULL, s, th,
-				 t->merged, t->max_stack, &unmerged);
-	for (j = 0; j < n; j++) {
-		const struct merged_frame *m = &t->merged[n - 1 - j];
+	n = native_thread_ids(t->opts->s.native ? &t->nu : NULL, s, th,
+			      t->merged, t->max_stack, &fn, t->sites,
+			      &unmerged);
+	for (j = 0; j < n / 2; j++) {
+		uint32_t root = t->sites[j];
 
-		t->sites[j] =
-		    m->py
-			? pycode_line_id(m->py->code, m->py->line, make_site, t)
-			: native_site(t, (struct native_sym *)m->native);
+		t->sites[j] = t->sites[n - 1 - j];
+		t->sites[n - 1 - j] = root;
 	}
 	return n;
 }
@@ -373,7 +309,7 @@ static void add_stacks(struct top *t, const struct py_sample *s,
 		const struct py_thread *th = &s->threads[i];
 
 		if (!th->depth ||
-		    !thread_wanted(th, t->opts->idle, t->opts->gil))
+		    !thread_wanted(th, t->opts->s.idle, t->opts->s.gil))
 			continue;
 		toptable_add(&t->tt,
 			     toptable_thread_in(&t->tt, process, th->ident,
@@ -391,7 +327,7 @@ static void add_sample(struct top *t, uint64_t now)
 	size_t i;
 
 	memset(&info, 0, sizeof(info));
-	if (t->opts->subprocesses)
+	if (t->opts->s.subprocesses)
 		for (i = 0; i < t->nr_fresh; i++)
 			count_threads(&t->fresh[i]->sample, &info);
 	else
@@ -404,7 +340,7 @@ static void add_sample(struct top *t, uint64_t now)
 	t->prev = now;
 	t->threads = info.threads;
 	toptable_sample(&t->tt, (double)(now - t->start) / 1e9, weight, &info);
-	if (!t->opts->subprocesses) {
+	if (!t->opts->s.subprocesses) {
 		add_stacks(t, &t->sl.sample, NULL, t->cwd);
 		return;
 	}
@@ -430,7 +366,7 @@ static void note_fresh(void *ctx, const struct child *ch)
 /* Take this round's sample: of the target, or of every process followed. */
 static enum drop_reason take(struct top *t)
 {
-	if (!t->opts->subprocesses)
+	if (!t->opts->s.subprocesses)
 		return sampleloop_take(&t->sl);
 	t->nr_fresh = 0;
 	return sampleloop_take_tree(&t->sl, note_fresh, t);
@@ -600,7 +536,7 @@ static void gpu_refresh(struct top *t, uint64_t now)
 {
 	size_t n;
 
-	if (!t->opts->gpu)
+	if (!t->opts->s.gpu)
 		return;
 	gpusession_drain(&t->gpu, GPU_DRAIN_PER_TICK);
 	if (!t->paused) {
@@ -730,7 +666,7 @@ static const char *python_version(const struct top *t)
 {
 	size_t i;
 
-	if (!t->opts->subprocesses)
+	if (!t->opts->s.subprocesses)
 		return t->sl.rt.version;
 	for (i = 0; i < t->kids.nr; i++)
 		if (t->kids.list[i]->runs_python)
@@ -808,7 +744,7 @@ static int print_snapshot(struct top *t)
 		put_clean(fp, t->program_output.buf);
 	}
 	fprintf(fp, "\npython: %s\n", python_version(t));
-	if (t->opts->subprocesses)
+	if (t->opts->s.subprocesses)
 		fprintf(fp, "processes: %u\n", t->processes);
 	fprintf(fp, "threads: %u\n", t->threads);
 	fputs("samples/s: ", fp);
@@ -828,7 +764,7 @@ static int print_snapshot(struct top *t)
 	describe_view(t, &sb);
 	fprintf(fp, "view: %s\n", sb.buf);
 	strbuf_reset(&sb);
-	if (t->opts->gpu)
+	if (t->opts->s.gpu)
 		print_gpu_header(t, fp);
 	fputc('\n', fp);
 	format_columns(&sb, 0, NULL);
@@ -851,7 +787,7 @@ static int print_snapshot(struct top *t)
 	}
 	strbuf_release(&sb);
 	fputc('\n', fp);
-	if (t->opts->gpu)
+	if (t->opts->s.gpu)
 		print_gpu_table(t, fp);
 	if (fflush(fp) || ferror(fp)) {
 		t->output_errno = errno ? errno : EIO;
@@ -1014,7 +950,7 @@ static void gpu_layout(const struct top *t, int collecting, int avail,
 	int rows = collecting ? t->gpu_rows_seen : 0;
 
 	memset(l, 0, sizeof(*l));
-	if (!t->opts->gpu || avail < 2)
+	if (!t->opts->s.gpu || avail < 2)
 		return;
 	if (budget < 1)
 		budget = 1;
@@ -1090,7 +1026,7 @@ static void draw(struct top *t)
 	size_t i;
 
 	toptable_snapshot(&t->tt, &t->view, &t->snap);
-	if (t->opts->gpu)
+	if (t->opts->s.gpu)
 		collecting = gpu_collecting(t, &why);
 	erase();
 	strbuf_addf(&sb, "spyc top - pid %d: %s", (int)t->sl.rt.pid,
@@ -1100,7 +1036,7 @@ static void draw(struct top *t)
 	format_pct(idle, sizeof(idle), t->snap.idle_pct);
 	format_gil(t, gil, sizeof(gil));
 	strbuf_addf(&sb, "Python %s  ", python_version(t));
-	if (t->opts->subprocesses)
+	if (t->opts->s.subprocesses)
 		strbuf_addf(&sb, "processes: %u  ", t->processes);
 	strbuf_addf(&sb, "threads: %u  samples/s: ", t->threads);
 	if (t->paused)
@@ -1211,7 +1147,7 @@ static int read_keys(struct top *t)
 		case 't':
 			/* Following a tree: per thread, per process, summed. */
 			if (t->view.per_thread == TOP_PER_THREAD &&
-			    t->opts->subprocesses)
+			    t->opts->s.subprocesses)
 				t->view.per_thread = TOP_PER_PROCESS;
 			else
 				t->view.per_thread = !t->view.per_thread;
@@ -1298,10 +1234,10 @@ static enum top_end run(struct top *t)
 				return END_TARGET;
 			/* Its slot's start: a sample is at a random moment of it. */
 			count_attempt(t, t->sl.slot);
-			if (why == DROP_NONE && t->opts->stop)
+			if (why == DROP_NONE && t->opts->s.stop)
 				why = sampleloop_stop_wanted(&t->sl, &t->nu,
-							     t->opts->idle,
-							     t->opts->gil);
+							     t->opts->s.idle,
+							     t->opts->s.gil);
 			if (why == DROP_NONE)
 				add_sample(t, now_ns());
 			sampleloop_schedule(&t->sl);
@@ -1352,11 +1288,11 @@ static void gpu_setup(struct top *t, const char *agent)
 	char msg[512];
 	int status;
 
-	if (t->opts->argv) {
-		const char *slash = strrchr(t->opts->argv[0], '/');
+	if (t->opts->s.argv) {
+		const char *slash = strrchr(t->opts->s.argv[0], '/');
 
 		snprintf(t->who, sizeof(t->who), "%s",
-			 slash && slash[1] ? slash + 1 : t->opts->argv[0]);
+			 slash && slash[1] ? slash + 1 : t->opts->s.argv[0]);
 		strbuf_addstr(&t->gpu_how, "agent loaded by the CUDA driver "
 					   "(CUDA_INJECTION64_PATH)");
 		t->gpu_way = "CUDA_INJECTION64_PATH";
@@ -1385,7 +1321,7 @@ static void gpu_setup(struct top *t, const char *agent)
  */
 static void gpu_stop(struct top *t)
 {
-	if (!t->opts->gpu || t->gpu_stopped)
+	if (!t->opts->s.gpu || t->gpu_stopped)
 		return;
 	gpusession_stop(&t->gpu, t->sl.rt.pid);
 	t->gpu_stopped = 1;
@@ -1400,10 +1336,10 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->want_state = 1;
 	ps->want_names = 1;
 	ps->want_gil = 1;
-	ps->max_depth = opts->max_depth;
+	ps->max_depth = opts->s.max_depth;
 	/* Idle threads count in the header, but their stacks do not. */
-	ps->skip_idle = !opts->idle && !opts->gil;
-	ps->stop_reads = py_stop_reads(opts->stop, opts->native);
+	ps->skip_idle = !opts->s.idle && !opts->s.gil;
+	ps->stop_reads = py_stop_reads(opts->s.stop, opts->s.native);
 }
 
 int cmd_top(int argc, char **argv)
@@ -1427,58 +1363,58 @@ int cmd_top(int argc, char **argv)
 	gputop_init(&t.gt);
 	gpusession_init(&t.gpu, gpu_record, &t);
 	/* Refused before anything is launched or attached. */
-	if (opts.gpu)
+	if (opts.s.gpu)
 		agent = gpusession_agent_or_die();
 	sampleloop_signals();
-	if (opts.argv && opts.gpu)
+	if (opts.s.argv && opts.s.gpu)
 		gpusession_launch_setup(&t.gpu, agent);
-	if (opts.argv) {
+	if (opts.s.argv) {
 		/* The program's output would scroll the table away. */
 		if (opts.program_output)
 			strbuf_addstr(&t.program_output, opts.program_output);
-		if (opts.subprocesses) {
+		if (opts.s.subprocesses) {
 			t.sl.child =
-			    launch_program_or_die(opts.argv, &t.program_output);
+			    launch_program_or_die(opts.s.argv, &t.program_output);
 			t.sl.rt.pid = t.sl.child;
 		} else {
-			t.sl.child = launch_or_die(&t.sl.rt, opts.argv,
+			t.sl.child = launch_or_die(&t.sl.rt, opts.s.argv,
 						   &t.program_output);
 		}
 		t.header_lines++;
-	} else if (opts.subprocesses) {
-		if (!proc_exists(opts.pid))
-			die("no process with pid %d", (int)opts.pid);
-		t.sl.rt.pid = opts.pid;
+	} else if (opts.s.subprocesses) {
+		if (!proc_exists(opts.s.pid))
+			die("no process with pid %d", (int)opts.s.pid);
+		t.sl.rt.pid = opts.s.pid;
 	} else {
-		attach_or_die(&t.sl.rt, opts.pid);
+		attach_or_die(&t.sl.rt, opts.s.pid);
 	}
-	if (opts.subprocesses) {
+	if (opts.s.subprocesses) {
 		children_init(&t.kids, t.sl.rt.pid, setup_sampler, &opts);
 		children_scan(&t.kids, 1);
 		t.sl.tree = &t.kids;
 	}
-	if (opts.gil && !opts.subprocesses)
+	if (opts.s.gil && !opts.s.subprocesses)
 		gil_option_or_die(&t.sl.rt, t.sl.child);
 	target_cwd(t.sl.rt.pid, t.cwd, sizeof(t.cwd));
 	proc_cmdline(t.sl.rt.pid, t.cmdline, sizeof(t.cmdline));
 	toptable_init(&t.tt, HALF_LIFE_S);
 	/* The frames kept, the stand-in for the rest, the native ones. */
-	t.max_stack = opts.max_depth + 1 + NATIVE_MAX_DEPTH;
+	t.max_stack = opts.s.max_depth + 1 + NATIVE_MAX_DEPTH;
 	t.sites = xmalloc(t.max_stack * sizeof(*t.sites));
 	t.merged = xmalloc(t.max_stack * sizeof(*t.merged));
-	if (opts.native && native_init(&t.nu, &t.sl.rt))
+	if (opts.s.native && native_init(&t.nu, &t.sl.rt))
 		return EXIT_FAILED;
-	if (opts.stop && !opts.native)
+	if (opts.s.stop && !opts.s.native)
 		native_init_stopper(&t.nu, &t.sl.rt);
-	sampleloop_init(&t.sl, opts.rate);
+	sampleloop_init(&t.sl, opts.s.rate);
 	setup_sampler(&t.sl.ps, &opts);
-	if (opts.async)
+	if (opts.s.async)
 		async_sampler_or_die(&t.sl.ps, &t.async, &t.sl.rt, t.sl.child,
-				     opts.idle);
+				     opts.s.idle);
 	t.max_weight =
-	    2.0 / opts.rate > MAX_WEIGHT_S ? 2.0 / opts.rate : MAX_WEIGHT_S;
+	    2.0 / opts.s.rate > MAX_WEIGHT_S ? 2.0 / opts.s.rate : MAX_WEIGHT_S;
 	/* Last: no early return leaves the agent collecting in the target. */
-	if (opts.gpu)
+	if (opts.s.gpu)
 		gpu_setup(&t, agent);
 	if (isatty(STDOUT_FILENO)) {
 		if (screen_open(&t)) {
@@ -1528,7 +1464,7 @@ out:
 	sampleloop_finish(&t.sl, stop);
 	free(t.sites);
 	free(t.merged);
-	if (opts.stop)
+	if (opts.s.stop)
 		native_release(&t.nu);
 	top_snapshot_release(&t.snap);
 	toptable_release(&t.tt);

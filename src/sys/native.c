@@ -684,3 +684,27 @@ size_t native_thread_frames(struct native_unwinder *nu,
 	*unmerged = !merged;
 	return n;
 }
+
+size_t native_thread_ids(struct native_unwinder *nu, const struct py_sample *s,
+			 const struct py_thread *t,
+			 struct merged_frame *scratch, size_t max,
+			 const struct frame_namer *fn, uint32_t *ids,
+			 int *unmerged)
+{
+	size_t j, n = native_thread_frames(nu, s, t, scratch, max, unmerged);
+
+	for (j = 0; j < n; j++) {
+		const struct merged_frame *m = &scratch[j];
+		struct native_sym *sym = (struct native_sym *)m->native;
+
+		if (m->py) {
+			ids[j] = pycode_line_id(m->py->code, m->py->line,
+						fn->python, fn->ctx);
+			continue;
+		}
+		if (sym->user_id < 0)
+			sym->user_id = (long)fn->native(fn->ctx, sym);
+		ids[j] = (uint32_t)sym->user_id;
+	}
+	return n;
+}

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "py/framename.h"
 #include "py/pysample.h"
 #include "py/pyruntime.h"
 #include "sys/unwindmem.h"
@@ -158,5 +159,26 @@ size_t native_thread_frames(struct native_unwinder *nu,
 			    const struct py_sample *s,
 			    const struct py_thread *t, struct merged_frame *out,
 			    size_t max, int *unmerged);
+
+/* How a command names the frames of its stacks (native_thread_ids). */
+struct frame_namer {
+	/* A Python (code, line): once, then from pycode_line_id's cache. */
+	line_id_fn python;
+	/* A native symbol: once, then from the symbol's user_id. */
+	uint32_t (*native)(void *ctx, struct native_sym *sym);
+	void *ctx;
+};
+
+/*
+ * Thread t's stack in sample s as the ids fn gives its frames, ROOT
+ * FIRST, into ids (max of them), merged as native_thread_frames() does,
+ * through scratch (max frames).  Returns the number of frames; *unmerged
+ * as native_thread_frames() sets it.
+ */
+size_t native_thread_ids(struct native_unwinder *nu, const struct py_sample *s,
+			 const struct py_thread *t,
+			 struct merged_frame *scratch, size_t max,
+			 const struct frame_namer *fn, uint32_t *ids,
+			 int *unmerged);
 
 #endif
