@@ -466,7 +466,7 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
     3.13, how soon the leaf functions' pairs are learnt depends on how
     fast a read is against those calls, which varies with the machine
     and its load, so the read without stopping lasts leaf_learn_secs and
-    its share is taken over its last quarter (--blocking: 4 s, whole)."""
+    its share is taken over its last quarter (--blocking: 2 s, whole)."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs: spyc and the target on one each")
@@ -475,7 +475,7 @@ def test_short_calls_counted(spyc, python, targets, tmp_path):
     shares = {}
     try:
         os.sched_setaffinity(0, {cpus[1]})
-        for mode, secs in (("--blocking", 4),
+        for mode, secs in (("--blocking", 2),
                            (None, leaf_learn_secs(python))):
             if mode:
                 out = str(tmp_path / "blocking.txt")
