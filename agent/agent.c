@@ -463,12 +463,10 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 
 		r->type = GPU_REC_KERNEL;
 		r->size = sizeof(*o);
-		o->start = k->start;
-		o->end = k->end;
-		o->correlation = k->correlationId;
-		o->device = k->deviceId;
-		o->context = k->contextId;
-		o->stream = k->streamId;
+		o->iv = (struct gpu_interval){
+		    k->start,	 k->end,       k->correlationId,
+		    k->deviceId, k->contextId, k->streamId,
+		};
 		o->grid[0] = (uint32_t)k->gridX;
 		o->grid[1] = (uint32_t)k->gridY;
 		o->grid[2] = (uint32_t)k->gridZ;
@@ -496,13 +494,11 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 
 		r->type = GPU_REC_MEMCPY;
 		r->size = sizeof(*o);
-		o->start = m->start;
-		o->end = m->end;
+		o->iv = (struct gpu_interval){
+		    m->start,	 m->end,       m->correlationId,
+		    m->deviceId, m->contextId, m->streamId,
+		};
 		o->bytes = m->bytes;
-		o->correlation = m->correlationId;
-		o->device = m->deviceId;
-		o->context = m->contextId;
-		o->stream = m->streamId;
 		o->copy_kind = m->copyKind;
 		o->src_kind = m->srcKind;
 		o->dst_kind = m->dstKind;
@@ -515,13 +511,11 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 
 		r->type = GPU_REC_MEMSET;
 		r->size = sizeof(*o);
-		o->start = m->start;
-		o->end = m->end;
+		o->iv = (struct gpu_interval){
+		    m->start,	 m->end,       m->correlationId,
+		    m->deviceId, m->contextId, m->streamId,
+		};
 		o->bytes = m->bytes;
-		o->correlation = m->correlationId;
-		o->device = m->deviceId;
-		o->context = m->contextId;
-		o->stream = m->streamId;
 		o->value = m->value;
 		return 1;
 	}
@@ -531,12 +525,12 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 
 		r->type = GPU_REC_SYNC;
 		r->size = sizeof(*o);
-		o->start = s->start;
-		o->end = s->end;
-		o->correlation = s->correlationId;
+		/* CUPTI names no device for a synchronization. */
+		o->iv = (struct gpu_interval){
+		    s->start,	   s->end,	 s->correlationId,
+		    GPU_NO_DEVICE, s->contextId, s->streamId,
+		};
 		o->type = (uint32_t)s->type;
-		o->context = s->contextId;
-		o->stream = s->streamId;
 		o->event = s->cudaEventId;
 		return 1;
 	}
@@ -712,27 +706,10 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 static void record_times(const struct gpu_record *r, uint64_t *start,
 			 uint64_t *end)
 {
-	switch (r->type) {
-	case GPU_REC_KERNEL:
-		*start = r->u.kernel.start;
-		*end = r->u.kernel.end;
-		break;
-	case GPU_REC_MEMCPY:
-		*start = r->u.memcpy.start;
-		*end = r->u.memcpy.end;
-		break;
-	case GPU_REC_MEMSET:
-		*start = r->u.memset.start;
-		*end = r->u.memset.end;
-		break;
-	case GPU_REC_SYNC:
-		*start = r->u.sync.start;
-		*end = r->u.sync.end;
-		break;
-	default:
-		*start = r->u.api.start;
-		*end = r->u.api.end;
-	}
+	const struct gpu_interval *iv = gpu_record_interval(r);
+
+	*start = iv ? iv->start : r->u.api.start;
+	*end = iv ? iv->end : r->u.api.end;
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,

@@ -451,9 +451,9 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 			(int)pid, DUMP_ATTEMPTS, drop_reason_name(why));
 		ret = EXIT_DATA_LOST;
 	} else if (o->json) {
-		cJSON *doc = process_json(rt, &ps.tidmap, dt, sample.nr_threads,
-					  o->s.native,
-					  &sample, o->s.async ? &pa : NULL);
+		cJSON *doc =
+		    process_json(rt, &ps.tidmap, dt, sample.nr_threads,
+				 o->s.native, &sample, o->s.async ? &pa : NULL);
 
 		if (processes) {
 			if (!doc || !cJSON_AddItemToArray(processes, doc)) {
@@ -466,8 +466,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		}
 	} else {
 		print_text(rt, &ps.tidmap, dt, sample.nr_threads, o->s.native,
-			   &sample,
-			   o->s.async ? &pa : NULL);
+			   &sample, o->s.async ? &pa : NULL);
 	}
 	for (i = 0; dt && i < sample.nr_threads; i++)
 		free(dt[i].frames);

@@ -110,9 +110,10 @@ static void stop_or_die(struct sample_opts *o)
 	if ((o->blocking & 2) && (o->native || (o->blocking & 1))) {
 		fprintf(stderr, "spyc: --nonblocking cannot go with %s: %s\n",
 			o->native ? "--native" : "--blocking",
-			o->native ? "reading a thread's registers means stopping "
-				    "it"
-				  : "choose one");
+			o->native
+			    ? "reading a thread's registers means stopping "
+			      "it"
+			    : "choose one");
 		exit(EXIT_USAGE);
 	}
 	o->stop = o->native || (o->blocking & 1);
@@ -139,8 +140,8 @@ static void subprocesses_or_die(const struct sample_opts *o)
 	exit(EXIT_USAGE);
 }
 
-void sample_opts_finish(struct sample_opts *o, int argc, char **argv,
-			int first, const char *command, unsigned flags)
+void sample_opts_finish(struct sample_opts *o, int argc, char **argv, int first,
+			const char *command, unsigned flags)
 {
 	if (!(flags & SAMPLE_LAUNCH) && (!o->pid || first != argc)) {
 		fprintf(stderr, "spyc: %s needs --pid PID and nothing else\n",

@@ -26,6 +26,7 @@ enum {
  * sampling command's, then those of the commands that sample at a rate.
  * --native is 'n' even where -n is not a short option (top).
  */
+/* clang-format off */
 #define SAMPLE_OPTIONS                                                   \
 	{"pid", required_argument, NULL, 'p'},                           \
 	    {"native", no_argument, NULL, 'n'},                          \
@@ -39,6 +40,7 @@ enum {
 	    {"idle", no_argument, NULL, 'i'},                            \
 	    {"gil", no_argument, NULL, 'g'},                             \
 	    {"gpu", no_argument, NULL, OPT_GPU}
+/* clang-format on */
 
 struct sample_opts {
 	pid_t pid;	  /* --pid, else 0 */
@@ -76,8 +78,8 @@ int sample_option(struct sample_opts *o, int c, const char *arg);
  * (argv from first on), or print one line and exit 64.  command names
  * the command in messages; flags are SAMPLE_*.
  */
-void sample_opts_finish(struct sample_opts *o, int argc, char **argv,
-			int first, const char *command, unsigned flags);
+void sample_opts_finish(struct sample_opts *o, int argc, char **argv, int first,
+			const char *command, unsigned flags);
 
 /* -h: print usage to standard output, exit 0; else to stderr, exit 64. */
 void usage_exit(int c, const char *usage);

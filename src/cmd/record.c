@@ -366,7 +366,8 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 		uint32_t th, entry;
 		size_t depth;
 
-		if (!t->depth || !thread_wanted(t, r->opts->s.idle, r->opts->s.gil))
+		if (!t->depth ||
+		    !thread_wanted(t, r->opts->s.idle, r->opts->s.gil))
 			continue;
 		depth = stack_ids(r, s, t);
 		r->truncated += t->omitted > 0;
@@ -525,8 +526,8 @@ static void sample_loop(struct recorder *r)
 			break;
 		}
 		if (why == DROP_NONE && r->opts->s.stop)
-			why = sampleloop_stop_wanted(sl, &r->nu, r->opts->s.idle,
-						     r->opts->s.gil);
+			why = sampleloop_stop_wanted(
+			    sl, &r->nu, r->opts->s.idle, r->opts->s.gil);
 		if (why == DROP_NONE) {
 			/* A dropped sample has no tick: stacks go on. */
 			if (r->timeline_on)

@@ -249,10 +249,9 @@ static uint32_t make_native_site(void *ctx, struct native_sym *sym)
 
 	/* Per function, a row shows where it starts, as Python's do. */
 	native_describe_function(&t->nu, sym);
-	return toptable_native_site(&t->tt, sym->name,
-				    sym->file ? sym->file : "",
-				    sym->file ? sym->line : 0, sym->func_file,
-				    sym->func_line);
+	return toptable_native_site(
+	    &t->tt, sym->name, sym->file ? sym->file : "",
+	    sym->file ? sym->line : 0, sym->func_file, sym->func_line);
 }
 
 /* Thread th of s into t->sites, innermost first; returns its depth. */
@@ -1373,8 +1372,8 @@ int cmd_top(int argc, char **argv)
 		if (opts.program_output)
 			strbuf_addstr(&t.program_output, opts.program_output);
 		if (opts.s.subprocesses) {
-			t.sl.child =
-			    launch_program_or_die(opts.s.argv, &t.program_output);
+			t.sl.child = launch_program_or_die(opts.s.argv,
+							   &t.program_output);
 			t.sl.rt.pid = t.sl.child;
 		} else {
 			t.sl.child = launch_or_die(&t.sl.rt, opts.s.argv,

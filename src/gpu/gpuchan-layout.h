@@ -24,12 +24,13 @@
 #ifndef SPYC_GPUCHAN_LAYOUT_H
 #define SPYC_GPUCHAN_LAYOUT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 5
+#define GPUCHAN_VERSION 6
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -197,11 +198,22 @@ static inline uint64_t gpu_name_hash(const char *name, unsigned long len)
 	return sum;
 }
 
-/* Times are CUPTI's nanoseconds; GPU_REC_CLOCK relates them to spyc's. */
-struct gpu_kernel {
+/*
+ * What every record of work on the GPU (a kernel, copy, memset or
+ * synchronization) starts with.  Times are CUPTI's nanoseconds;
+ * GPU_REC_CLOCK relates them to spyc's.  correlation ties the work to the
+ * API call that queued it (struct gpu_api).
+ */
+struct gpu_interval {
 	uint64_t start, end;
 	uint32_t correlation;
-	uint32_t device, context, stream;
+	uint32_t device; /* GPU_NO_DEVICE for a synchronization */
+	uint32_t context, stream;
+};
+#define GPU_NO_DEVICE UINT32_MAX
+
+struct gpu_kernel {
+	struct gpu_interval iv;
 	uint32_t grid[3], block[3];
 	uint32_t shared_static, shared_dynamic;
 	uint16_t registers;
@@ -224,26 +236,23 @@ struct gpu_name {
 };
 
 struct gpu_memcpy {
-	uint64_t start, end, bytes;
-	uint32_t correlation;
-	uint32_t device, context, stream;
+	struct gpu_interval iv;
+	uint64_t bytes;
 	uint8_t copy_kind; /* CUpti_ActivityMemcpyKind: HtoD, DtoH, ... */
 	uint8_t src_kind, dst_kind;
 	uint8_t flags; /* CUpti_ActivityFlag: async */
 };
 
 struct gpu_memset {
-	uint64_t start, end, bytes;
-	uint32_t correlation;
-	uint32_t device, context, stream;
+	struct gpu_interval iv;
+	uint64_t bytes;
 	uint32_t value;
 };
 
 struct gpu_sync {
-	uint64_t start, end;
-	uint32_t correlation;
+	struct gpu_interval iv;
 	uint32_t type; /* CUpti_ActivitySynchronizationType */
-	uint32_t context, stream;
+	uint32_t reserved;
 	uint64_t event;
 };
 
@@ -311,6 +320,24 @@ struct gpu_record {
 		unsigned char raw[GPU_RECORD_PAYLOAD];
 	} u;
 };
+
+/* The interval a record of work on the GPU starts with; NULL for others. */
+static inline const struct gpu_interval *
+gpu_record_interval(const struct gpu_record *r)
+{
+	switch (r->type) {
+	case GPU_REC_KERNEL:
+		return &r->u.kernel.iv;
+	case GPU_REC_MEMCPY:
+		return &r->u.memcpy.iv;
+	case GPU_REC_MEMSET:
+		return &r->u.memset.iv;
+	case GPU_REC_SYNC:
+		return &r->u.sync.iv;
+	default:
+		return NULL;
+	}
+}
 
 /* A slot of the ring: the queue's sequence number, then the record. */
 struct gpuchan_slot {

@@ -136,6 +136,7 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 	case GPU_REC_KERNEL:
 	case GPU_REC_MEMCPY:
 	case GPU_REC_MEMSET:
+		/* Each has a struct gpu_interval (gpu_record_interval). */
 		ALLOC_GROW(gp->acts, gp->nr_acts + 1, gp->alloc_acts);
 		gp->acts[gp->nr_acts++] = *rec;
 		break;
@@ -156,8 +157,9 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 	}
 	case GPU_REC_SYNC:
 		gp->syncs++;
-		if (rec->u.sync.end > rec->u.sync.start)
-			gp->sync_time += rec->u.sync.end - rec->u.sync.start;
+		if (rec->u.sync.iv.end > rec->u.sync.iv.start)
+			gp->sync_time +=
+			    rec->u.sync.iv.end - rec->u.sync.iv.start;
 		break;
 	case GPU_REC_CLOCK:
 		add_clock(gp, &rec->u.clock);
@@ -257,80 +259,18 @@ uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
 void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
 			    uint64_t *end)
 {
-	switch (act->type) {
-	case GPU_REC_KERNEL:
-		*start = act->u.kernel.start;
-		*end = act->u.kernel.end;
-		break;
-	case GPU_REC_MEMCPY:
-		*start = act->u.memcpy.start;
-		*end = act->u.memcpy.end;
-		break;
-	case GPU_REC_MEMSET:
-		*start = act->u.memset.start;
-		*end = act->u.memset.end;
-		break;
-	default:
-		*start = *end = 0;
-	}
-	if (*end < *start)
-		*end = *start;
+	const struct gpu_interval *iv = gpu_record_interval(act);
+
+	*start = iv ? iv->start : 0;
+	*end = iv && iv->end > *start ? iv->end : *start;
 }
 
-void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
-			     uint32_t *stream)
-{
-	switch (act->type) {
-	case GPU_REC_KERNEL:
-		*device = act->u.kernel.device;
-		*stream = act->u.kernel.stream;
-		break;
-	case GPU_REC_MEMCPY:
-		*device = act->u.memcpy.device;
-		*stream = act->u.memcpy.stream;
-		break;
-	case GPU_REC_MEMSET:
-		*device = act->u.memset.device;
-		*stream = act->u.memset.stream;
-		break;
-	default:
-		*device = *stream = 0;
-	}
-}
-
-void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
-			  uint32_t *correlation)
-{
-	switch (act->type) {
-	case GPU_REC_KERNEL:
-		*context = act->u.kernel.context;
-		*correlation = act->u.kernel.correlation;
-		break;
-	case GPU_REC_MEMCPY:
-		*context = act->u.memcpy.context;
-		*correlation = act->u.memcpy.correlation;
-		break;
-	case GPU_REC_MEMSET:
-		*context = act->u.memset.context;
-		*correlation = act->u.memset.correlation;
-		break;
-	default:
-		*context = *correlation = 0;
-	}
-}
-
+/* act's correlation id, which its launch has too (0 for none). */
 static uint32_t activity_correlation(const struct gpu_record *act)
 {
-	switch (act->type) {
-	case GPU_REC_KERNEL:
-		return act->u.kernel.correlation;
-	case GPU_REC_MEMCPY:
-		return act->u.memcpy.correlation;
-	case GPU_REC_MEMSET:
-		return act->u.memset.correlation;
-	default:
-		return 0;
-	}
+	const struct gpu_interval *iv = gpu_record_interval(act);
+
+	return iv ? iv->correlation : 0;
 }
 
 void gpuprof_activity_name(const struct gpu_names *names,
@@ -688,15 +628,14 @@ static int cmp_timeline(const void *a, const void *b, void *ctx)
 	const struct gpuprof *gp = ctx;
 	const struct gpu_record *x = &gp->acts[*(const uint32_t *)a];
 	const struct gpu_record *y = &gp->acts[*(const uint32_t *)b];
-	uint32_t xd, xs, yd, ys;
+	const struct gpu_interval *xi = gpu_record_interval(x);
+	const struct gpu_interval *yi = gpu_record_interval(y);
 	uint64_t x0, x1, y0, y1;
 
-	gpuprof_activity_stream(x, &xd, &xs);
-	gpuprof_activity_stream(y, &yd, &ys);
-	if (xd != yd)
-		return xd < yd ? -1 : 1;
-	if (xs != ys)
-		return xs < ys ? -1 : 1;
+	if (xi->device != yi->device)
+		return xi->device < yi->device ? -1 : 1;
+	if (xi->stream != yi->stream)
+		return xi->stream < yi->stream ? -1 : 1;
 	gpuprof_activity_times(x, &x0, &x1);
 	gpuprof_activity_times(y, &y0, &y1);
 	/* On spyc's clock: CUPTI's may have stepped between them. */

@@ -197,15 +197,13 @@ const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
 void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
 		      struct strbuf *sb);
 
-/* An activity's start and end on CUPTI's clock. */
+/*
+ * An activity's start and end on CUPTI's clock, the end no earlier than
+ * the start.  Its device, stream and ids: gpu_record_interval(act), which
+ * every one of gp->acts has.
+ */
 void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
 			    uint64_t *end);
-/* An activity's device and stream. */
-void gpuprof_activity_stream(const struct gpu_record *act, uint32_t *device,
-			     uint32_t *stream);
-/* An activity's CUDA context id and correlation id (0 for none). */
-void gpuprof_activity_ids(const struct gpu_record *act, uint32_t *context,
-			  uint32_t *correlation);
 
 /*
  * The activities' indices ordered by device, stream and start: the

@@ -110,18 +110,17 @@ static struct gputop_name *find_name(struct gputop *g, const char *key,
 
 void gputop_add(struct gputop *g, const struct gpu_record *rec)
 {
+	const struct gpu_interval *iv;
 	struct gpu_record copy;
 	struct gputop_name *n;
 	char key[sizeof(rec->u.kernel.name) + 32];
-	uint64_t start, end, ns;
+	uint64_t ns;
 
 	switch (rec->type) {
 	case GPU_REC_KERNEL:
 		copy = *rec;
 		copy.u.kernel.name[sizeof(copy.u.kernel.name) - 1] = '\0';
 		rec = &copy;
-		start = rec->u.kernel.start;
-		end = rec->u.kernel.end;
 		/* Names that share their start differ by length or hash. */
 		snprintf(key, sizeof(key), "k%d %u %016llx %.*s",
 			 rec->u.kernel.name_truncated ? 1 : 0,
@@ -132,15 +131,11 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		g->counts[KERNELS]++;
 		break;
 	case GPU_REC_MEMCPY:
-		start = rec->u.memcpy.start;
-		end = rec->u.memcpy.end;
 		snprintf(key, sizeof(key), "c%u",
 			 (unsigned)rec->u.memcpy.copy_kind);
 		g->counts[COPIES]++;
 		break;
 	case GPU_REC_MEMSET:
-		start = rec->u.memset.start;
-		end = rec->u.memset.end;
 		snprintf(key, sizeof(key), "s");
 		g->counts[MEMSETS]++;
 		break;
@@ -157,14 +152,15 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		return;
 	}
 	/* A record whose end comes first took no time that can be told. */
-	ns = end > start ? end - start : 0;
+	iv = gpu_record_interval(rec);
+	ns = iv->end > iv->start ? iv->end - iv->start : 0;
 	n = find_name(g, key, rec);
 	n->calls[WINDOW]++;
 	n->ns[WINDOW] += ns;
 	if (ns) {
 		ALLOC_GROW(g->spans, g->nr_spans + 1, g->alloc_spans);
-		g->spans[g->nr_spans][0] = start + (uint64_t)g->offset_ns;
-		g->spans[g->nr_spans][1] = end + (uint64_t)g->offset_ns;
+		g->spans[g->nr_spans][0] = iv->start + (uint64_t)g->offset_ns;
+		g->spans[g->nr_spans][1] = iv->end + (uint64_t)g->offset_ns;
 		g->nr_spans++;
 	}
 }

@@ -475,13 +475,14 @@ static int write_gpu_rows(struct chrome_out *o)
 
 	for (i = 0; order && i < gp->nr_acts && !o->err; i++) {
 		const struct gpu_record *act = &gp->acts[order[i]];
+		const struct gpu_interval *iv = gpu_record_interval(act);
 		const struct gpu_api_call *launch;
-		uint32_t context, correlation;
 		uint64_t start, end;
 		double pid, ts, dur;
 		cJSON *ev, *args;
 
-		gpuprof_activity_stream(act, &device, &stream);
+		device = iv->device;
+		stream = iv->stream;
 		pid = GPU_PID_BASE + (double)device;
 		if (device != last_device) {
 			snprintf(label, sizeof(label), "GPU %u", device);
@@ -502,16 +503,15 @@ static int write_gpu_rows(struct chrome_out *o)
 		dur = end > start ? (double)((end - start + 500) / 1000) : 0;
 		strbuf_reset(&o->tmp);
 		gpuprof_activity_name(&gp->names, act, &o->tmp);
-		gpuprof_activity_ids(act, &context, &correlation);
 		ev = event(o, "X", pid, (double)stream, ts);
 		args = ev ? cJSON_AddObjectToObject(ev, "args") : NULL;
 		if (ev && (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||
 			   !cJSON_AddStringToObject(ev, "cat", GPU_CATEGORY) ||
 			   !cJSON_AddNumberToObject(ev, "dur", dur) || !args ||
 			   !cJSON_AddNumberToObject(args, "context",
-						    (double)context) ||
+						    (double)iv->context) ||
 			   !cJSON_AddNumberToObject(args, "correlation",
-						    (double)correlation))) {
+						    (double)iv->correlation))) {
 			cJSON_Delete(ev);
 			ev = NULL;
 		}

@@ -237,13 +237,14 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 	int ret = -1;
 
 	while (i < gp->nr_acts) {
-		uint32_t device, stream, d, s;
+		const struct gpu_interval *iv =
+		    gpu_record_interval(&gp->acts[order[i]]);
+		uint32_t device = iv->device, stream = iv->stream;
 		double prev_end = -1e300, first = 0;
 		cJSON *profile, *events;
 		char name[64];
 		size_t j;
 
-		gpuprof_activity_stream(&gp->acts[order[i]], &device, &stream);
 		profile = cJSON_CreateObject();
 		if (!profile)
 			goto out;
@@ -264,11 +265,12 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 		}
 		for (j = i; j < gp->nr_acts; j++) {
 			const struct gpu_record *act = &gp->acts[order[j]];
+			const struct gpu_interval *at_iv =
+			    gpu_record_interval(act);
 			uint64_t start, end;
 			double at, until;
 
-			gpuprof_activity_stream(act, &d, &s);
-			if (d != device || s != stream)
+			if (at_iv->device != device || at_iv->stream != stream)
 				break;
 			gpuprof_activity_times(act, &start, &end);
 			at = ((double)gpuprof_to_monotonic(gp, start) -

@@ -50,10 +50,10 @@ static struct gpu_record kernel(uint32_t corr, const char *name, uint64_t start,
 	memset(&r, 0, sizeof(r));
 	r.type = GPU_REC_KERNEL;
 	r.size = sizeof(r.u.kernel);
-	r.u.kernel.correlation = corr;
-	r.u.kernel.start = start;
-	r.u.kernel.end = end;
-	r.u.kernel.stream = stream;
+	r.u.kernel.iv.correlation = corr;
+	r.u.kernel.iv.start = start;
+	r.u.kernel.iv.end = end;
+	r.u.kernel.iv.stream = stream;
 	r.u.kernel.grid[0] = r.u.kernel.block[0] = 1;
 	snprintf(r.u.kernel.name, sizeof(r.u.kernel.name), "%s", name);
 	return r;
@@ -88,12 +88,12 @@ static struct gpu_record copy(uint32_t corr, unsigned kind, uint64_t bytes,
 	memset(&r, 0, sizeof(r));
 	r.type = GPU_REC_MEMCPY;
 	r.size = sizeof(r.u.memcpy);
-	r.u.memcpy.correlation = corr;
+	r.u.memcpy.iv.correlation = corr;
 	r.u.memcpy.copy_kind = (uint8_t)kind;
 	r.u.memcpy.bytes = bytes;
-	r.u.memcpy.start = start;
-	r.u.memcpy.end = end;
-	r.u.memcpy.stream = 7;
+	r.u.memcpy.iv.start = start;
+	r.u.memcpy.iv.end = end;
+	r.u.memcpy.iv.stream = 7;
 	return r;
 }
 

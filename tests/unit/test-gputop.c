@@ -14,8 +14,8 @@ static struct gpu_record kernel(const char *name, uint64_t start, uint64_t end)
 	memset(&r, 0, sizeof(r));
 	r.type = GPU_REC_KERNEL;
 	r.size = sizeof(r.u.kernel);
-	r.u.kernel.start = start;
-	r.u.kernel.end = end;
+	r.u.kernel.iv.start = start;
+	r.u.kernel.iv.end = end;
 	snprintf(r.u.kernel.name, sizeof(r.u.kernel.name), "%s", name);
 	return r;
 }
@@ -27,8 +27,8 @@ static struct gpu_record copy(unsigned kind, uint64_t start, uint64_t end)
 	memset(&r, 0, sizeof(r));
 	r.type = GPU_REC_MEMCPY;
 	r.size = sizeof(r.u.memcpy);
-	r.u.memcpy.start = start;
-	r.u.memcpy.end = end;
+	r.u.memcpy.iv.start = start;
+	r.u.memcpy.iv.end = end;
 	r.u.memcpy.copy_kind = (uint8_t)kind;
 	r.u.memcpy.bytes = 4096;
 	return r;
