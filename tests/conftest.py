@@ -16,7 +16,8 @@ Fixtures:
               core files only (QUICK_EVERY_SLOT), the newest for the rest.
               SPYC_REQUIRE=slots,agent (.ci/run sets it): the session
               fails at once when a slot is empty (a CPython not found, the
-              shared folder's not unpacked) or the GPU agent was not
+              shared folder's not unpacked; the refused free-threaded
+              builds' slots too) or the GPU agent was not
               built, instead of skipping the tests that need them.
   targets     (function) a TargetPool: start tests/targets/*.py, always
               killed at teardown.
@@ -102,7 +103,10 @@ def pytest_sessionstart(session):
                     ", ".join(sorted(unknown)), returncode=4)
     missing = []
     if "slots" in REQUIRE:
-        missing += ["slot %s: %s" % (s.id, s.skip_reason) for s in SLOTS
+        # The free-threaded builds spyc refuses come from the shared
+        # folder too: test_refused.py's slots.
+        missing += ["slot %s: %s" % (s.id, s.skip_reason)
+                    for s in SLOTS + pyfind.refused_slots()
                     if s.interpreter is None]
     if "agent" in REQUIRE and not os.path.exists(AGENT):
         missing.append("%s was not built (no CUPTI headers found?)" % AGENT)
