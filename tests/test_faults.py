@@ -441,6 +441,26 @@ def check_stacks(stacks, summary, describe, known=None, chain=None,
                 format_kept(stacks), describe))
 
 
+def check_threads(stacks, target, describe, labelled=False):
+    """Each thread a profile names ("NAME (tid N)", a folded stack's first
+    frame where labelled) is a task of the target, under one name: a
+    thread id read as garbage must drop the sample, never name a thread
+    (or one that ptrace would stop) that is not the target's, and one
+    thread is one profile."""
+    tasks = set(int(t) for t in os.listdir("/proc/%s/task" % target.pid))
+    names = {}
+    for label, frames, _ in stacks:
+        label = frames[0] if labelled else label
+        m = re.search(r"\(tid ([0-9]+)\)$", label or "")
+        assert m and int(m.group(1)) in tasks, (
+            "a thread labelled %r is not one of the target's tasks %s\n%s"
+            % (label, sorted(tasks), describe))
+        names.setdefault(int(m.group(1)), set()).add(label)
+    split = dict((tid, n) for tid, n in names.items() if len(n) > 1)
+    assert not split, "threads under several names: %s\n%s" % (split,
+                                                             describe)
+
+
 def check_rows(snapshots, known, leaves, describe):
     """Every row of top's plain snapshots is one of the target's functions
     (known: known_functions()); a row cut at the screen's edge, its name.
@@ -495,6 +515,7 @@ def test_record_speedscope(faults_spyc, python, slot_targets, tmp_path):
     target = slot_targets["states"]
     check_stacks(stacks, summary, describe, known_functions(target),
                  roles=thread_roles(target))
+    check_threads(stacks, target, describe)
 
 
 def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
@@ -509,6 +530,7 @@ def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
     hot = slot_targets["hot"]
     check_stacks(stacks, summary, describe, known_functions(hot),
                  chain=hot.info["chain"], labelled=True)
+    check_threads(stacks, hot, describe, labelled=True)
 
 
 def test_record_native(faults_spyc, python, slot_targets, tmp_path):
@@ -527,6 +549,7 @@ def test_record_blocking(faults_spyc, python, slot_targets, tmp_path):
     target = slot_targets["states"]
     check_stacks(stacks, summary, describe, known_functions(target),
                  roles=thread_roles(target))
+    check_threads(stacks, target, describe)
 
 
 @pytest.mark.parametrize("mode", ["text", "json", "native"])

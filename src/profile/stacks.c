@@ -239,12 +239,14 @@ uint32_t stacks_thread_in(struct stacks *st, const char *process,
 	 * A process has few threads; a scan beats a hash here.  A thread
 	 * that ended leaves its ident (its pthread_t) to the next one, but
 	 * not its tid: the newest thread of that ident comes first.  A
-	 * forked child's main thread has its parent's ident.
+	 * forked child's main thread has its parent's ident.  Where both
+	 * have a tid, it decides alone: the kernel's id of a task is checked
+	 * against the target's tasks, its pthread_t is not.
 	 */
 	for (i = st->nr_threads; i-- > 0;) {
 		t = &st->threads[i];
-		if (t->ident != ident || t->process != process ||
-		    (t->tid && tid && t->tid != tid))
+		if (t->process != process ||
+		    (t->tid && tid ? t->tid != tid : t->ident != ident))
 			continue;
 		if (!t->name && name)
 			t->name = xstrdup(name);

@@ -78,10 +78,11 @@ uint32_t stacks_frame(struct stacks *st, const char *name, const char *file,
 		      int line);
 
 /*
- * Return the id of the thread with this ident and tid (0: unknown, any),
- * adding it if new: the same ident with another tid is another thread,
- * one that reused an ended thread's pthread_t.  A later call with a
- * non-NULL name or a non-zero tid fills in what was missing.
+ * Return the id of the thread with this tid, or, where it or the call has
+ * none (0), with this ident, adding it if new: the same ident with
+ * another tid is another thread, one that reused an ended thread's
+ * pthread_t.  A later call with a non-NULL name or a non-zero tid fills
+ * in what was missing.
  */
 uint32_t stacks_thread(struct stacks *st, uint64_t ident, long tid,
 		       const char *name);

@@ -1082,6 +1082,32 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 	return DROP_NONE;
 }
 
+/*
+ * A thread with frames has a task: where its id can be read (the thread
+ * state's native id, or glibc's struct pthread up to 3.10), one that
+ * reads as none of the target's tasks (tidmap_outer) is a torn read,
+ * not a thread to name by its pthread_t or to sample under no id.  In
+ * another pid namespace a thread started in the last moments may not be
+ * in the map yet: not checked there.
+ */
+static enum drop_reason check_tids(const struct py_sampler *ps,
+				   const struct py_sample *out)
+{
+	size_t i;
+
+	if (ps->tidmap.nested ||
+	    (ps->rt->off->tstate_native_thread_id == OFF_NONE &&
+	     ps->pthread_tid_at < 0))
+		return DROP_NONE;
+	for (i = 0; i < out->nr_threads; i++) {
+		const struct py_thread *t = &out->threads[i];
+
+		if (t->depth && !t->tid && !t->is_task)
+			return DROP_INVALID;
+	}
+	return DROP_NONE;
+}
+
 enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -1133,6 +1159,9 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	drop_hidden_frames(ps, out);
 	if (off->tstate_native_thread_id == OFF_NONE)
 		fill_native_tids(ps, out);
+	why = check_tids(ps, out);
+	if (why)
+		return why;
 	if (ps->want_state || ps->want_gil)
 		pystate_annotate(ps, out, &gil);
 	if (ps->want_names)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "sys/proc.h"
 #include "util.h"
@@ -271,15 +272,25 @@ void native_release(struct native_unwinder *nu)
 }
 
 /*
- * Ask one thread to stop; 0 if asked, -1 if it is gone or cannot be
- * (t->stopped says whether it must be detached).
+ * Ask one of pid's threads to stop; 0 if asked, -1 if it is gone or
+ * cannot be (t->stopped says whether it must be detached).  Once seized,
+ * a task keeps its id until spyc lets it go: only then is it certain to
+ * be pid's, not a task that took the id of one of pid's that ended (the
+ * ids come from the target's memory).  Another's is let go unstopped.
  */
-static int interrupt_one(struct native_thread *t)
+static int interrupt_one(pid_t pid, struct native_thread *t)
 {
+	char path[64];
+
 	t->pending_signal = 0;
 	t->captured = 0;
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0))
 		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld", (int)pid, t->tid);
+	if (access(path, F_OK)) {
+		ptrace(PTRACE_DETACH, t->tid, 0, 0);
+		return -1;
+	}
 	t->stopped = 1; /* attached: must be detached whatever happens */
 	return ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) ? -1 : 0;
 }
@@ -367,7 +378,7 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 				   sizeof(*nu->threads));
 		t = &nu->threads[nu->nr_threads++];
 		t->tid = tids[i];
-		if (interrupt_one(t))
+		if (interrupt_one(nu->pid, t))
 			drop_thread(nu, nu->nr_threads - 1);
 	}
 	for (i = 0; i < nu->nr_threads;) {

@@ -6,10 +6,15 @@
  * one id there, and its ids need no mapping.  The map is read whole, and
  * again (at most every TIDMAP_RELOAD_NS) when asked for an id it lacks:
  * a thread started since.
+ *
+ * A target in spyc's namespace needs no map, but an id read from its
+ * memory is still checked: a torn read can give any number, and spyc
+ * must never take someone else's task for the target's (ptrace, /proc).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sys/proc.h"
 #include "sys/tidmap.h"
@@ -17,6 +22,8 @@
 
 #define TIDMAP_RELOAD_NS 20000000ULL /* 20 ms */
 #define TIDMAP_MAX_TASKS 4096
+/* How long an id checked to be the target's is taken on trust. */
+#define TIDMAP_RECHECK_NS 1000000000ULL /* 1 s */
 
 long tidmap_parse_nspid(const char *status, size_t *nr)
 {
@@ -120,12 +127,40 @@ static long find(const struct tidmap *m, long inner)
 	return 0;
 }
 
+/*
+ * Not nested: tid itself if it is one of the target's tasks, else 0.  The
+ * ids found are kept (as entries of their own) for TIDMAP_RECHECK_NS,
+ * then forgotten, so that each costs a look at /proc once a second.
+ */
+static long own_task(struct tidmap *m, long tid)
+{
+	uint64_t now = now_ns();
+	char path[64];
+
+	if (now - m->loaded_ns >= TIDMAP_RECHECK_NS ||
+	    m->nr >= TIDMAP_MAX_TASKS) {
+		m->nr = 0;
+		m->loaded_ns = now;
+	}
+	if (find(m, tid))
+		return tid;
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld", (int)m->pid, tid);
+	if (access(path, F_OK))
+		return 0;
+	ALLOC_GROW(m->e, m->nr + 1, m->alloc);
+	m->e[m->nr].inner = m->e[m->nr].outer = tid;
+	m->nr++;
+	return tid;
+}
+
 long tidmap_outer(struct tidmap *m, long inner)
 {
 	long outer;
 
-	if (!m->nested || inner <= 0)
-		return inner > 0 ? inner : 0;
+	if (inner <= 0)
+		return 0;
+	if (!m->nested)
+		return own_task(m, inner);
 	outer = find(m, inner);
 	if (!outer && (!m->loaded_ns ||
 		       now_ns() - m->loaded_ns >= TIDMAP_RELOAD_NS)) {

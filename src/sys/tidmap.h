@@ -20,6 +20,7 @@ struct tidmap {
 	pid_t pid;
 	int nested; /* the target's pid namespace is not spyc's */
 	pid_t inner_pid; /* the target's pid as it sees it */
+	/* nested: the map; else the ids found to be the target's */
 	struct tidmap_entry *e;
 	size_t nr, alloc;
 	uint64_t loaded_ns; /* when the entries were last read (now_ns) */
@@ -37,7 +38,10 @@ void tidmap_release(struct tidmap *m);
  * spyc's id of the target's thread inner (its id as the target sees it);
  * inner itself when the target shares spyc's namespace, 0 when no task
  * of the target has that id (a thread gone, or a torn read): such an id
- * is never used, for /proc or ptrace, as someone else's could be.
+ * is never used, for /proc or ptrace, as someone else's could be.  An id
+ * found is trusted for up to a second: a thread that ends within it
+ * keeps its id (which the kernel gives again only once pid_max ids
+ * later).
  */
 long tidmap_outer(struct tidmap *m, long inner);
 

@@ -110,6 +110,13 @@ static void test_threads(void)
 	/* An unknown tid goes to the newest thread of that ident. */
 	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 0, NULL) == c);
 	CHECK(stacks_thread(&st, 0x7f00deadbeefULL, 4242, NULL) == a);
+	/*
+	 * The same tid with another ident (a torn read of the thread
+	 * state's pthread_t; the tid was checked): the same thread.
+	 */
+	CHECK(stacks_thread(&st, 0x107f00deadbeefULL, 4242, NULL) == a);
+	CHECK(stacks_thread(&st, 0x1234, 9, NULL) == c);
+	CHECK(st.nr_threads == 3);
 
 	/* A short buffer truncates but stays terminated. */
 	stacks_thread_label(&st.threads[a], label, 5);
