@@ -14,11 +14,13 @@ Fixtures:
               SPYC_TEST_SLOTS=newest keeps only the newest slot.
               SPYC_TEST_TIER=quick (make test) keeps every slot for the
               core files only (QUICK_EVERY_SLOT), the newest for the rest.
-              SPYC_REQUIRE=slots,agent (.ci/run sets it): the session
-              fails at once when a slot is empty (a CPython not found, the
-              shared folder's not unpacked; the refused free-threaded
-              builds' slots too) or the GPU agent was not
-              built, instead of skipping the tests that need them.
+              SPYC_REQUIRE=slots,agent,tools (.ci/run sets it): the
+              session fails at once when a slot is empty (a CPython not
+              found, the shared folder's not unpacked; the refused
+              free-threaded builds' slots too), the GPU agent was not
+              built or a tool the tests use is missing
+              (REQUIRED_PROGRAMS, REQUIRED_FILES), instead of skipping the
+              tests that need them.
   targets     (function) a TargetPool: start tests/targets/*.py, always
               killed at teardown.
 
@@ -70,10 +72,21 @@ QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
 # A test that takes a minute on its own.
 QUICK_LEFT_OUT_TESTS = set(["test_result_unchanged_under_thousands_of_native_samples"])
 # What must be here (SPYC_REQUIRE): "slots", every test slot filled;
-# "agent", spyc-agent.so built.  A developer's machine may lack either and
-# sees the tests skipped by name; CI must not lose them silently.
+# "agent", spyc-agent.so built; "tools", every program and package the
+# tests check spyc's output or run their targets with (scripts/install-deps
+# installs them).  A developer's machine may lack any and sees the tests
+# skipped by name; CI must not lose them silently.
 REQUIRE = set(w for w in os.environ.get("SPYC_REQUIRE", "").split(",") if w)
 AGENT = os.path.join(REPO, "spyc-agent.so")
+REQUIRED_PROGRAMS = (
+    "go", "node", "tmux", "zsh", "strace", "valgrind",  # readers, terminals
+    "podman", "runc",                                   # test_containers
+    "munged", "slurmctld", "slurmd", "srun", "scontrol",  # test_slurm
+    "mpirun")                                           # test_mpi
+REQUIRED_FILES = (
+    SPEEDSCOPE_SCHEMA,
+    os.path.join(TESTS, "build", "node_modules", "@paulirish",
+                 "trace_engine"))
 # Generous: a target starting on a loaded 2-core machine can take long.
 REPORT_TIMEOUT = 60.0
 
@@ -97,9 +110,9 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    unknown = REQUIRE - set(["slots", "agent"])
+    unknown = REQUIRE - set(["slots", "agent", "tools"])
     if unknown:
-        pytest.exit("SPYC_REQUIRE: unknown %s (known: slots, agent)" %
+        pytest.exit("SPYC_REQUIRE: unknown %s (known: slots, agent, tools)" %
                     ", ".join(sorted(unknown)), returncode=4)
     missing = []
     if "slots" in REQUIRE:
@@ -110,6 +123,12 @@ def pytest_sessionstart(session):
                     if s.interpreter is None]
     if "agent" in REQUIRE and not os.path.exists(AGENT):
         missing.append("%s was not built (no CUPTI headers found?)" % AGENT)
+    if "tools" in REQUIRE:
+        sbin = "/usr/sbin:/sbin:/usr/local/sbin"
+        missing += ["%s: not found" % p for p in REQUIRED_PROGRAMS
+                    if not (shutil.which(p) or shutil.which(p, path=sbin))]
+        missing += ["%s: not found" % f for f in REQUIRED_FILES
+                    if not os.path.exists(f)]
     if missing:
         pytest.exit("SPYC_REQUIRE=%s, but:\n  %s" % (
             ",".join(sorted(REQUIRE)), "\n  ".join(missing)), returncode=4)
