@@ -918,6 +918,22 @@ static int agent_start(const char *channel, int from_driver)
 
 	if (!channel || !*channel)
 		return -EINVAL;
+	/*
+	 * The driver's call comes in every process that inherited the
+	 * environment: in the target's children only count it, leaving the
+	 * channel (status, records, correlation ids) to the target's agent.
+	 */
+	if (from_driver) {
+		struct ring_writer here;
+		int mine;
+
+		if (ring_writer_open(&here, channel))
+			return -EBUSY;
+		mine = ring_for_this_process(&here);
+		ring_writer_close(&here);
+		if (!mine)
+			return -ESRCH;
+	}
 	if (!__atomic_compare_exchange_n(&started, &expected, 1, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		struct ring_writer other;

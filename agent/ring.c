@@ -95,6 +95,18 @@ int ring_write(struct ring_writer *w, const struct gpu_record *rec)
 	return -ENOSPC;
 }
 
+int ring_for_this_process(struct ring_writer *w)
+{
+	struct gpuchan_header *h = w->header;
+	uint32_t target = __atomic_load_n(&h->target_pid, __ATOMIC_ACQUIRE);
+
+	if (target ? (uint32_t)getpid() == target
+		   : (uint64_t)getppid() == h->spyc_pid)
+		return 1;
+	__atomic_add_fetch(&h->other_processes, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 void ring_set_status(struct ring_writer *w, enum gpu_agent_status status,
 		     int detail, const char *message)
 {

@@ -37,6 +37,14 @@ void ring_writer_close(struct ring_writer *w);
 int ring_write(struct ring_writer *w, const struct gpu_record *rec);
 
 /*
+ * Whether this process is the one the channel is for (header.target_pid;
+ * before spyc has set it, a process spyc started itself).  If not, count
+ * it in other_processes and return 0: a child of the target that
+ * inherited the environment naming the channel.
+ */
+int ring_for_this_process(struct ring_writer *w);
+
+/*
  * Publish the agent's status: detail and a one-line message (may be
  * NULL) first, the status word last, so that a reader who sees the
  * status sees its message.

@@ -402,3 +402,45 @@ def test_fake_gpu_launch_stacks(spyc, fake_cuda, python, tmp_path):
     assert re.search(r"attribution: \d+ activities: [1-9]\d* by the Python "
                      r"stack of their launch", res.stderr), res.describe()
     assert "Model.layer" in res.stderr or "layer (" in res.stderr
+
+
+# A child the program starts before its own work: it inherits the
+# environment that has the CUDA driver load spyc's agent, and launches
+# kernels of its own (a DataLoader worker, a compile worker).
+CHILD = PROLOGUE + r"""
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+for _ in range(20):
+    cupti.fake_launch(b"child_kernel", 100000, 5)
+"""
+
+
+def test_fake_gpu_children_not_mixed_in(spyc, fake_cuda, any_python,
+                                        tmp_path):
+    """Launch mode: a child of the target inherits CUDA_INJECTION64_PATH
+    and the channel's name, so the driver starts an agent in it too.
+    Only the launched process's agent reports: none of the child's
+    kernels is in the profile (its correlation ids would be mixed with
+    the target's), every kernel of the target is, and the summary says
+    that a child used CUDA without being profiled."""
+    child = tmp_path / "worker.py"
+    child.write_text(CHILD)
+    program = tmp_path / "train.py"
+    program.write_text(PROGRAM.replace(
+        "launched = {", "import subprocess\n"
+        "subprocess.run([sys.executable, %r, fake], check=True)\n"
+        "launched = {" % str(child), 1))
+    out = tmp_path / "out.json"
+    report = str(tmp_path / "launched.json")
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", out, "--",
+                     any_python.path, str(program), fake_cuda, "launch",
+                     "1.5", report])
+    with open(report) as f:
+        launched = json.load(f)
+    doc = check_profile(res, out, launched)
+    assert "child_kernel" not in gpu_summary(res), res.describe()
+    assert not any(f["name"] == "child_kernel"
+                   for f in doc["shared"]["frames"]), res.describe()
+    assert ("spyc: notice: --gpu: 1 other process (the target's children"
+            in res.stderr), res.describe()
+    assert doc["spyc_gpu"]["other_processes_not_profiled"] == 1, (
+        doc["spyc_gpu"])

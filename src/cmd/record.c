@@ -878,7 +878,16 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 	r->gp.zero_time = st.zero_time;
 	r->gp.cupti_dropped = st.cupti_dropped;
 	r->gp.bad_buffers = st.bad_buffers;
+	r->gp.other_processes = st.other_processes;
 	r->gp.monotonic_clock = st.clock == GPU_CLOCK_MONOTONIC;
+	if (st.other_processes)
+		fprintf(stderr,
+			"spyc: notice: --gpu: %" PRIu64
+			" other process%s (the target's children, which "
+			"inherit the CUDA driver's setting) started CUDA: "
+			"--gpu profiles the GPU work of %s alone\n",
+			st.other_processes,
+			st.other_processes == 1 ? "" : "es", who);
 	switch (st.status) {
 	case GPU_AGENT_WAITING:
 		fprintf(stderr,
@@ -1036,7 +1045,9 @@ int cmd_record(int argc, char **argv)
 		r.sl.child = launch_or_die(&r.sl.rt, opts.s.argv, NULL);
 	else
 		attach_or_die(&r.sl.rt, opts.s.pid);
-	if (opts.s.gpu && !opts.s.argv)
+	if (opts.s.gpu && opts.s.argv)
+		gpusession_launched(&r.gpu, r.sl.child);
+	else if (opts.s.gpu)
 		gpu_attach_setup(&r, opts.s.pid, agent);
 	if (opts.s.gil && !opts.s.subprocesses)
 		gil_option_or_die(&r.sl.rt, r.sl.child);

@@ -1379,6 +1379,8 @@ int cmd_top(int argc, char **argv)
 			t.sl.child = launch_or_die(&t.sl.rt, opts.s.argv,
 						   &t.program_output);
 		}
+		if (opts.s.gpu)
+			gpusession_launched(&t.gpu, t.sl.child);
 		t.header_lines++;
 	} else if (opts.s.subprocesses) {
 		if (!proc_exists(opts.s.pid))

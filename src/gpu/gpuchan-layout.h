@@ -122,7 +122,14 @@ struct gpuchan_header {
 	uint64_t total_size;  /* of the file: header + slots */
 	uint64_t spyc_pid;
 	uint64_t geometry_sum; /* FNV-1a of the fields above */
-	char pad0[64 - 48];
+	/*
+	 * spyc, once it has launched its target (0 until then, and when it
+	 * attaches): the one process whose CUDA driver's agent reports here.
+	 * The target's children inherit the environment that names the
+	 * channel; their agents only count themselves (other_processes).
+	 */
+	uint32_t target_pid;
+	char pad0[64 - 52];
 
 	/* the agent */
 	uint32_t status;		    /* enum gpu_agent_status */
@@ -152,6 +159,8 @@ struct gpuchan_header {
 	uint64_t zero_time;	/* records with a 0 start or end: no time */
 	uint64_t cupti_dropped; /* cuptiActivityGetNumDroppedRecords' sum */
 	uint64_t bad_buffers;	/* buffers whose walk stopped at an error */
+	/* agents the CUDA driver started in processes not the target */
+	uint64_t other_processes;
 	uint32_t clock;		/* enum gpu_agent_clock */
 	uint32_t reserved2;
 };

@@ -249,6 +249,15 @@ int gpuchan_read(struct gpuchan *c, struct gpu_record *out, size_t max)
 	return (int)n;
 }
 
+void gpuchan_set_target(struct gpuchan *c, pid_t pid)
+{
+	struct gpuchan_header *h = c->mem;
+
+	if (!gpuchan_invalid(c))
+		__atomic_store_n(&h->target_pid, (uint32_t)pid,
+				 __ATOMIC_RELEASE);
+}
+
 int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 {
 	const struct gpuchan_header *h = c->mem;
@@ -269,6 +278,8 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->cupti_dropped =
 	    __atomic_load_n(&h->cupti_dropped, __ATOMIC_RELAXED);
 	st->bad_buffers = __atomic_load_n(&h->bad_buffers, __ATOMIC_RELAXED);
+	st->other_processes =
+	    __atomic_load_n(&h->other_processes, __ATOMIC_RELAXED);
 	st->clock = __atomic_load_n(&h->clock, __ATOMIC_RELAXED);
 	memcpy(st->message, h->message, sizeof(st->message));
 	st->message[sizeof(st->message) - 1] = '\0';

@@ -38,7 +38,8 @@ struct gpuchan_state {
 	uint64_t zero_time;	/* records with no time, dropped by the agent */
 	uint64_t cupti_dropped; /* records CUPTI dropped (no buffer space) */
 	uint64_t bad_buffers;	/* buffers cut short at an invalid record */
-	uint32_t clock;		/* enum gpu_agent_clock */
+	uint64_t other_processes; /* that inherited the channel: not served */
+	uint32_t clock;		  /* enum gpu_agent_clock */
 };
 
 /*
@@ -93,6 +94,12 @@ const char *gpuchan_invalid(const struct gpuchan *c);
  * the header is no longer valid (nothing is read then).
  */
 int gpuchan_read(struct gpuchan *c, struct gpu_record *out, size_t max);
+
+/*
+ * Name pid (as the target sees it: spyc launched it) the one process
+ * whose agent may report here.
+ */
+void gpuchan_set_target(struct gpuchan *c, pid_t pid);
 
 /*
  * The agent's status, detail, message and lost count.  Returns 0, or

@@ -95,6 +95,8 @@ struct gpuprof {
 	uint64_t zero_time;	/* records with no time, dropped */
 	uint64_t cupti_dropped; /* records CUPTI dropped: no buffer space */
 	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
+	/* processes that inherited the channel from the target: not served */
+	uint64_t other_processes;
 	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 

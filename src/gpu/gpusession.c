@@ -73,6 +73,11 @@ void gpusession_launch_setup(struct gpusession *gs, const char *agent)
 	gs->on = 1;
 }
 
+void gpusession_launched(struct gpusession *gs, pid_t pid)
+{
+	gpuchan_set_target(&gs->chan, pid);
+}
+
 int gpusession_attach(struct gpusession *gs, pid_t pid, const char *agent,
 		      int *status, char *msg, size_t size)
 {

@@ -58,6 +58,12 @@ void gpusession_release(struct gpusession *gs);
 void gpusession_launch_setup(struct gpusession *gs, const char *agent);
 
 /*
+ * Launch mode, once the program runs as pid: only its agent reports; its
+ * children inherit the environment, and theirs only count themselves.
+ */
+void gpusession_launched(struct gpusession *gs, pid_t pid);
+
+/*
  * --pid: load the agent into the running pid (gpu_attach()).  Returns 0
  * once the agent collects; else -1 with msg set to one line saying why
  * not (a failed load, or "pid N: MESSAGE (STATUS; agent loaded through

@@ -353,6 +353,8 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 				     (double)gp->cupti_dropped) ||
 	    !cJSON_AddNumberToObject(g, "buffers_cut_short",
 				     (double)gp->bad_buffers) ||
+	    !cJSON_AddNumberToObject(g, "other_processes_not_profiled",
+				     (double)gp->other_processes) ||
 	    !cJSON_AddNumberToObject(g, "synchronizations", (double)gp->syncs))
 		return -1;
 	return 0;
