@@ -663,8 +663,36 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
 }
 
 /*
+ * Subscribe to CUPTI's callbacks, before anything else: CUPTI has one
+ * subscriber at a time, and a process where another client (the PyTorch
+ * profiler's Kineto, Nsight Systems, DCGM) already is has it.  Returns 0;
+ * or -1 after saying in the status that another client has CUPTI: then
+ * spyc enables nothing, since its activity buffers would take that
+ * client's records (CUPTI has one set of buffer callbacks too).  A CUPTI
+ * without callbacks, or one that refuses for another reason, leaves
+ * subscriber NULL: activities are collected without launch stacks.
+ */
+static int subscribe_first(void)
+{
+	CUptiResult r;
+
+	if (!cupti.subscribe || !cupti.unsubscribe || !cupti.enable_callback)
+		return 0;
+	r = cupti.subscribe(&subscriber, on_launch, NULL);
+	if (r == CUPTI_SUCCESS)
+		return 0;
+	subscriber = NULL;
+	if (r != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+		return 0;
+	set_status(GPU_AGENT_OTHER_CLIENT, (int)r,
+		   "another CUPTI client (a profiler: torch.profiler, Nsight "
+		   "Systems, DCGM) has CUPTI; spyc leaves its records alone");
+	return -1;
+}
+
+/*
  * Ask CUPTI for on_launch at every launch, when the process has Python
- * and CUPTI has callbacks.  Returns whether it did, or why not.
+ * and the subscription was had.  Returns whether it did, or why not.
  */
 static enum gpu_launch_stacks subscribe_launches(void)
 {
@@ -674,10 +702,8 @@ static enum gpu_launch_stacks subscribe_launches(void)
 		return GPU_STACKS_NO_PYTHON;
 	if (!cupti.subscribe || !cupti.unsubscribe || !cupti.enable_callback)
 		return GPU_STACKS_NO_CALLBACKS;
-	if (cupti.subscribe(&subscriber, on_launch, NULL) != CUPTI_SUCCESS) {
-		subscriber = NULL;
+	if (!subscriber)
 		return GPU_STACKS_SUBSCRIBED;
-	}
 	for (i = 0; i < sizeof(runtime_launches) / sizeof(*runtime_launches);
 	     i++)
 		cupti.enable_callback(1, subscriber,
@@ -861,6 +887,8 @@ static void start_cupti(void)
 		return;
 	if (cupti.get_version(&version) == CUPTI_SUCCESS)
 		writer.header->cupti_version = version;
+	if (subscribe_first())
+		return;
 	/*
 	 * Thread ids as the kernel knows them (gettid), which is what spyc
 	 * samples by; the default is pthread_self() cut to 32 bits.

@@ -67,11 +67,14 @@ def fake_cuda(spyc):
     return build(spyc)
 
 
-def record(spyc, python, tmp_path, out, env=None, seconds="1", rate="200"):
-    """spyc record --gpu of PROGRAM with the stand-in's modes in env.
-    Returns spyc's result, what the program did, what the stand-in did."""
+def record(spyc, python, tmp_path, out, env=None, seconds="1", rate="200",
+           program=PROGRAM):
+    """spyc record --gpu of program (PROGRAM) with the stand-in's modes in
+    env.  Returns spyc's result, what the program did, what the stand-in
+    did."""
+    text = program
     program = tmp_path / "cuda_program.py"
-    program.write_text(PROGRAM)
+    program.write_text(text)
     report = tmp_path / "did.json"
     stats = tmp_path / "fake_stats.json"
     extra = dict(env or {})
@@ -283,7 +286,8 @@ def test_wall_clock_without_timestamp_callback(spyc, fake_cuda, any_python,
     m = re.search(r"clock: CLOCK_MONOTONIC = CUPTI ([+-]\d+) ns", res.stderr)
     # CLOCK_REALTIME is decades ahead of CLOCK_MONOTONIC.
     assert m and int(m.group(1)) < -10**18, res.describe()
-    assert "launch stacks: off (another CUPTI subscriber" in res.stderr, \
+    assert "launch stacks: off (CUPTI refused spyc's subscription" in \
+        res.stderr, \
         res.describe()
     assert activities_line(res)[0] == did["gemm_kernel"] + \
         did["driver_kernel"], res.describe()
@@ -445,3 +449,53 @@ def test_live_view_gets_partial_buffers(spyc, fake_cuda, any_python,
     # The first two intervals may start before the program's launches.
     for b in busy[2:-1]:
         assert abs(float(b.rstrip("%")) - share) < 1.5, (busy, share)
+
+
+def test_other_cupti_client_first(spyc, fake_cuda, any_python, tmp_path):
+    """Another CUPTI client (the PyTorch profiler's Kineto, Nsight Systems)
+    has CUPTI when spyc's agent starts: CUPTI takes one subscriber and one
+    set of activity buffers, so the agent enables nothing, and that
+    client goes on getting every record; spyc says why there is no GPU
+    profile and writes the CPU one."""
+    program = PROGRAM.replace(
+        "ctypes.CDLL(os.environ[\"CUDA_INJECTION64_PATH\"])",
+        "assert cupti.fake_collect_alone() == 0\n"
+        "ctypes.CDLL(os.environ[\"CUDA_INJECTION64_PATH\"])", 1)
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out,
+                            program=program)
+    assert ("another CUPTI client (a profiler: torch.profiler, Nsight "
+            "Systems, DCGM) has CUPTI" in res.stderr), res.describe()
+    assert "(other-cupti-client); CPU profile only" in res.stderr, (
+        res.describe())
+    # Its records all went to the other client: 3 GEMMs, a driver
+    # kernel, a copy, a memset, a sync and their API calls a step.
+    assert fake["other_client_records"] >= 5 * did["gemm_kernel"] // 3, (
+        fake, did)
+    with open(str(out)) as f:
+        doc = json.load(f)
+    assert not [p for p in doc["profiles"] if p["name"].startswith("GPU")]
+
+
+def test_other_cupti_client_later(spyc, fake_cuda, any_python, tmp_path):
+    """A client that starts later (torch.profiler inside the run) takes
+    CUPTI's activity buffers from spyc's agent: the launches go on (the
+    agent's launch callbacks still come) but no record reaches spyc.  The
+    summary says so and how long, rather than a profile that just ends."""
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, {
+        "FAKE_CUPTI_OTHER_CLIENT_AFTER": "300"}, seconds="3.5")
+    m = re.search(r"CUPTI handed spyc no record of the last ([\d.]+) s of "
+                  r"launches: another CUPTI client \(torch.profiler, Nsight "
+                  r"Systems\) took CUPTI's activity buffers(; the GPU "
+                  r"profile ends where they stopped|: no GPU profile)",
+                  res.stderr)
+    assert m, res.describe()
+    # It took them after 300 launches (100 steps of a few ms), records
+    # CUPTI held then included.
+    span = did["end"] - did["start"]
+    assert span - 2.5 < float(m.group(1)) <= span + 0.5, (span,
+                                                          res.describe())
+    assert fake["other_client_records"] > 0, fake
+    if m.group(2).startswith(";"):
+        assert activities_line(res)[0] <= 400, res.describe()

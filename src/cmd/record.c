@@ -49,6 +49,12 @@
 /* Kernels the summary lists. */
 #define GPU_SUMMARY_ROWS 20
 /*
+ * --gpu: launches that went on this long after CUPTI's last record (which
+ * its flushes bring within a fraction of a second) had their records
+ * taken by another CUPTI client.
+ */
+#define RECORDS_TAKEN_NS (2ULL * 1000000000ULL)
+/*
  * SPYC_STATS: one round in this many is timed awake (each timing costs
  * two reads of the thread CPU clock, system calls that would weigh on
  * the figure they make).
@@ -461,9 +467,12 @@ static void gpu_keep(void *ctx, const struct gpu_record *rec)
 	struct gpustack_done done;
 
 	if (rec->type != GPU_REC_STACK) {
+		if (gpu_record_interval(rec) || rec->type == GPU_REC_API)
+			r->gp.last_activity_at = now_ns();
 		gpuprof_add(&r->gp, rec);
 		return;
 	}
+	r->gp.last_launch_at = now_ns();
 	if (gpustack_feed(&r->gsa, &rec->u.stack, &done))
 		gpu_launch_stack(r, &done);
 }
@@ -897,6 +906,24 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 		return NULL;
 	case GPU_AGENT_RUNNING:
 	case GPU_AGENT_STOPPED:
+		if (r->gp.last_launch_at >
+		    r->gp.last_activity_at + RECORDS_TAKEN_NS) {
+			fprintf(stderr,
+				"spyc: --gpu: CUPTI handed spyc no record of "
+				"the last %.1f s of launches: another CUPTI "
+				"client (torch.profiler, Nsight Systems) took "
+				"CUPTI's activity buffers%s\n",
+				(double)(r->gp.last_launch_at -
+					 (r->gp.last_activity_at
+					      ? r->gp.last_activity_at
+					      : r->gp.t0_ns)) /
+				    1e9,
+				r->gp.nr_acts ? "; the GPU profile ends "
+						"where they stopped"
+					      : ": no GPU profile");
+			if (!r->gp.nr_acts)
+				return NULL;
+		}
 		if (!r->gp.nr_acts) {
 			fprintf(stderr,
 				"spyc: --gpu: %s ran no kernel, copy or memset "

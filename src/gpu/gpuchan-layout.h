@@ -55,7 +55,8 @@ enum gpu_agent_status {
 	GPU_AGENT_CUPTI_ERROR = 5, /* a CUPTI call failed (detail: result) */
 	GPU_AGENT_STOPPED = 6,	   /* quiet again: activities disabled */
 	GPU_AGENT_ALREADY = 7,	   /* another channel already has the agent */
-	GPU_AGENT_STATUS_MAX = 7
+	GPU_AGENT_OTHER_CLIENT = 8, /* another CUPTI client: nothing enabled */
+	GPU_AGENT_STATUS_MAX = 8
 };
 
 /* Whether the agent copies launches' Python stacks (header.launch_stacks). */
@@ -64,7 +65,7 @@ enum gpu_launch_stacks {
 	GPU_STACKS_ON = 1,	  /* subscribed to CUPTI's launch callbacks */
 	GPU_STACKS_NO_PYTHON = 2, /* no Python interpreter in the process */
 	GPU_STACKS_NO_CALLBACKS = 3, /* this CUPTI has no callback API */
-	GPU_STACKS_SUBSCRIBED = 4,   /* another subscriber (a profiler) */
+	GPU_STACKS_SUBSCRIBED = 4,   /* CUPTI refused the subscription */
 	GPU_STACKS_MAX = 4
 };
 

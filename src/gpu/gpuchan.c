@@ -300,8 +300,7 @@ const char *gpu_launch_stacks_why(uint32_t launch_stacks)
 	case GPU_STACKS_NO_CALLBACKS:
 		return "this CUPTI has no callback API";
 	case GPU_STACKS_SUBSCRIBED:
-		return "another CUPTI subscriber (a profiler) holds CUPTI's "
-		       "callbacks";
+		return "CUPTI refused spyc's subscription to its callbacks";
 	default:
 		return "the agent did not say";
 	}
@@ -332,7 +331,8 @@ const char *gpu_agent_status_name(int status)
 {
 	static const char *const names[] = {
 	    "waiting",	"starting",    "running", "no-cuda",
-	    "no-cupti", "cupti-error", "stopped", "already-attached"};
+	    "no-cupti", "cupti-error", "stopped", "already-attached",
+	    "other-cupti-client"};
 
 	if (status < 0 || (size_t)status >= ARRAY_SIZE(names))
 		return "unknown";

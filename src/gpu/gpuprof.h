@@ -97,6 +97,12 @@ struct gpuprof {
 	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
 	/* processes that inherited the channel from the target: not served */
 	uint64_t other_processes;
+	/*
+	 * spyc's clock (now_ns) when a record of work or an API call, and
+	 * a launch's stack, last arrived: launches going on with no records
+	 * mean that another CUPTI client took CUPTI's activity buffers.
+	 */
+	uint64_t last_activity_at, last_launch_at;
 	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 

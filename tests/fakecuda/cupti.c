@@ -29,6 +29,10 @@
  *                                 four or more is invalid
  *                                 (CUPTI_ERROR_INVALID_KIND)
  *   FAKE_CUPTI_FAIL=f,g           these CUPTI functions fail
+ *   FAKE_CUPTI_OTHER_CLIENT_AFTER=N  after N launches another client
+ *                                 registers its buffer callbacks (as
+ *                                 torch.profiler starting does), which
+ *                                 take the records from then on
  *   FAKE_CUPTI_STATS=PATH         what it did, as JSON, written at exit
  */
 #include <cupti.h>
@@ -114,7 +118,7 @@ static __thread unsigned current_device;
 static struct {
 	int kernel_kind, invalid_record;
 	long long step_ns;
-	unsigned long step_after, zero_every, drop_every;
+	unsigned long step_after, zero_every, drop_every, other_after;
 	const char *fail, *stats;
 } mode;
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
@@ -138,6 +142,7 @@ EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 EXPORT int fake_collect_alone(void);
+static void other_client_arrives(void);
 EXPORT int fake_set_device(unsigned device);
 EXPORT int fake_context_id(void);
 EXPORT int fake_memset(unsigned long long bytes, unsigned long long gpu_ns,
@@ -163,9 +168,11 @@ static void write_stats(void)
 	fprintf(f,
 		"{\"launches\": %lu, \"kernels\": %lu, \"zeroed\": %lu, "
 		"\"dropped\": %lu, \"invalid_lost\": %lu, "
-		"\"invalid_buffers\": %lu}\n",
+		"\"invalid_buffers\": %lu, \"other_client_records\": %lu}\n",
 		stats.launches, stats.kernels, stats.zeroed, stats.dropped,
-		stats.invalid_lost, stats.invalid_buffers);
+		stats.invalid_lost, stats.invalid_buffers,
+		(unsigned long)__atomic_load_n(&alone_records,
+					       __ATOMIC_RELAXED));
 	pthread_mutex_unlock(&lock);
 	fclose(f);
 }
@@ -180,6 +187,7 @@ static void read_modes(void)
 	mode.step_after = env_number("FAKE_CUPTI_CLOCK_STEP_AFTER");
 	mode.zero_every = env_number("FAKE_CUPTI_ZERO_EVERY");
 	mode.drop_every = env_number("FAKE_CUPTI_DROP_EVERY");
+	mode.other_after = env_number("FAKE_CUPTI_OTHER_CLIENT_AFTER");
 	mode.fail = getenv("FAKE_CUPTI_FAIL");
 	mode.stats = getenv("FAKE_CUPTI_STATS");
 	if (mode.stats)
@@ -515,9 +523,14 @@ EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 	    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
 		     "cudaLaunchKernel", kernel, &issued);
 
+	int arrives;
+
 	pthread_mutex_lock(&lock);
 	add_kernel(kernel, gpu_ns, stream, issued, corr);
+	arrives = mode.other_after && stats.launches == mode.other_after;
 	pthread_mutex_unlock(&lock);
+	if (arrives)
+		other_client_arrives();
 	return (int)corr;
 }
 
@@ -530,9 +543,14 @@ EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
 				    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 				    "cuLaunchKernel", kernel, &issued);
 
+	int arrives;
+
 	pthread_mutex_lock(&lock);
 	add_kernel(kernel, gpu_ns, stream, issued, corr);
+	arrives = mode.other_after && stats.launches == mode.other_after;
 	pthread_mutex_unlock(&lock);
+	if (arrives)
+		other_client_arrives();
 	return (int)corr;
 }
 
@@ -712,7 +730,7 @@ static void CUPTIAPI alone_completed(CUcontext ctx, uint32_t stream,
 	(void)size;
 	while (buffer &&
 	       cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
-		alone_records++;
+		__atomic_add_fetch(&alone_records, 1, __ATOMIC_RELAXED);
 	free(buffer);
 }
 
@@ -723,6 +741,12 @@ static void CUPTIAPI alone_callback(void *userdata, CUpti_CallbackDomain domain,
 	(void)domain;
 	(void)cbid;
 	(void)data;
+}
+
+/* FAKE_CUPTI_OTHER_CLIENT_AFTER: a client that takes the buffers. */
+static void other_client_arrives(void)
+{
+	cuptiActivityRegisterCallbacks(alone_requested, alone_completed);
 }
 
 EXPORT int fake_collect_alone(void)
@@ -925,8 +949,10 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub,
 					   CUpti_CallbackFunc callback_fn,
 					   void *userdata)
 {
-	if (subscriber || failing(__func__))
+	if (subscriber)
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	if (failing(__func__))
+		return CUPTI_ERROR_NOT_INITIALIZED;
 	subscriber_data = userdata;
 	subscriber = callback_fn;
 	*sub = (CUpti_SubscriberHandle)&subscriber;
