@@ -254,6 +254,29 @@ def check_kept(summary, stacks, rate, duration, describe):
                           want, describe))
 
 
+def test_frame_without_locals_or_stack(spyc, python, targets, tmp_path):
+    """A function with no locals and no value stack (`while True: pass`)
+    has a frame that ends before the end of CPython's frame struct on 3.11
+    and 3.12: its call from outer() must still be taken, read without
+    stopping the thread and with --blocking, and by dump (spyc dropped
+    every such sample as torn, on those versions, until it measured the
+    frame by its locals).  The stack never changes: nothing is dropped."""
+    t = targets.start(python, "bare.py")
+    for extra in ([], ["--blocking"]):
+        out = str(tmp_path / ("bare%s.txt" % len(extra)))
+        res, summary = record(spyc, t.pid, out, 200, 1, "--format",
+                              "folded", *extra)
+        assert summary.dropped <= 0.01 * (summary.samples + summary.dropped), (
+            res.describe())
+        stacks = parse_folded(out)
+        inner = sum(c for frames, c in stacks
+                    if [f[0] for f in frames[-2:]] == ["outer", "spin"])
+        assert inner >= 0.95 * summary.samples > 0, (stacks, res.describe())
+    res = spyc.run(["dump", "--pid", t.pid], timeout=60)
+    res.assert_ok()
+    assert re.search(r"^\s+spin \(", res.stdout, re.M), res.describe()
+
+
 # --- A: generators, coroutines ---
 
 GEN_WORKLOADS = ["json_work", "genexpr_work", "yield_from_work",

@@ -921,7 +921,14 @@ static int call_holds(const struct py_offsets *off,
 		if (stacktop < 0)
 			return 0;
 	}
-	return top_now >= c->callee + hlen;
+	/*
+	 * A frame ends where its locals and stack do: a function with no
+	 * locals and no stack (3.11, 3.12: `while True: pass`) ends at
+	 * localsplus, before the end of the struct (localsplus[1]).
+	 */
+	return top_now >= c->callee + (off->iframe_localsplus != OFF_NONE
+					   ? (size_t)off->iframe_localsplus
+					   : hlen);
 }
 
 /*
