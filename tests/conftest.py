@@ -80,6 +80,7 @@ REQUIRE = set(w for w in os.environ.get("SPYC_REQUIRE", "").split(",") if w)
 AGENT = os.path.join(REPO, "spyc-agent.so")
 REQUIRED_PROGRAMS = (
     "go", "node", "tmux", "zsh", "strace", "valgrind",  # readers, terminals
+    "setcap",                                           # test_replaced
     "podman", "runc",                                   # test_containers
     "munged", "slurmctld", "slurmd", "srun", "scontrol",  # test_slurm
     "mpirun")                                           # test_mpi

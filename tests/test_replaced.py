@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import copy_spyc_for_other_users, target_env
+from conftest import copy_spyc_for_other_users, parse_dump_text, target_env
 
 NOBODY = 65534
 
@@ -186,6 +186,52 @@ def test_refused_without_map_files(spyc, any_python):
         line = res.assert_error(2, "replaced or deleted", replaced,
                                 "map_files", "root")
         assert "(deleted)" not in line, res.describe()
+        assert proc.poll() is None, "the target must live on"
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(os.path.dirname(spyc_copy))
+        shutil.rmtree(root)
+
+
+def test_capabilities_instead_of_root(spyc, any_python):
+    """A non-root user given capabilities with setcap, as the README's
+    Permissions section says, against a target of root's whose files
+    (here its executable and libpython, in a directory of root's alone,
+    as a pyenv under /root) that user cannot read: with CAP_SYS_PTRACE
+    alone, one line that names the file and the capability to add, exit
+    2 (spyc said "not a Python process"); with CAP_DAC_READ_SEARCH too,
+    the stack, as root reads it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give capabilities and run as nobody")
+    if shutil.which("setcap") is None and not os.path.exists(
+            "/usr/sbin/setcap"):
+        pytest.skip("setcap not found (Debian: libcap2-bin)")
+    setcap = shutil.which("setcap") or "/usr/sbin/setcap"
+    root = tempfile.mkdtemp(prefix="spyc-caps-")
+    os.chmod(root, 0o700)
+    exe = copy_interpreter(any_python, root)
+    spyc_copy = copy_spyc_for_other_users(spyc.path)
+    proc = start(exe, root)
+    as_nobody = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                 "--clear-groups"]
+    try:
+        mapped = file_to_replace(any_python, root, proc.pid)
+        subprocess.run([setcap, "cap_sys_ptrace+ep", spyc_copy], check=True)
+        res = spyc.run(["dump", "--pid", proc.pid], exe=spyc_copy,
+                       prefix=as_nobody)
+        res.assert_error(2, "cannot read", mapped, "CAP_DAC_READ_SEARCH",
+                         "setcap cap_sys_ptrace,cap_dac_read_search+ep")
+        subprocess.run([setcap, "cap_sys_ptrace,cap_dac_read_search+ep",
+                        spyc_copy], check=True)
+        res = spyc.run(["dump", "--pid", proc.pid], exe=spyc_copy,
+                       prefix=as_nobody)
+        assert res.returncode == 0, res.describe()
+        _, threads = parse_dump_text(res.stdout)
+        assert [[(name, line) for name, _, line in t["frames"]]
+                for t in threads.values()] == [
+                    [("waits_here", WAIT_LINE), ("<module>", CALL_LINE)]], (
+                        res.describe())
         assert proc.poll() is None, "the target must live on"
     finally:
         proc.kill()

@@ -4,10 +4,12 @@
 #include "py/pyruntime.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sys/elfsym.h"
 #include "sys/proc.h"
@@ -300,6 +302,21 @@ static int file_gone(struct pyruntime *rt, const char *path)
 }
 
 /*
+ * The target runs path, which spyc may not read (a non-root spyc given
+ * CAP_SYS_PTRACE alone reads memory, not files under a directory the
+ * target's user keeps to itself).
+ */
+static int file_unreadable(struct pyruntime *rt, const char *path)
+{
+	return fail(rt, PYRT_NO_PERMISSION,
+		    "cannot read %s, which pid %d has mapped: %s; run spyc "
+		    "as root or as the target's user, or give it "
+		    "CAP_DAC_READ_SEARCH beside CAP_SYS_PTRACE (setcap "
+		    "cap_sys_ptrace,cap_dac_read_search+ep spyc)",
+		    path, (int)rt->pid, strerror(errno));
+}
+
+/*
  * Look for the interpreter in one mapped file.  Returns 1 if found (rt
  * filled), 0 if the file holds no interpreter, or a negative status.
  */
@@ -322,6 +339,11 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 
 	if (!file)
 		return file_gone(rt, path);
+	if (faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) &&
+	    (errno == EACCES || errno == EPERM)) {
+		ret = file_unreadable(rt, path);
+		goto out;
+	}
 	quiet = 1;
 	ret = elfsym_open(&es, file);
 	quiet = saved_quiet;

@@ -416,7 +416,8 @@ char *proc_file_path(pid_t pid, const char *path)
 	struct strbuf sb = STRBUF_INIT;
 
 	strbuf_addf(&sb, "/proc/%d/root%s", (int)pid, path);
-	if (access(sb.buf, R_OK)) {
+	/* spyc's effective ids and capabilities, as the open will use. */
+	if (faccessat(AT_FDCWD, sb.buf, R_OK, AT_EACCESS)) {
 		strbuf_reset(&sb);
 		strbuf_addstr(&sb, path);
 	}
@@ -454,7 +455,12 @@ char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 		strbuf_addf(&sb, "/proc/%d/map_files/%llx-%llx", (int)pid,
 			    (unsigned long long)m->start,
 			    (unsigned long long)m->end);
-		if (!access(sb.buf, R_OK))
+		/*
+		 * With spyc's effective ids and capabilities (a non-root
+		 * spyc given CAP_CHECKPOINT_RESTORE by setcap may follow
+		 * these links); access() would check its real ones only.
+		 */
+		if (!faccessat(AT_FDCWD, sb.buf, R_OK, AT_EACCESS))
 			return strbuf_detach(&sb);
 		strbuf_release(&sb);
 	}
