@@ -67,6 +67,8 @@ static struct {
 	__typeof__(cuptiEnableCallback) *enable_callback;
 	__typeof__(cuptiActivityRegisterTimestampCallback) *timestamp_callback;
 	__typeof__(cuptiActivityGetNumDroppedRecords) *dropped_records;
+	__typeof__(cuptiActivityEnableRuntimeApi) *enable_runtime_api;
+	__typeof__(cuptiActivityEnableDriverApi) *enable_driver_api;
 } cupti;
 
 /* What the agent exports: declared here, its only users being outside. */
@@ -123,6 +125,50 @@ static const CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+};
+
+/*
+ * The calls whose API records spyc uses besides the launches above: the
+ * waits, which the Chrome trace shows on the calling thread's row.
+ */
+static const CUpti_CallbackId runtime_waits[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+};
+static const CUpti_CallbackId driver_waits[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+};
+/*
+ * The same by name, as cuptiGetCallbackName gives it: every variant
+ * (_ptsz, _v2, 2D, 3D, ToSymbol, Ex) of a launch, copy, memset, graph
+ * launch or wait, the lists above holding only the common ones.
+ */
+static const char *const kept_calls[] = {
+    "cudaLaunch",
+    "cudaMemcpy",
+    "cudaMemset",
+    "cudaGraphLaunch",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaStreamWaitEvent",
+    "cuLaunch",
+    "cuMemcpy",
+    "cuMemset",
+    "cuGraphLaunch",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "cuStreamWaitEvent",
 };
 
 /* The activity kinds collected, in the order they are enabled. */
@@ -303,6 +349,10 @@ static int resolve_cupti(void)
 	memcpy(&cupti.timestamp_callback, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiActivityGetNumDroppedRecords");
 	memcpy(&cupti.dropped_records, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiActivityEnableRuntimeApi");
+	memcpy(&cupti.enable_runtime_api, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiActivityEnableDriverApi");
+	memcpy(&cupti.enable_driver_api, &optional, sizeof(optional));
 	return 0;
 }
 
@@ -715,6 +765,69 @@ static enum gpu_launch_stacks subscribe_launches(void)
 	return GPU_STACKS_ON;
 }
 
+/* Whether cbid is one of the n in ids. */
+static int listed(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == cbid)
+			return 1;
+	return 0;
+}
+
+#define LISTED(cbid, ids) listed(cbid, ids, sizeof(ids) / sizeof(*ids))
+
+/* Whether the profile uses the API records of this call. */
+static int call_kept(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	const char *name = NULL;
+	size_t i;
+
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API
+		? LISTED(cbid, runtime_launches) || LISTED(cbid, runtime_waits)
+		: LISTED(cbid, driver_launches) || LISTED(cbid, driver_waits))
+		return 1;
+	if (!cupti.get_callback_name ||
+	    cupti.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS ||
+	    !name)
+		return 0;
+	for (i = 0; i < sizeof(kept_calls) / sizeof(*kept_calls); i++)
+		if (!strncmp(name, kept_calls[i], strlen(kept_calls[i])))
+			return 1;
+	return 0;
+}
+
+/*
+ * Once the RUNTIME and DRIVER kinds are enabled, CUPTI records every
+ * call (cudaGetDevice, cudaGetLastError, cuCtxGetCurrent: several per
+ * launch in PyTorch), most of which spyc would carry through the ring
+ * and keep for nothing.  Switch off the API records of every other call,
+ * one callback id at a time (cuptiActivityEnableRuntimeApi and
+ * cuptiActivityEnableDriverApi, CUDA 12.5 on): after the kinds, since
+ * enabling a kind sets every call of it on again (cupti_activity.h),
+ * which is also how Kineto leaves out the calls it does not want.  A
+ * call newer than the headers spyc was built with stays on.  Returns
+ * what CUPTI records: every call where it cannot switch them one by one.
+ */
+static enum gpu_api_records keep_profiled_calls(void)
+{
+	CUpti_CallbackId cbid;
+	unsigned long off = 0;
+
+	if (!cupti.enable_runtime_api || !cupti.enable_driver_api)
+		return GPU_API_RECORDS_ALL;
+	for (cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
+		if (!call_kept(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) &&
+		    cupti.enable_runtime_api(cbid, 0) == CUPTI_SUCCESS)
+			off++;
+	for (cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
+		if (!call_kept(CUPTI_CB_DOMAIN_DRIVER_API, cbid) &&
+		    cupti.enable_driver_api(cbid, 0) == CUPTI_SUCCESS)
+			off++;
+	return off ? GPU_API_RECORDS_PROFILED : GPU_API_RECORDS_ALL;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 				      size_t *max_records)
 {
@@ -873,6 +986,7 @@ static void flush_at_exit(void)
 /* Load CUPTI and start collecting; the outcome is the status. */
 static void start_cupti(void)
 {
+	enum gpu_api_records api_records;
 	uint32_t version = 0;
 	CUptiResult r;
 	size_t i;
@@ -924,13 +1038,20 @@ static void start_cupti(void)
 			return;
 		}
 	}
+	api_records = keep_profiled_calls();
+	__atomic_store_n(&writer.header->api_records, (uint32_t)api_records,
+			 __ATOMIC_RELEASE);
 	if (cupti.flush_period)
 		cupti.flush_period(FLUSH_PERIOD_MS);
 	atexit(flush_at_exit);
 	clock_record();
 	__atomic_store_n(&writer.header->launch_stacks,
 			 (uint32_t)subscribe_launches(), __ATOMIC_RELEASE);
-	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u)", version);
+	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u%s)", version,
+		   api_records == GPU_API_RECORDS_ALL
+		       ? "; every CUDA API call recorded: this CUPTI cannot "
+			 "leave calls out"
+		       : "");
 	start_watcher();
 }
 

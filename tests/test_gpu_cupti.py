@@ -499,3 +499,50 @@ def test_other_cupti_client_later(spyc, fake_cuda, any_python, tmp_path):
     assert fake["other_client_records"] > 0, fake
     if m.group(2).startswith(";"):
         assert activities_line(res)[0] <= 400, res.describe()
+
+
+@pytest.mark.parametrize("per_call", [True, False])
+def test_api_records_of_profiled_calls_only(spyc, fake_cuda, any_python,
+                                            tmp_path, per_call):
+    """CUPTI records every runtime and driver call once their kinds are
+    enabled (PyTorch makes several cudaGetDevice-like calls per launch).
+    The agent switches off all but the launches, copies, memsets and
+    synchronizations the profile uses (cuptiActivityEnableRuntimeApi/
+    DriverApi): the program's 20 other calls a step make no record, and
+    the profile is the same.  A CUPTI whose per-call switches fail
+    records them all, as before, and spyc_gpu says so."""
+    program = PROGRAM.replace(
+        "    cupti.fake_sync(13)\n",
+        "    cupti.fake_sync(13)\n"
+        "    did[\"noise\"] = did.get(\"noise\", 0) + "
+        "cupti.fake_api_noise(20)\n", 1)
+    env = {} if per_call else {
+        "FAKE_CUPTI_FAIL":
+        "cuptiActivityEnableRuntimeApi,cuptiActivityEnableDriverApi"}
+    out = tmp_path / "out.json"
+    res, did, fake = record(spyc, any_python, tmp_path, out, env,
+                            program=program)
+    steps = did["copies"]
+    assert steps > 10 and did["noise"] == 20 * steps, did
+    # A step's copy, memset, 3 runtime and 1 driver launches and sync.
+    profiled = 7 * steps
+    if per_call:
+        assert (fake["noise_records"], fake["api_records"]) == \
+            (0, profiled), (fake, did)
+    else:
+        assert (fake["noise_records"], fake["api_records"]) == \
+            (did["noise"], profiled + did["noise"]), (fake, did)
+    with open(str(out)) as f:
+        doc = json.load(f)
+    g = doc["spyc_gpu"]
+    assert g["cuda_api_records"] == (
+        "launches, copies, memsets, synchronizations" if per_call else
+        "all (this CUPTI cannot leave calls out: before CUDA 12.5)"), g
+    assert activities_line(res)[:3] == (
+        did["gemm_kernel"] + did["driver_kernel"], did["copies"],
+        did["memsets"]), res.describe()
+    assert g["activities"] == did["gemm_kernel"] + did["driver_kernel"] + \
+        did["copies"] + did["memsets"], g
+    assert g["no_launch_record"] == 0 and g["synchronizations"] == \
+        did["syncs"], g
+    assert g["by_launch_stack"] == g["activities"], g

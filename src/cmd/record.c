@@ -889,6 +889,7 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 	r->gp.bad_buffers = st.bad_buffers;
 	r->gp.other_processes = st.other_processes;
 	r->gp.monotonic_clock = st.clock == GPU_CLOCK_MONOTONIC;
+	r->gp.api_records = st.api_records;
 	if (st.other_processes)
 		fprintf(stderr,
 			"spyc: notice: --gpu: %" PRIu64

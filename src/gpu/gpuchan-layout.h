@@ -163,7 +163,17 @@ struct gpuchan_header {
 	/* agents the CUDA driver started in processes not the target */
 	uint64_t other_processes;
 	uint32_t clock;		/* enum gpu_agent_clock */
-	uint32_t reserved2;
+	uint32_t api_records;	/* enum gpu_api_records */
+};
+
+/* Which CUDA API calls CUPTI makes records of (header.api_records). */
+enum gpu_api_records {
+	GPU_API_RECORDS_UNKNOWN = 0, /* not decided yet */
+	/* launches, copies, memsets, synchronizations, graph launches */
+	GPU_API_RECORDS_PROFILED = 1,
+	/* every call: this CUPTI has no per-call switches (before 12.5) */
+	GPU_API_RECORDS_ALL = 2,
+	GPU_API_RECORDS_MAX = 2
 };
 
 /* Which clock CUPTI's times are on (header.clock). */

@@ -281,6 +281,9 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->other_processes =
 	    __atomic_load_n(&h->other_processes, __ATOMIC_RELAXED);
 	st->clock = __atomic_load_n(&h->clock, __ATOMIC_RELAXED);
+	st->api_records = __atomic_load_n(&h->api_records, __ATOMIC_ACQUIRE);
+	if (st->api_records > GPU_API_RECORDS_MAX)
+		st->api_records = GPU_API_RECORDS_UNKNOWN;
 	memcpy(st->message, h->message, sizeof(st->message));
 	st->message[sizeof(st->message) - 1] = '\0';
 	st->launch_stacks =

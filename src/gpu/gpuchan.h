@@ -40,6 +40,7 @@ struct gpuchan_state {
 	uint64_t bad_buffers;	/* buffers cut short at an invalid record */
 	uint64_t other_processes; /* that inherited the channel: not served */
 	uint32_t clock;		  /* enum gpu_agent_clock */
+	uint32_t api_records;	  /* enum gpu_api_records */
 };
 
 /*

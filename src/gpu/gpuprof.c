@@ -326,10 +326,16 @@ static int cmp_sample(const void *a, const void *b)
 	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
+/*
+ * The API call with this correlation id that launched work starting at
+ * t (CUPTI's clock), or NULL.  CUPTI's ids are 32 bits: a run of more
+ * than 2^32 calls has several calls with one id, sorted by start
+ * (cmp_api), and the work's is the last to start before it.
+ */
 static const struct gpu_api_call *find_api(const struct gpuprof *gp,
-					   uint32_t correlation)
+					   uint32_t correlation, uint64_t t)
 {
-	size_t lo = 0, hi = gp->nr_apis;
+	size_t lo = 0, hi = gp->nr_apis, best;
 
 	/* Correlation id 0 is CUPTI's "none". */
 	if (!correlation)
@@ -342,15 +348,30 @@ static const struct gpu_api_call *find_api(const struct gpuprof *gp,
 		else
 			hi = mid;
 	}
-	return lo < gp->nr_apis && gp->apis[lo].correlation == correlation
-		   ? &gp->apis[lo]
-		   : NULL;
+	if (lo == gp->nr_apis || gp->apis[lo].correlation != correlation)
+		return NULL;
+	for (best = lo;
+	     lo < gp->nr_apis && gp->apis[lo].correlation == correlation &&
+	     gp->apis[lo].start <= t;
+	     lo++)
+		best = lo;
+	return &gp->apis[best];
+}
+
+/* When act started, on CUPTI's clock. */
+static uint64_t activity_start(const struct gpu_record *act)
+{
+	uint64_t start, end;
+
+	gpuprof_activity_times(act, &start, &end);
+	return start;
 }
 
 const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
 					  const struct gpu_record *act)
 {
-	return gp->attributed_done ? find_api(gp, activity_correlation(act))
+	return gp->attributed_done ? find_api(gp, activity_correlation(act),
+					      activity_start(act))
 				   : NULL;
 }
 
@@ -561,8 +582,8 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 
 	for (i = 0; i < gp->nr_acts; i++) {
 		const struct gpu_record *act = &gp->acts[i];
-		const struct gpu_api_call *api =
-		    find_api(gp, activity_correlation(act));
+		const struct gpu_api_call *api = find_api(
+		    gp, activity_correlation(act), activity_start(act));
 		const struct gpu_launch *launch =
 		    find_launch(gp, activity_correlation(act));
 		const struct gpu_cpu_sample *s = NULL;

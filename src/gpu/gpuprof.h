@@ -104,6 +104,7 @@ struct gpuprof {
 	 */
 	uint64_t last_activity_at, last_launch_at;
 	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
+	uint32_t api_records;	/* enum gpu_api_records: which calls */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 
 	/*

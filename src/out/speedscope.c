@@ -316,6 +316,20 @@ out:
  * What a reader needs to line GPU and CPU times up, and how kernels
  * were given stacks: a member of spyc's own beside speedscope's.
  */
+/* Which CUDA API calls CUPTI made records of (spyc_gpu.cuda_api_records). */
+static const char *api_records_name(uint32_t api_records)
+{
+	switch (api_records) {
+	case GPU_API_RECORDS_PROFILED:
+		return "launches, copies, memsets, synchronizations";
+	case GPU_API_RECORDS_ALL:
+		return "all (this CUPTI cannot leave calls out: before CUDA "
+		       "12.5)";
+	default:
+		return "unknown";
+	}
+}
+
 static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 {
 	cJSON *g = cJSON_AddObjectToObject(root, "spyc_gpu"), *clock;
@@ -355,7 +369,10 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 				     (double)gp->bad_buffers) ||
 	    !cJSON_AddNumberToObject(g, "other_processes_not_profiled",
 				     (double)gp->other_processes) ||
-	    !cJSON_AddNumberToObject(g, "synchronizations", (double)gp->syncs))
+	    !cJSON_AddNumberToObject(g, "synchronizations",
+				     (double)gp->syncs) ||
+	    !cJSON_AddStringToObject(g, "cuda_api_records",
+				     api_records_name(gp->api_records)))
 		return -1;
 	return 0;
 }

@@ -34,6 +34,14 @@
  *                                 torch.profiler starting does), which
  *                                 take the records from then on
  *   FAKE_CUPTI_STATS=PATH         what it did, as JSON, written at exit
+ *
+ * API records are made per call as CUPTI 12.5 on makes them: enabling
+ * the RUNTIME or DRIVER kind switches every call of it on (forgetting
+ * earlier choices), disabling it every call off, and
+ * cuptiActivityEnableRuntimeApi/DriverApi switch one call, with or
+ * without the kind (cupti_activity.h).  FAKE_CUPTI_FAIL naming them
+ * makes them fail with CUPTI_ERROR_NOT_SUPPORTED, as where per-call
+ * switches are not supported.
  */
 #include <cupti.h>
 #include <pthread.h>
@@ -109,6 +117,8 @@ static int flusher_started;
 static CUpti_CallbackFunc subscriber;
 static void *subscriber_data;
 static unsigned char callback_on[3][MAX_CBIDS]; /* [domain][cbid] */
+/* Which calls make API records: [0] runtime, [1] driver; by cbid. */
+static unsigned char api_record_on[2][MAX_CBIDS];
 static uint64_t alone_records; /* walked by fake_collect_alone's client */
 static CUpti_ActivityThreadIdType thread_id_type;
 static CUpti_TimestampCallbackFunc timestamp_callback;
@@ -126,6 +136,8 @@ static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 static struct {
 	unsigned long launches, kernels, zeroed, dropped, dropped_unread;
 	unsigned long invalid_lost, invalid_buffers;
+	unsigned long api_records;   /* API records made, every call */
+	unsigned long noise_records; /* of them, fake_api_noise's */
 } stats;
 
 /* Kernel names outlive the records that point to them: kept forever. */
@@ -150,6 +162,7 @@ EXPORT int fake_memset(unsigned long long bytes, unsigned long long gpu_ns,
 EXPORT int fake_sync(unsigned stream);
 EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream);
+EXPORT int fake_api_noise(int n);
 
 static unsigned long env_number(const char *name)
 {
@@ -165,14 +178,16 @@ static void write_stats(void)
 	if (!mode.stats || !(f = fopen(mode.stats, "w")))
 		return;
 	pthread_mutex_lock(&lock);
-	fprintf(f,
-		"{\"launches\": %lu, \"kernels\": %lu, \"zeroed\": %lu, "
-		"\"dropped\": %lu, \"invalid_lost\": %lu, "
-		"\"invalid_buffers\": %lu, \"other_client_records\": %lu}\n",
-		stats.launches, stats.kernels, stats.zeroed, stats.dropped,
-		stats.invalid_lost, stats.invalid_buffers,
-		(unsigned long)__atomic_load_n(&alone_records,
-					       __ATOMIC_RELAXED));
+	fprintf(
+	    f,
+	    "{\"launches\": %lu, \"kernels\": %lu, \"zeroed\": %lu, "
+	    "\"dropped\": %lu, \"invalid_lost\": %lu, "
+	    "\"invalid_buffers\": %lu, \"other_client_records\": %lu, "
+	    "\"api_records\": %lu, \"noise_records\": %lu}\n",
+	    stats.launches, stats.kernels, stats.zeroed, stats.dropped,
+	    stats.invalid_lost, stats.invalid_buffers,
+	    (unsigned long)__atomic_load_n(&alone_records, __ATOMIC_RELAXED),
+	    stats.api_records, stats.noise_records);
 	pthread_mutex_unlock(&lock);
 	fclose(f);
 }
@@ -427,8 +442,14 @@ static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	*end = now() + 500;
 	callback(domain, cbid, CUPTI_API_EXIT, function, symbol, corr);
 	pthread_mutex_lock(&lock);
-	if (on(kind)) {
+	if (cbid < MAX_CBIDS &&
+	    api_record_on[kind == CUPTI_ACTIVITY_KIND_DRIVER][cbid]) {
 		CUpti_ActivityAPI *a = &add()->api;
+
+		stats.api_records++;
+		if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020 &&
+		    kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+			stats.noise_records++;
 
 		a->kind = kind;
 		a->cbid = cbid;
@@ -552,6 +573,21 @@ EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
 	if (arrives)
 		other_client_arrives();
 	return (int)corr;
+}
+
+/*
+ * n calls that queue no work and that spyc's profile does not use
+ * (cudaGetDevice: PyTorch makes several such calls per launch).
+ */
+EXPORT int fake_api_noise(int n)
+{
+	uint64_t end;
+	int i;
+
+	for (i = 0; i < n; i++)
+		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+			 "cudaGetDevice", NULL, &end);
+	return n;
 }
 
 /* cudaSetDevice: the calling thread's later work runs on device. */
@@ -850,6 +886,22 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
 	return CUPTI_SUCCESS;
 }
 
+/*
+ * Enabling the RUNTIME or DRIVER kind switches every call of it on,
+ * "overriding" the per-call switches set before (cupti_activity.h);
+ * disabling it, every call off.
+ */
+static void set_api_records(CUpti_ActivityKind kind, int on)
+{
+	if (kind != CUPTI_ACTIVITY_KIND_RUNTIME &&
+	    kind != CUPTI_ACTIVITY_KIND_DRIVER)
+		return;
+	pthread_mutex_lock(&lock);
+	memset(api_record_on[kind == CUPTI_ACTIVITY_KIND_DRIVER], on ? 1 : 0,
+	       MAX_CBIDS);
+	pthread_mutex_unlock(&lock);
+}
+
 EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
 	if (failing(__func__))
@@ -857,6 +909,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
 	__atomic_or_fetch(&enabled_kinds, 1ULL << kind, __ATOMIC_ACQ_REL);
+	set_api_records(kind, 1);
 	return CUPTI_SUCCESS;
 }
 
@@ -865,7 +918,38 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
 	__atomic_and_fetch(&enabled_kinds, ~(1ULL << kind), __ATOMIC_ACQ_REL);
+	set_api_records(kind, 0);
 	return CUPTI_SUCCESS;
+}
+
+/* One call's API records on or off (cupti_activity.h's semantics). */
+static CUptiResult enable_api(const char *function, int driver,
+			      CUpti_CallbackId cbid, uint32_t size,
+			      uint8_t enable)
+{
+	if (failing(function))
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	/* Not documented: what the real one gives for an unknown id. */
+	if (!cbid || cbid >= size || cbid >= MAX_CBIDS)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	api_record_on[driver][cbid] = enable ? 1 : 0;
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid,
+							  uint8_t enable)
+{
+	return enable_api(__func__, 0, cbid, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+			  enable);
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
+							 uint8_t enable)
+{
+	return enable_api(__func__, 1, cbid, CUPTI_DRIVER_TRACE_CBID_SIZE,
+			  enable);
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
@@ -940,6 +1024,9 @@ EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain,
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
 		 cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
 		*name = "cuLaunchKernel";
+	else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		 cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020)
+		*name = "cudaGetDevice";
 	else
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	return CUPTI_SUCCESS;

@@ -940,8 +940,50 @@ out:
 	fixture_release(&fx);
 }
 
+/*
+ * CUPTI's correlation ids are 32 bits and wrap in a long run: an activity
+ * goes with the call of its id that started last before it.
+ */
+static void test_correlation_wrap(void)
+{
+	struct gpuprof gp;
+	struct stacks cpu;
+	struct gpu_record r;
+	const struct gpu_api_call *a;
+	size_t i;
+
+	gpuprof_init(&gp);
+	stacks_init(&cpu);
+	r = api(7, TID_LOADER, 5000000);
+	gpuprof_add(&gp, &r);
+	r = api(7, TID_MAIN, 1000000);
+	gpuprof_add(&gp, &r);
+	r = api(8, TID_MAIN, 1100000);
+	gpuprof_add(&gp, &r);
+	r = kernel(7, "late", 5100000, 5200000, 7);
+	gpuprof_add(&gp, &r);
+	r = kernel(7, "early", 1100000, 1200000, 7);
+	gpuprof_add(&gp, &r);
+	r = kernel(8, "other", 1200000, 1300000, 7);
+	gpuprof_add(&gp, &r);
+	gpuprof_attribute(&gp, &cpu);
+	for (i = 0; i < gp.nr_acts; i++) {
+		a = gpuprof_launch(&gp, &gp.acts[i]);
+		CHECK(a);
+		if (!a)
+			continue;
+		if (!strcmp(gp.acts[i].u.kernel.name, "late"))
+			CHECK(a->tid == TID_LOADER && a->start == 5000000);
+		else
+			CHECK(a->tid == TID_MAIN);
+	}
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+}
+
 int main(void)
 {
+	test_correlation_wrap();
 	test_attribution();
 	test_summary();
 	test_summary_python_lines();
