@@ -61,7 +61,7 @@ def record(spyc, pid, path, *extra):
 # running: now and then (seen on 3.10) it is caught
 # while it hands the GIL over for a moment (a thread of the interpreter
 # asked for it: the reporter ending, say) and waits to take it back.
-STATE_DUMP_TRIES = 3
+STATE_DUMP_TRIES = 10
 
 
 def test_dump_marks_states(spyc, python, targets):
