@@ -545,4 +545,8 @@ def test_api_records_of_profiled_calls_only(spyc, fake_cuda, any_python,
         did["copies"] + did["memsets"], g
     assert g["no_launch_record"] == 0 and g["synchronizations"] == \
         did["syncs"], g
-    assert g["by_launch_stack"] == g["activities"], g
+    # The program launches from its first line on: on a loaded machine
+    # a few launches may come before spyc has told the agent where the
+    # interpreter's frames are, and go by the nearest CPU sample.
+    assert g["by_launch_stack"] + g["attributed"] == g["activities"], g
+    assert g["by_launch_stack"] >= 0.95 * g["activities"], g

@@ -1082,6 +1082,9 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 	return DROP_NONE;
 }
 
+/* Most threads of a sample whose tids are checked for one in two. */
+#define DUP_TID_CHECK_MAX 256
+
 /*
  * A thread with frames has a task: where its id can be read (the thread
  * state's native id, or glibc's struct pthread up to 3.10), one that
@@ -1093,13 +1096,28 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 static enum drop_reason check_tids(const struct py_sampler *ps,
 				   const struct py_sample *out)
 {
-	size_t i;
+	size_t i, j, n = out->nr_threads;
 
+	/*
+	 * Two threads of one sample with one task: one of the two ids was
+	 * read torn (a thread's id garbled into a sibling's).  Checked up
+	 * to DUP_TID_CHECK_MAX threads: each against each.
+	 */
+	for (i = 0; n <= DUP_TID_CHECK_MAX && i < n; i++) {
+		const struct py_thread *t = &out->threads[i];
+
+		if (!t->tid || t->is_task)
+			continue;
+		for (j = i + 1; j < n; j++)
+			if (out->threads[j].tid == t->tid &&
+			    !out->threads[j].is_task)
+				return DROP_INVALID;
+	}
 	if (ps->tidmap.nested ||
 	    (ps->rt->off->tstate_native_thread_id == OFF_NONE &&
 	     ps->pthread_tid_at < 0))
 		return DROP_NONE;
-	for (i = 0; i < out->nr_threads; i++) {
+	for (i = 0; i < n; i++) {
 		const struct py_thread *t = &out->threads[i];
 
 		if (t->depth && !t->tid && !t->is_task)
