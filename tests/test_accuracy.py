@@ -275,10 +275,17 @@ PLAIN_STOPPED_POINTS_UNKEYED = 18.0
 # stopping against stopped, each at least CHAIN_RATIO of it (here
 # 0.37-1.3 on every version with the GIL but 3.12, the innermost lowest;
 # up to 3.10, 0.03-0.16 before a torn read's first innermost frame, a
-# generator's, was its key).  On 3.12 the innermost generator's share
-# read without stopping is 0-11% against 14-17% from one attach to the
-# next (the binary before these keys too): its frame, read apart from
-# the thread's data stack, has mostly suspended by then, and a read that
+# generator's, was its key, and 0.03-0.3 for the innermost in some
+# attaches before a generator's code was read when first met and the
+# links of torn walks were learnt: a CI run here failed at 0.09).  On
+# 3.10, read from another core than the target's, the innermost
+# generator still gives 4-8 points of its share to its caller, and
+# not through the walk: the thread state names the caller's frame that
+# much more often (from the target's core, the shares are those read
+# stopped).  On 3.12 the innermost generator's share read without
+# stopping is 0-11% against 14-17% from one attach to the next (the
+# binary before these keys too): its frame, read apart from the
+# thread's data stack, has mostly suspended by then, and a read that
 # finds it with its callers, whence the key's callers come, may never
 # happen in a second.
 CHAIN_RATIO = 0.25

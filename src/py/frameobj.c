@@ -596,10 +596,15 @@ static long frame_addrq(const struct py_sampler *ps, const unsigned char *f)
 	return (long)lasti * (ps->codes.kind == LINETABLE_310 ? 2 : 1);
 }
 
-/* Is code a generator's or coroutine's, as last read (not read here)? */
+/*
+ * Is code a generator's or coroutine's?  As last read, or read now if
+ * never read before: a generator's frame that tears every read made
+ * while it runs would otherwise never be known as one, and its samples
+ * would go to whatever the thread ran next, for the whole run.
+ */
 static int generator_code(struct py_sampler *ps, uint64_t code)
 {
-	const struct pycode *pc = pycode_peek(&ps->codes, code);
+	const struct pycode *pc = pycode_known(&ps->codes, code);
 
 	return pc && (pc->flags & PYCODE_SUSPENDABLE);
 }
@@ -618,6 +623,19 @@ static int innermost_generator(struct py_sampler *ps, uint64_t frame,
 	ps->torn_at_addrq = frame_addrq(ps, f);
 	ps->torn_at_gen = 1;
 	return 1;
+}
+
+/* A torn walk's last frame taken linked to frame: noted, if known. */
+static void note_torn_link(struct py_sampler *ps, uint64_t frame)
+{
+	const struct py_frame_seen *e = frame_seen(ps, frame);
+
+	if (!e || e->free || e->runs < SPARE_RUNS)
+		return;
+	ps->torn_at = frame;
+	ps->torn_at_code = e->code;
+	ps->torn_at_addrq = -1;
+	ps->torn_at_gen = generator_code(ps, e->code);
 }
 
 /*
@@ -893,6 +911,9 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		    !frame_object_live(off, f, 0)) {
 			/* It returned: a caller is left to say who it was. */
 			if (!load_u64(f, off->frame_back)) {
+				/* or it is a generator's, suspended since */
+				if (!depth && !looked0 && !ps->moved)
+					innermost_generator(ps, frame, idx);
 				why = DROP_INVALID;
 				break;
 			}
@@ -924,6 +945,14 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		frame = last_back;
 	}
 done:
+	/*
+	 * Torn past the innermost: the frame the last one taken linked to
+	 * when it was copied, for the key (see take_key), if its code is
+	 * known from its address (a code object's spare frame, or a
+	 * generator's, which runs one code for its life).
+	 */
+	if (why == DROP_INVALID && depth && frame && !ps->torn_at)
+		note_torn_link(ps, frame);
 	/* Learn from this walk for the next ones, even a failed one. */
 	learn_frames(ps, m, depth, !why);
 	/*

@@ -555,6 +555,20 @@ struct pycode *pycode_peek(struct pycode_cache *cache, uint64_t addr)
 	return slot ? *slot : NULL;
 }
 
+struct pycode *pycode_known(struct pycode_cache *cache, uint64_t addr)
+{
+	struct pycode *code = pycode_peek(cache, addr);
+	unsigned char *header;
+
+	if (code || !addr)
+		return code;
+	header = xmalloc(cache->header_len);
+	if (!proc_read(cache->pid, addr, header, cache->header_len))
+		code = pycode_lookup(cache, addr, header);
+	free(header);
+	return code;
+}
+
 struct pycode *pycode_find_instr(struct pycode_cache *cache, uint64_t instr)
 {
 	uint64_t at = (uint64_t)cache->off->code_code_adaptive;

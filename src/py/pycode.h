@@ -88,6 +88,13 @@ struct pycode *pycode_lookup(struct pycode_cache *cache, uint64_t addr,
 			     const unsigned char *header);
 
 /*
+ * The cached code object at addr as last validated, or, if the cache
+ * has none there, the code object read now (pycode_lookup); NULL if
+ * addr does not hold one.  No read once the code is known.
+ */
+struct pycode *pycode_known(struct pycode_cache *cache, uint64_t addr);
+
+/*
  * The cached code object at addr as last validated, or NULL: no read,
  * so it may be out of date.  For checks that may only reject.
  */

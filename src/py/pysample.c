@@ -382,7 +382,10 @@ static void key_from_walk(const struct py_sampler *ps, size_t i,
 	key->line_known = 1;
 }
 
-/* Learn the calls to and from generators' frames of t's whole stack. */
+/*
+ * Learn the calls to and from generators' frames of t's stack, just
+ * walked: a whole one, or the frames a torn walk took before it tore.
+ */
 static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
 {
 	size_t i, end = t->first + t->depth;
@@ -403,36 +406,61 @@ static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
  * walked: a whole stack, or the frames a torn walk took before it tore
  * (each passed its own checks: a generator's frame links to its caller
  * only while it runs), where they reach a frame that is not a
- * generator's.
+ * generator's.  A torn walk whose frames are all generators' reaches
+ * further through the frame it tore at (linked from the last it took)
+ * and what was under that one when last remembered: in a `yield from`
+ * chain the innermost generator runs for a microsecond, and a walk that
+ * takes the whole chain while it runs may not come for seconds, while
+ * one that takes it and its caller comes soon.
  */
 static void remember_gen_callers(struct py_sampler *ps,
-				 const struct py_thread *t)
+				 const struct py_thread *t, int torn)
 {
-	size_t i, j, end = t->first + t->depth;
+	size_t i, j, end = t->first + t->depth, walked;
 
-	for (i = t->first; i < end; i++) {
+	for (walked = t->first; walked < end && ps->frame_addrs[walked];)
+		walked++;
+	for (i = t->first; i < walked; i++) {
+		struct walk_key under[WALK_KEY_MAX - 1];
 		struct gen_callers *gc;
-		size_t n = 0;
-		int whole = 0;
+		const struct gen_callers *next;
+		size_t n = 0, k;
+		int whole = 0, last_gen = 1;
 
-		if (!ps->gen_frames[i] || !ps->frame_addrs[i])
+		if (!ps->gen_frames[i])
 			continue;
-		for (j = i + 1; j < end && j - i < WALK_KEY_MAX; j++) {
-			if (!ps->frame_addrs[j])
-				break;
+		for (j = i + 1; j < walked && n < WALK_KEY_MAX - 1; j++) {
+			key_from_walk(ps, j, &under[n++]);
 			if (!ps->gen_frames[j]) {
 				whole = 1;
 				break;
 			}
 		}
+		if (!whole && j == walked && torn && ps->torn_at &&
+		    ps->torn_at_code && n < WALK_KEY_MAX - 1) {
+			memset(&under[n], 0, sizeof(under[n]));
+			under[n].frame = ps->torn_at;
+			under[n].code = ps->torn_at_code;
+			under[n].addrq = ps->torn_at_addrq;
+			under[n].line_known = ps->torn_at_addrq >= 0;
+			n++;
+			last_gen = ps->torn_at_gen;
+			whole = !last_gen;
+		}
+		if (!whole && last_gen && n && j == walked) {
+			next = gen_callers_slot(ps, under[n - 1].frame);
+			if (next->nr && next->frame == under[n - 1].frame &&
+			    next->code == under[n - 1].code &&
+			    n + next->nr <= WALK_KEY_MAX - 1) {
+				for (k = 0; k < next->nr; k++)
+					under[n++] = next->under[k];
+				whole = 1;
+			}
+		}
 		if (!whole)
 			continue;
 		gc = gen_callers_slot(ps, ps->frame_addrs[i]);
-		for (j = i + 1; n < WALK_KEY_MAX - 1; j++) {
-			key_from_walk(ps, j, &gc->under[n++]);
-			if (!ps->gen_frames[j])
-				break;
-		}
+		memcpy(gc->under, under, n * sizeof(*under));
 		gc->frame = ps->frame_addrs[i];
 		gc->code = ps->code_addrs[i];
 		gc->nr = n;
@@ -677,10 +705,14 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		t->depth = out->nr_frames - t->first;
 		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
-		if (!why)
+		/*
+		 * Up to 3.10 a torn walk's frames each held when taken; from
+		 * 3.11 a walk may still be found torn once all are taken.
+		 */
+		if (!why || (torn && ps->rt->off->tstate_frame != OFF_NONE))
 			learn_gen_edges(ps, t);
 		if (!why || torn)
-			remember_gen_callers(ps, t);
+			remember_gen_callers(ps, t, torn);
 		if (torn && ps->stop_reads) {
 			if (ps->stop_reads == STOP_READS_TORN) {
 				nr_key = take_key(ps, t, key);
