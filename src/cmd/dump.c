@@ -399,8 +399,8 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		async_or_die(&pa, rt, 0);
 	if (o->s.native && native_init(&nu, rt))
 		return EXIT_FAILED;
-	if (o->s.stop && !o->s.native)
-		native_init_stopper(&nu, rt);
+	if (o->s.stop && !o->s.native && native_init_stopper(&nu, rt))
+		return EXIT_FAILED;
 	py_sampler_init(&ps, rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;

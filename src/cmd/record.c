@@ -1104,8 +1104,11 @@ int cmd_record(int argc, char **argv)
 		ret = EXIT_FAILED;
 		goto out;
 	}
-	if (opts.s.stop && !opts.s.native)
-		native_init_stopper(&r.nu, &r.sl.rt);
+	if (opts.s.stop && !opts.s.native &&
+	    native_init_stopper(&r.nu, &r.sl.rt)) {
+		ret = EXIT_FAILED;
+		goto out;
+	}
 
 	gpu_hand_layout(&r);
 	r.stats = getenv("SPYC_STATS") != NULL;

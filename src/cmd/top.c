@@ -1405,8 +1405,9 @@ int cmd_top(int argc, char **argv)
 	t.merged = xmalloc(t.max_stack * sizeof(*t.merged));
 	if (opts.s.native && native_init(&t.nu, &t.sl.rt))
 		return EXIT_FAILED;
-	if (opts.s.stop && !opts.s.native)
-		native_init_stopper(&t.nu, &t.sl.rt);
+	if (opts.s.stop && !opts.s.native &&
+	    native_init_stopper(&t.nu, &t.sl.rt))
+		return EXIT_FAILED;
 	sampleloop_init(&t.sl, opts.s.rate);
 	setup_sampler(&t.sl.ps, &opts);
 	if (opts.s.async)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sys/access.h"
 #include "sys/elfsym.h"
 #include "sys/proc.h"
 #include "util.h"
@@ -38,12 +39,8 @@ static int fail(struct pyruntime *rt, int status, const char *fmt, ...)
 
 static int no_permission(struct pyruntime *rt)
 {
-	return fail(rt, PYRT_NO_PERMISSION,
-		    "no permission to read pid %d: run spyc as root or as the "
-		    "target's user with CAP_SYS_PTRACE (setcap "
-		    "cap_sys_ptrace+ep spyc), and check "
-		    "kernel.yama.ptrace_scope (0 allows it)",
-		    (int)rt->pid);
+	access_explain(rt->pid, ACCESS_READ, rt->message, sizeof(rt->message));
+	return PYRT_NO_PERMISSION;
 }
 
 unsigned long py_version_parse(const char *s)

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "sys/access.h"
 #include "sys/proc.h"
 #include "sys/remotesym.h"
 #include "sys/safepoint.h"
@@ -339,12 +340,11 @@ static int stop_at_safe_point(struct hijack *h, pid_t pid,
 		}
 		err = hijack_attach(h, pid, (pid_t)tids[attempt % n]);
 		if (err == -EPERM) {
-			err = fail(res, err,
-				   "no permission to trace pid %d: run spyc as "
-				   "root or as the target's user with "
-				   "CAP_SYS_PTRACE, and check "
-				   "kernel.yama.ptrace_scope",
-				   (int)pid);
+			char refused[512];
+
+			access_explain(pid, ACCESS_TRACE, refused,
+				       sizeof(refused));
+			err = fail(res, err, "%s", refused);
 			break;
 		}
 		if (!err) {

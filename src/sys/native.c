@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sys/access.h"
 #include "sys/proc.h"
 #include "util.h"
 #include "sys/faults.h" /* last: make FAULTS=1 wraps ptrace */
@@ -28,6 +29,13 @@
 /* Addresses in no known module make spyc re-read the maps at most this often.
  */
 #define REREPORT_NS 1000000000ULL
+/*
+ * Threads tried, and tries of each, before the kernel is taken to refuse
+ * spyc the target's threads (a refusal is the same every time; a thread
+ * may be exiting).
+ */
+#define PROBE_TASKS 8
+#define PROBE_TRIES 4
 #ifdef HAVE_DEMANGLE
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
@@ -184,6 +192,8 @@ static int report_modules(struct native_unwinder *nu)
 	return r;
 }
 
+static int may_trace(pid_t pid);
+
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 {
 	static const Dwfl_Callbacks callbacks = {
@@ -196,6 +206,8 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	memset(nu, 0, sizeof(*nu));
 	nu->pid = rt->pid;
 	nu->rt = rt;
+	if (may_trace(rt->pid))
+		return -1;
 	nu->other_root = proc_has_other_root(rt->pid);
 	/* libunwind finds unwind tables; spyc reads the memory and registers.
 	 */
@@ -237,11 +249,12 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	return 0;
 }
 
-void native_init_stopper(struct native_unwinder *nu, const struct pyruntime *rt)
+int native_init_stopper(struct native_unwinder *nu, const struct pyruntime *rt)
 {
 	memset(nu, 0, sizeof(*nu));
 	nu->pid = rt->pid;
 	nu->rt = rt;
+	return may_trace(rt->pid);
 }
 
 void native_release(struct native_unwinder *nu)
@@ -396,6 +409,41 @@ size_t native_stop(struct native_unwinder *nu, const long *tids, size_t n)
 	}
 	unwindmem_new_stop(&nu->mem);
 	return nu->nr_threads;
+}
+
+/*
+ * May spyc trace pid's threads?  Each sample would otherwise find every
+ * thread refused, and the profile come out without a native frame or a
+ * stopped read.  The first thread that lets itself be stopped is let go
+ * at once (a seized thread is detached only once stopped): one stop, as
+ * for one sample.  Returns 0, or -1 after reporting why not.
+ */
+static int may_trace(pid_t pid)
+{
+	long tids[PROBE_TASKS];
+	size_t n = proc_tasks(pid, tids, PROBE_TASKS), i;
+	char why[512];
+
+	for (i = 0; i < PROBE_TRIES * n; i++) {
+		struct native_thread t;
+		int r, err;
+
+		memset(&t, 0, sizeof(t));
+		t.tid = tids[i % n];
+		r = interrupt_one(pid, &t);
+		err = errno;
+		if (!r)
+			wait_stopped(&t);
+		if (t.stopped)
+			ptrace(PTRACE_DETACH, t.tid, 0, t.pending_signal);
+		/* Else gone, or an error each sample meets in its turn. */
+		if (!r || err != EPERM)
+			return 0;
+	}
+	if (!n)
+		return 0;
+	access_explain(pid, ACCESS_TRACE, why, sizeof(why));
+	return error("%s", why);
 }
 
 void native_resume_all(struct native_unwinder *nu)

@@ -66,16 +66,17 @@ struct native_unwinder {
 };
 
 /*
- * Prepare to unwind pid's threads.  Returns 0, or -1 after reporting.
- * Frames in rt's binary are the interpreter's own.
+ * Prepare to unwind pid's threads.  Returns 0, or -1 after reporting
+ * (in one line naming the cause, if the kernel refuses spyc to trace
+ * them).  Frames in rt's binary are the interpreter's own.
  */
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt);
 /*
  * Prepare only to stop and resume pid's threads (--blocking): nothing
- * is unwound, and no stack is copied.
+ * is unwound, and no stack is copied.  Returns 0, or -1 after
+ * reporting, as native_init.
  */
-void native_init_stopper(struct native_unwinder *nu,
-			 const struct pyruntime *rt);
+int native_init_stopper(struct native_unwinder *nu, const struct pyruntime *rt);
 void native_release(struct native_unwinder *nu);
 
 /*
