@@ -417,6 +417,48 @@ def test_sidecar(container):
     assert "native frames unmerged" not in out, describe
 
 
+# A seccomp profile that refuses what spyc needs (Docker's before 19.03
+# refused both without CAP_SYS_PTRACE), allowing the rest.
+REFUSING_PROFILE = {
+    "defaultAction": "SCMP_ACT_ALLOW",
+    "syscalls": [{"names": ["process_vm_readv", "ptrace"],
+                  "action": "SCMP_ACT_ERRNO", "errnoRet": 1}],
+}
+
+
+@pytest.mark.parametrize("refusal", ["seccomp", "no-capabilities"])
+def test_sidecar_refused(container, tmp_path, refusal):
+    """A sidecar the runtime does not let read the target, in the two
+    ways a runtime's settings refuse it: a seccomp profile that refuses
+    process_vm_readv and ptrace, and no capability at all beside a
+    target that holds the default ones.  One line names the cause and
+    the runtime's option that lifts it; exit 2."""
+    if refusal == "seccomp":
+        profile = str(tmp_path / "seccomp.json")
+        with open(profile, "w") as f:
+            json.dump(REFUSING_PROFILE, f)
+        options = ["--cap-add", "SYS_PTRACE", "--security-opt",
+                   "seccomp=" + profile]
+        words = ["seccomp filter", "refuses process_vm_readv",
+                 "--security-opt seccomp=unconfined"]
+    else:
+        options = ["--cap-drop", "ALL"]
+        words = ["holds capabilities spyc does not",
+                 "--cap-add SYS_PTRACE"]
+    where = (["run", "--rm", "--pid", "container:" + container.name] +
+             options + ["-e", "LD_LIBRARY_PATH=/opt/py/lib", container.image])
+    code, out, err = spyc_in(container, where, "dump", "--pid",
+                             container.info["pid"], tries=1)
+    describe = "exit %d\n%s\n%s" % (code, out, err)
+    assert code == 2, describe
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "spyc: no permission to read pid %d" % container.info["pid"]), (
+            describe)
+    for w in words:
+        assert w in lines[0], (w, describe)
+
+
 # The GPU program in the container: the fake CUDA driver and CUPTI
 # (tests/fakecuda, mounted at /fake) loaded as a CUDA program loads the
 # real ones (in launch mode the "driver" starts spyc's agent), then

@@ -189,7 +189,8 @@ static uint64_t map_base(const struct proc_maps *maps, const char *path)
  * string into code.  But sys.version, built from Py_GetVersion() at
  * start-up, sits in the binary's data: "3.9.18 (main, ...".  Scan the
  * binary's writable mappings (and the anonymous .bss after them) of the
- * running target for it.  Returns 0 with the version in buf, or -1.
+ * running target for it.  Returns 0 with the version in buf, -EPERM if
+ * spyc may not read the target, or -ENOENT.
  */
 static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 				 const char *path, const char *want_prefix,
@@ -197,7 +198,7 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 {
 	static unsigned char chunk[65536 + 32];
 	size_t i;
-	int found = 0, in_binary = 0;
+	int found = 0, in_binary = 0, refused = 0;
 
 	for (i = 0; i < maps->nr && found < 2; i++) {
 		const struct proc_map *m = &maps->maps[i];
@@ -219,8 +220,12 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 					 : sizeof(chunk);
 			size_t j;
 
-			if (proc_read(pid, at, chunk, len))
+			int r = proc_read(pid, at, chunk, len);
+
+			if (r) {
+				refused |= r == -EPERM;
 				continue;
+			}
 			for (j = 0; j + 8 < len; j++) {
 				size_t k = j;
 				int wanted;
@@ -251,7 +256,7 @@ static int scan_data_for_version(pid_t pid, const struct proc_maps *maps,
 			}
 		}
 	}
-	return found ? 0 : -1;
+	return found ? 0 : refused ? -EPERM : -ENOENT;
 }
 
 /*
@@ -386,13 +391,18 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	if (!rt->hexversion) {
 		char vs[32];
 		const char *want;
+		int r;
 
 		if (lib_version_prefix(path, prefix, sizeof(prefix)))
 			prefix[0] = '\0';
 		want = prefix[0] ? prefix : NULL;
-		if (!scan_data_for_version(rt->pid, maps, path, want, vs,
-					   sizeof(vs)) ||
-		    !elfsym_find_version(&es, want, vs, sizeof(vs)))
+		r = scan_data_for_version(rt->pid, maps, path, want, vs,
+					  sizeof(vs));
+		if (r == -EPERM) {
+			ret = no_permission(rt);
+			goto out_close;
+		}
+		if (!r || !elfsym_find_version(&es, want, vs, sizeof(vs)))
 			rt->hexversion = py_version_parse(vs);
 	}
 	ret = 1;
