@@ -181,11 +181,13 @@ void access_explain(pid_t pid, enum access_kind kind, char *buf, size_t len)
 	} else if (seccomp_refuses(kind)) {
 		snprintf(buf, len,
 			 "no permission to %s pid %d: a seccomp filter on spyc "
-			 "refuses %s (Seccomp: %ld in /proc/self/status): run "
-			 "spyc's container with a profile that allows "
-			 "process_vm_readv and ptrace (docker or podman run "
-			 "--security-opt seccomp=unconfined; Kubernetes: "
-			 "securityContext.seccompProfile.type Unconfined)",
+			 "refuses %s (Seccomp: %ld in /proc/self/status): give "
+			 "spyc's container SYS_PTRACE (--cap-add SYS_PTRACE; "
+			 "Kubernetes: securityContext.capabilities.add), which "
+			 "the default profiles of Docker, podman and containerd "
+			 "then let call it, or a profile that allows "
+			 "process_vm_readv and ptrace (--security-opt "
+			 "seccomp=unconfined)",
 			 verb, (int)pid, call, self.seccomp);
 	} else if (scope == 3) {
 		snprintf(buf, len,
