@@ -5,6 +5,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
 #include <libunwind-ptrace.h>
 #include <signal.h>
@@ -557,6 +558,67 @@ static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out,
 	return 0;
 }
 
+/* x86-64's PLT entries (the ABI's 16-byte stubs), in .plt and .plt.sec. */
+#define PLT_ENTRY_BYTES 16
+
+/*
+ * Name the PLT stub holding ip in mod, which has no symbol of its own,
+ * as the function it jumps to ("malloc@plt", as perf and gdb say), from
+ * the relocation of its slot; 1 if ip is in a PLT at all (named "@plt"
+ * alone when its slot cannot be told), else 0.  A thread stopped while
+ * it calls through one would otherwise show "libfoo.so+0x63580".
+ */
+static int plt_name(Dwfl_Module *mod, uint64_t ip, struct strbuf *sb)
+{
+	GElf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	Elf_Scn *scn = NULL, *rela = NULL;
+	GElf_Shdr sh, plt, rela_sh, dynsym_sh;
+	const char *kind = NULL, *name = NULL;
+	uint64_t addr = ip - bias, idx;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(n = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(n, ".rela.plt"))
+			rela = scn;
+		else if ((!strcmp(n, ".plt") || !strcmp(n, ".plt.sec") ||
+			  !strcmp(n, ".plt.got")) &&
+			 addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size) {
+			kind = n;
+			plt = sh;
+		}
+	}
+	if (!kind)
+		return 0;
+	idx = (addr - plt.sh_addr) / PLT_ENTRY_BYTES;
+	/* .plt begins with the stub that calls the dynamic linker. */
+	if (!strcmp(kind, ".plt") && idx-- == 0)
+		name = "_dl_runtime_resolve";
+	else if (strcmp(kind, ".plt.got") && rela &&
+		 gelf_getshdr(rela, &rela_sh) && rela_sh.sh_entsize) {
+		Elf_Data *rd = elf_getdata(rela, NULL);
+		Elf_Scn *dynsym = elf_getscn(elf, rela_sh.sh_link);
+		Elf_Data *sd = dynsym ? elf_getdata(dynsym, NULL) : NULL;
+		GElf_Rela r;
+		GElf_Sym sym;
+
+		if (rd && sd && gelf_getshdr(dynsym, &dynsym_sh) &&
+		    idx < rela_sh.sh_size / rela_sh.sh_entsize &&
+		    gelf_getrela(rd, (int)idx, &r) &&
+		    gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+			name = elf_strptr(elf, dynsym_sh.sh_link, sym.st_name);
+	}
+	strbuf_addf(sb, "%s@plt", name && *name ? name : "");
+	return 1;
+}
+
 static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 {
 	struct native_sym *s = xcalloc(1, sizeof(*s));
@@ -598,7 +660,7 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		strbuf_addstr(&sb, demangled && !status ? demangled : name);
 		free(demangled);
 		s->is_eval = !strncmp(name, "_PyEval_EvalFrameDefault", 24);
-	} else {
+	} else if (!mod || !plt_name(mod, ip, &sb)) {
 		strbuf_addf(&sb, "%s+0x%llx",
 			    modname ? base_name(modname) : "?",
 			    (unsigned long long)(ip - start));

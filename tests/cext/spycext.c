@@ -19,9 +19,28 @@ spycext_call_back(PyObject *self, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
+/* Not const: a call on it cannot be folded away. */
+char spycext_digits[] = "7";
+
+/*
+ * Call a C library function, through this module's PLT, for ever (with
+ * the GIL: start it once the program has said what it must).  A thread
+ * stopped here is often in the PLT's stub, which has no symbol.
+ */
+static PyObject *spycext_spin_through_plt(PyObject *self, PyObject *unused)
+{
+	volatile long sink = 0;
+
+	for (;;)
+		sink += atoi(spycext_digits);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef spycext_methods[] = {
 	{ "call_back", spycext_call_back, METH_O,
 	  "call_back(fn): call fn() from C." },
+	{ "spin_through_plt", spycext_spin_through_plt, METH_NOARGS,
+	  "spin_through_plt(): call atoi() through the PLT for ever." },
 	{ NULL, NULL, 0, NULL },
 };
 
