@@ -427,12 +427,15 @@ static int may_trace(pid_t pid)
 
 	for (i = 0; i < PROBE_TRIES * n; i++) {
 		struct native_thread t;
-		int r, err;
+		int r, err, k;
 
 		memset(&t, 0, sizeof(t));
 		t.tid = tids[i % n];
 		r = interrupt_one(pid, &t);
 		err = errno;
+		/* Seized, not stopped: it could not be let go. */
+		for (k = 0; r && t.stopped && k < PROBE_TRIES; k++)
+			r = ptrace(PTRACE_INTERRUPT, t.tid, 0, 0) ? -1 : 0;
 		if (!r)
 			wait_stopped(&t);
 		if (t.stopped)
@@ -564,11 +567,13 @@ static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out,
 /*
  * Name the PLT stub holding ip in mod, which has no symbol of its own,
  * as the function it jumps to ("malloc@plt", as perf and gdb say), from
- * the relocation of its slot; 1 if ip is in a PLT at all (named "@plt"
- * alone when its slot cannot be told), else 0.  A thread stopped while
- * it calls through one would otherwise show "libfoo.so+0x63580".
+ * the relocation of its slot; 1 if ip is in a PLT at all (named
+ * "MODULE@plt", module its file's name, when the slot cannot be told,
+ * as in .plt.got), else 0.  A thread stopped while it calls through one
+ * would otherwise show "libfoo.so+0x63580".
  */
-static int plt_name(Dwfl_Module *mod, uint64_t ip, struct strbuf *sb)
+static int plt_name(Dwfl_Module *mod, const char *module, uint64_t ip,
+		    struct strbuf *sb)
 {
 	GElf_Addr bias = 0;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
@@ -615,7 +620,7 @@ static int plt_name(Dwfl_Module *mod, uint64_t ip, struct strbuf *sb)
 		    gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
 			name = elf_strptr(elf, dynsym_sh.sh_link, sym.st_name);
 	}
-	strbuf_addf(sb, "%s@plt", name && *name ? name : "");
+	strbuf_addf(sb, "%s@plt", name && *name ? name : module);
 	return 1;
 }
 
@@ -660,7 +665,8 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		strbuf_addstr(&sb, demangled && !status ? demangled : name);
 		free(demangled);
 		s->is_eval = !strncmp(name, "_PyEval_EvalFrameDefault", 24);
-	} else if (!mod || !plt_name(mod, ip, &sb)) {
+	} else if (!mod || !plt_name(mod, modname ? base_name(modname) : "?",
+				     ip, &sb)) {
 		strbuf_addf(&sb, "%s+0x%llx",
 			    modname ? base_name(modname) : "?",
 			    (unsigned long long)(ip - start));
