@@ -382,6 +382,16 @@ static void key_from_walk(const struct py_sampler *ps, size_t i,
 	key->line_known = 1;
 }
 
+/* Fill key from the frame the last walk tore at (ps->torn_at). */
+static void key_from_torn_at(const struct py_sampler *ps, struct walk_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->frame = ps->torn_at;
+	key->code = ps->torn_at_code;
+	key->addrq = ps->torn_at_addrq;
+	key->line_known = ps->torn_at_addrq >= 0;
+}
+
 /*
  * Learn the calls to and from generators' frames of t's stack, just
  * walked: a whole one, or the frames a torn walk took before it tore.
@@ -438,12 +448,7 @@ static void remember_gen_callers(struct py_sampler *ps,
 		}
 		if (!whole && j == walked && torn && ps->torn_at &&
 		    ps->torn_at_code && n < WALK_KEY_MAX - 1) {
-			memset(&under[n], 0, sizeof(under[n]));
-			under[n].frame = ps->torn_at;
-			under[n].code = ps->torn_at_code;
-			under[n].addrq = ps->torn_at_addrq;
-			under[n].line_known = ps->torn_at_addrq >= 0;
-			n++;
+			key_from_torn_at(ps, &under[n++]);
 			last_gen = ps->torn_at_gen;
 			whole = !last_gen;
 		}
@@ -490,12 +495,7 @@ static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 			return n;
 	}
 	if (n < WALK_KEY_MAX && ps->torn_at && ps->torn_at_code) {
-		memset(&key[n], 0, sizeof(key[n]));
-		key[n].frame = ps->torn_at;
-		key[n].code = ps->torn_at_code;
-		key[n].addrq = ps->torn_at_addrq;
-		key[n].line_known = ps->torn_at_addrq >= 0;
-		n++;
+		key_from_torn_at(ps, &key[n++]);
 		if (!ps->torn_at_gen)
 			return n;
 	}
