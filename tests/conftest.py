@@ -140,7 +140,26 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_private_basetemp, ignore_errors=True)
 
 
+def seconds_per_file(stats):
+    """{test file: seconds its tests took (setup, call, teardown)}."""
+    per = {}
+    for reports in stats.values():
+        for r in reports:
+            nodeid = getattr(r, "nodeid", "")
+            seconds = getattr(r, "duration", None)
+            if nodeid and seconds is not None:
+                name = nodeid.split("::")[0]
+                per[name] = per.get(name, 0.0) + seconds
+    return per
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus):
+    # Where a whole run's time goes, for keeping it short.
+    per = seconds_per_file(terminalreporter.stats)
+    if len(per) > 1:
+        terminalreporter.write_sep("-", "seconds per test file")
+        for name, seconds in sorted(per.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line("%8.1f  %s" % (seconds, name))
     if _private_basetemp and exitstatus != 0 and \
             os.path.isdir(_private_basetemp):
         terminalreporter.write_line(

@@ -23,6 +23,13 @@ from test_record import parse_speedscope, parse_summary
 SCRIPT = os.path.join(TARGETS, "hostile.py")
 N = 6000000
 RESULT_TIMEOUT = 120
+# A free-threaded build starts a thread about six times slower (25 s for
+# N's 30000 threads here): its threads mode does a sixth of the work.
+N_THREADS_FREE_THREADED = N // 6
+# The stopped tests' work, in N: the target must still run after about
+# 0.8 s of it (the fastest version here does N in 0.9 s), and then it is
+# waited for.
+STOPPED_WORK = 3
 MODES = ["exit", "exec", "forkexit", "threads", "deep", "flip"]
 # What each mode's samples must show (the functions it runs).
 SEEN = {
@@ -124,10 +131,17 @@ def check_record(res, out, mode):
     return summary
 
 
+def work(python, mode):
+    """The N that mode does on python."""
+    if mode == "threads" and python.free_threaded:
+        return N_THREADS_FREE_THREADED
+    return N
+
+
 def run_target(python, mode, tmp_path):
     ready = str(tmp_path / "ready")
     result = str(tmp_path / "result.json")
-    argv = [python.path, SCRIPT, mode, str(N), ready, result]
+    argv = [python.path, SCRIPT, mode, str(work(python, mode)), ready, result]
     return argv, ready, result
 
 
@@ -140,7 +154,8 @@ def test_launched(spyc, python, tmp_path, mode):
                    env=target_env(), timeout=RESULT_TIMEOUT)
     check_record(res, out, mode)
     got = read_result(result)
-    assert got["result"] == expected(N), "the target computed otherwise"
+    assert got["result"] == expected(work(python, mode)), (
+        "the target computed otherwise")
     if mode == "forkexit":
         assert wait_gone(got["pid"], 30)
 
@@ -163,7 +178,8 @@ def test_attached_native(spyc, python, tmp_path, mode):
         if mode == "forkexit":
             # The child works on: spyc followed only the parent.
             assert_untouched(got["pid"])
-        assert got["result"] == expected(N), "the target computed otherwise"
+        assert got["result"] == expected(work(python, mode)), (
+            "the target computed otherwise")
         proc.wait(timeout=30)
         assert proc.returncode == 0, proc.stderr.read()
     finally:
@@ -179,7 +195,7 @@ def test_stopped_by_someone_else(spyc, python, tmp_path, opts):
     samples it, and is still stopped when spyc ends: spyc neither hangs
     nor resumes it, nor leaves it traced; SIGCONT then lets it finish with
     its own result."""
-    n = N * 4
+    n = N * STOPPED_WORK
     ready = str(tmp_path / "ready")
     result = str(tmp_path / "result.json")
     proc = subprocess.Popen([python.path, SCRIPT, "exit", str(n), ready,
@@ -234,7 +250,7 @@ def test_stopped_launched(spyc, python, tmp_path):
     someone else, and is stopped at --duration's deadline: spyc writes
     the profile, says the program was left stopped, does not resume it
     or leave it traced, and once it is continued passes on its exit."""
-    n = N * 4
+    n = N * STOPPED_WORK
     ready = str(tmp_path / "ready")
     result = str(tmp_path / "result.json")
     out = str(tmp_path / "out.json")

@@ -145,11 +145,11 @@ def test_sigkill_never_leaves_target_stopped(spyc, any_python, targets,
 
 def test_result_unchanged_under_thousands_of_native_samples(spyc, any_python,
                                                             tmp_path):
-    """--native at 400 Hz for the whole run (about 10 s here), each sample
-    a ptrace stop and a native unwind of every thread: the program
-    computes exactly what it computes unprofiled."""
+    """--native at 400 Hz for the whole run (about 9 s here, some 3000
+    samples), each sample a ptrace stop and a native unwind of every
+    thread: the program computes exactly what it computes unprofiled."""
     script = os.path.join(TARGETS, "churn.py")
-    rounds = "1500"
+    rounds = "600"
     plain = subprocess.run([any_python.path, script, rounds],
                            stdout=subprocess.PIPE, env=target_env(),
                            universal_newlines=True, timeout=600)

@@ -443,16 +443,21 @@ LEAF_SHARE_MIN_RATIO = 0.03
 LEAF_SHARE_MIN_RATIO_FT = 0.01
 # Seconds of the read without stopping in test_short_calls_counted; the
 # share is taken over its last quarter, once the leaf pairs are learnt:
-# 3.11 and 3.14+ within a second, up to 3.10 there are none to learn;
-# 3.12 and 3.13, on a slow or loaded machine, up to about 15 s has been
-# seen.
+# up to 3.10 there are none to learn (its last quarter is 1000 reads);
+# 3.11 and 3.14+ learn them within a second; 3.12 and 3.13, on a slow or
+# loaded machine, up to about 15 s has been seen.
+LEAF_LEARN_SECS_NONE = 2
 LEAF_LEARN_SECS = 6
 LEAF_LEARN_SECS_SLOW = 20
 
 
 def leaf_learn_secs(python):
-    slow = (3, 12) <= python.version_info[:2] < (3, 14)
-    return LEAF_LEARN_SECS_SLOW if slow else LEAF_LEARN_SECS
+    version = tuple(python.version_info[:2])
+    if version < (3, 11):
+        return LEAF_LEARN_SECS_NONE
+    if (3, 12) <= version < (3, 14):
+        return LEAF_LEARN_SECS_SLOW
+    return LEAF_LEARN_SECS
 LEAF_TAKEN_FROM = 0.75
 
 
