@@ -17,6 +17,7 @@
 struct py_debug_field {
 	size_t field_at;
 	long debug_at;
+	const char *name; /* its name in _Py_DebugOffsets */
 };
 
 /*

@@ -39,8 +39,8 @@
 #define OFF(type, field) ((long)offsetof(type, field))
 
 #define DEBUG_FIELD(ours, theirs)                                              \
-	printf("\t{ offsetof(struct py_offsets, %s), %ld },\n", #ours,         \
-	       OFF(_Py_DebugOffsets, theirs))
+	printf("\t{ offsetof(struct py_offsets, %s), %ld, \"%s\" },\n",      \
+	       #ours, OFF(_Py_DebugOffsets, theirs), #theirs)
 
 static void field(const char *name, long value)
 {

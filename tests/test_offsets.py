@@ -4,11 +4,15 @@ still dump and record CPython 3.13+ exactly, from the interpreter's own
 _Py_DebugOffsets, and say so in one line on stderr; older versions, which
 publish no offsets, must be refused clearly."""
 
+import copy
 import os
+import shutil
+import struct
+import subprocess
 
 import pytest
 
-from conftest import spyc_json_threads
+from conftest import REPO, spyc_json_threads
 from test_record import check_profile, parse_summary
 
 DUMP_TARGETS = ["deep.py", "classes.py", "gen_coro.py", "unicode_名前.py",
@@ -87,3 +91,122 @@ def test_future_version_through_older_layout(spyc, python, targets):
                      "%d.%d's headers" % minor, "make offsets")
     assert not res.stdout, (
         "a refused target must not be dumped\n" + res.describe())
+
+
+def elf_file_offsets(path, names):
+    """{symbol: offset in the file} of the symbols named, from the ELF
+    file's symbol tables and program headers (readelf)."""
+    syms = subprocess.run(["readelf", "-Ws", path], stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True).stdout
+    addrs = {}
+    for line in syms.splitlines():
+        cols = line.split()
+        if len(cols) >= 8 and cols[7] in names and int(cols[1], 16):
+            addrs[cols[7]] = int(cols[1], 16)
+    heads = subprocess.run(["readelf", "-lW", path], stdout=subprocess.PIPE,
+                           universal_newlines=True, check=True).stdout
+    loads = [[int(c, 16) for c in l.split()[1:5]]
+             for l in heads.splitlines() if l.split()[:1] == ["LOAD"]]
+    out = {}
+    for name, addr in addrs.items():
+        for offset, vaddr, _, filesz in loads:
+            if vaddr <= addr < vaddr + filesz:
+                out[name] = offset + addr - vaddr
+    assert set(out) == set(names), "symbols %s not found in %s" % (
+        sorted(set(names) - set(out)), path)
+    return out
+
+
+def runtime_file(python):
+    """The ELF file that holds python's _PyRuntime: its libpython, or the
+    executable itself for a static build."""
+    ldd = subprocess.run(["ldd", python.realpath], stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    for line in ldd.splitlines():
+        if "libpython" in line and "=>" in line:
+            return line.split("=>")[1].split()[0]
+    return python.realpath
+
+
+def point_release(python, tmp_path, moved=None):
+    """A copy of python that says it is the next point release (Py_Version
+    and _Py_DebugOffsets.version both), as a release spyc has no table of
+    its own for would; with moved, its _Py_DebugOffsets also give 8 more
+    for the field at that byte of them.  Returns (interpreter, its
+    environment, its version as "3.N.P")."""
+    src = runtime_file(python)
+    dst = str(tmp_path / os.path.basename(src))
+    shutil.copy2(src, dst)
+    at = elf_file_offsets(dst, ["Py_Version", "_PyRuntime"])
+    major, minor, micro = python.version_info[:3]
+    hexversion = (major << 24) | (minor << 16) | ((micro + 1) << 8) | 0xF0
+    with open(dst, "r+b") as f:
+        f.seek(at["Py_Version"])
+        f.write(struct.pack("<I", hexversion))
+        # _Py_DebugOffsets open _PyRuntime: an 8-byte cookie, then the
+        # version as a uint64_t.
+        f.seek(at["_PyRuntime"])
+        assert f.read(8) == b"xdebugpy", "no _Py_DebugOffsets in " + dst
+        f.write(struct.pack("<Q", hexversion))
+        if moved is not None:
+            f.seek(at["_PyRuntime"] + moved)
+            value = struct.unpack("<Q", f.read(8))[0]
+            f.seek(at["_PyRuntime"] + moved)
+            f.write(struct.pack("<Q", value + 8))
+    interp = copy.copy(python)
+    env = {}
+    if src == python.realpath:
+        # A static build: the copy runs with the original's library.
+        interp.path = interp.realpath = dst
+        os.chmod(dst, 0o755)
+        env["PYTHONHOME"] = os.path.dirname(os.path.dirname(
+            python.realpath))
+    else:
+        env["LD_LIBRARY_PATH"] = os.path.dirname(dst)
+    return interp, env, "%d.%d.%d" % (major, minor, micro + 1)
+
+
+def debug_offset_of(python, name):
+    """Where spyc's table for python's minor version says the field name
+    sits in _Py_DebugOffsets (the generated offsets/cpython-3.N[t].c)."""
+    table = os.path.join(REPO, "offsets", "cpython-%d.%d%s.c" % (
+        python.version_info[0], python.version_info[1],
+        "t" if python.free_threaded else ""))
+    with open(table) as f:
+        for line in f:
+            if '"%s"' % name in line:
+                return int(line.split(",")[2])
+    pytest.fail("%s is not in %s" % (name, table))
+
+
+@pytest.mark.slots(since=(3, 13))
+def test_point_release_read_when_its_layout_is_known(spyc, python, targets,
+                                                      tmp_path):
+    """A point release newer than every table spyc has (3.N.P+1 where the
+    table came from 3.N.P) whose _Py_DebugOffsets are the table's: read
+    with the table, exactly, under its own version, with nothing said."""
+    interp, env, version = point_release(python, tmp_path)
+    target = targets.start(interp, "deep.py", env=env)
+    doc, res = spyc.dump_json(target.pid)
+    assert not res.stderr_lines, res.describe()
+    assert doc["python_version"] == version, res.describe()
+    target.assert_dump_matches(spyc_json_threads(doc),
+                               "dump --json of %s" % version)
+
+
+@pytest.mark.slots(since=(3, 13))
+def test_point_release_with_a_moved_field_refused(spyc, python, targets,
+                                                  tmp_path):
+    """The same point release, but its _Py_DebugOffsets place a thread
+    state's current frame 8 bytes further than the table does: its
+    layout changed, so the table may be wrong in fields the target does
+    not publish too.  Refused in one line that names the field, both
+    values and what to do; no stack guessed at."""
+    field = "thread_state.current_frame"
+    at = debug_offset_of(python, field)
+    interp, env, version = point_release(python, tmp_path, moved=at)
+    target = targets.start(interp, "deep.py", env=env)
+    res = spyc.run(["dump", "--pid", target.pid, "--json"])
+    res.assert_error(2, "Python %s in pid %d is not supported" % (
+        version, int(target.pid)), field, "make offsets")
+    assert len(res.stderr_lines) == 1 and not res.stdout, res.describe()

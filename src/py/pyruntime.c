@@ -614,27 +614,35 @@ static int choose_offsets(struct pyruntime *rt)
 	if (table) {
 		size_t i;
 
-		/* Cross-check: a mismatch means a layout change. */
+		/*
+		 * The table of the target's minor version reads any point
+		 * release whose published offsets are the table's: one
+		 * that moved any of them moved fields it does not publish
+		 * too, which the table would read wrong.
+		 */
 		for (i = 0; i < table->nr_debug_fields; i++) {
-			size_t at = table->debug_fields[i].field_at;
+			const struct py_debug_field *f =
+			    &table->debug_fields[i];
 			long mine, theirs;
 
-			memcpy(&mine, (const char *)table + at, sizeof(long));
-			memcpy(&theirs, (const char *)&rt->debug_off + at,
+			memcpy(&mine, (const char *)table + f->field_at,
+			       sizeof(long));
+			memcpy(&theirs,
+			       (const char *)&rt->debug_off + f->field_at,
 			       sizeof(long));
 			if (mine != theirs)
-				break;
+				return fail(
+				    rt, PYRT_UNSUPPORTED,
+				    "Python %s in pid %d is not supported: "
+				    "its _Py_DebugOffsets give %s as %ld, "
+				    "the offset table for %s as %ld (a "
+				    "changed layout); it needs a table made "
+				    "from its own headers (make offsets)",
+				    rt->version, (int)rt->pid, f->name, theirs,
+				    table->version, mine);
 		}
-		if (i == table->nr_debug_fields) {
-			rt->off = table;
-			rt->from_debug_offsets = 0;
-		} else {
-			snprintf(rt->notice, sizeof(rt->notice),
-				 "the offset table for %s disagrees with "
-				 "pid %d's _Py_DebugOffsets; using the "
-				 "target's",
-				 table->version, (int)rt->pid);
-		}
+		rt->off = table;
+		rt->from_debug_offsets = 0;
 	} else {
 		snprintf(rt->notice, sizeof(rt->notice),
 			 "no offset table for CPython %s; using the offsets "
