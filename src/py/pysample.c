@@ -322,10 +322,13 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 /*
  * Reads of a thread's stack before its sample is dropped as torn.  On
  * generator-heavy code at 1 kHz (tests/targets/fastgen.py), 2 dropped
- * 6-11% of samples, 6 drop under 0.3%: the reads a thread's stack fails
- * are not many more than it passes.
+ * 6-11% of samples, 6 under 0.3%; but CPython 3.13's own json tests
+ * (python -m test test_json: json's generators, made anew for each
+ * object, suspend between a read of the thread state and of their frame)
+ * lost 11-15% with 6, 3-4% with 12, 1-3% with 16.  A read costs some
+ * 15 us: a sample that tears every time costs 0.25 ms.
  */
-#define WALK_TRIES 6
+#define WALK_TRIES 16
 
 /* Move frames [from, from + n) of the walk arrays to index to. */
 static void move_frames(struct py_sampler *ps, size_t to, size_t from,
