@@ -66,6 +66,12 @@ if os.environ.get("SPYC_TEST_SLOTS") == "newest":
 QUICK = os.environ.get("SPYC_TEST_TIER") == "quick"
 # dump, and profiles against the truth the targets report: every version.
 QUICK_EVERY_SLOT = set(["test_dump.py", "test_accuracy.py"])
+# Tests of those files that compare two ways of reading over long runs
+# (some 6 s a version): the quick tier runs them on the newest slot only.
+QUICK_NEWEST_ONLY_TESTS = set([
+    "test_blocking_does_not_lean_to_system_calls",
+    "test_yield_from_chain_generators_kept",
+    "test_plain_agrees_with_stopped_reads"])
 # Fault injection, hostile targets and stress: the long robustness runs.
 QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
                       "test_valgrind.py"])
@@ -184,9 +190,11 @@ def pytest_collection_modifyitems(config, items):
         name = os.path.basename(str(item.fspath))
         params = getattr(item, "callspec", None)
         slot = params.params.get("python") if params else None
+        every_slot = (name in QUICK_EVERY_SLOT and
+                      item.originalname not in QUICK_NEWEST_ONLY_TESTS)
         if name in QUICK_LEFT_OUT or \
                 item.originalname in QUICK_LEFT_OUT_TESTS or (
-                    slot is not None and name not in QUICK_EVERY_SLOT and
+                    slot is not None and not every_slot and
                     slot is not newest):
             drop.append(item)
         else:
