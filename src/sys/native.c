@@ -665,11 +665,12 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		strbuf_addstr(&sb, demangled && !status ? demangled : name);
 		free(demangled);
 		s->is_eval = !strncmp(name, "_PyEval_EvalFrameDefault", 24);
-	} else if (!mod || !plt_name(mod, modname ? base_name(modname) : "?",
-				     ip, &sb)) {
-		strbuf_addf(&sb, "%s+0x%llx",
-			    modname ? base_name(modname) : "?",
-			    (unsigned long long)(ip - start));
+	} else {
+		const char *module = modname ? base_name(modname) : "?";
+
+		if (!mod || !plt_name(mod, module, ip, &sb))
+			strbuf_addf(&sb, "%s+0x%llx", module,
+				    (unsigned long long)(ip - start));
 	}
 	s->name = strbuf_detach(&sb);
 	if (mod) {
