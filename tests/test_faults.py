@@ -66,6 +66,11 @@ MIN_KEPT_CHAIN_SHARE = 0.9
 STDLIB_MODULES = ["threading", "importlib._bootstrap",
                   "importlib._bootstrap_external"]
 TARGET_MODULES = [os.path.join(TARGETS, "selfreport.py")]
+# The modules an event loop's thread runs in under its tasks.
+ASYNCIO_MODULES = ["asyncio.runners", "asyncio.base_events",
+                   "asyncio.events", "asyncio.tasks", "asyncio.locks",
+                   "asyncio.unix_events", "asyncio.selector_events",
+                   "selectors"]
 # Every function that files (by path) and modules (by name) compile to,
 # as the interpreter that runs it names them: [[name, file]] in JSON.
 # Must run unchanged on 3.6 .. 3.15.
@@ -299,10 +304,10 @@ class Known(dict):
     loose_root = False
 
 
-def known_functions(target):
+def known_functions(target, modules=()):
     """{name: {file}}: every function of the target's script, of
-    TARGET_MODULES and of STDLIB_MODULES, as the target's interpreter
-    names them.  Listed once per target.
+    TARGET_MODULES, of STDLIB_MODULES and of modules, as the target's
+    interpreter names them.  Listed once per target.
 
     Up to 3.10 (frame objects), injected stale reads still make spyc keep,
     now and then, a frame freed and reused by another call as a stack's
@@ -312,7 +317,8 @@ def known_functions(target):
     if getattr(target, "known", None) is None:
         res = subprocess.run(
             [target.python.path, "-c", LIST_FUNCTIONS, target.script] +
-            TARGET_MODULES + STDLIB_MODULES, stdout=subprocess.PIPE,
+            TARGET_MODULES + STDLIB_MODULES + list(modules),
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=target_env(), timeout=TIMEOUT)
         assert res.returncode == 0, (
             "could not list the functions of %s:\n%s" % (
@@ -687,6 +693,15 @@ def test_record_subprocesses(faults_spyc, python, targets, tmp_path):
         "--subprocesses")
     _, stacks = parse_speedscope(out)
     check_stacks(stacks, summary, describe, known_functions(tree))
+    # Only the workers run (the parent sleeps): each in tree_work's spin.
+    total = sum(w for _, _, w in stacks)
+    spinning = sum(w for _, frames, w in stacks
+                   if [f[0] for f in map(frame_of, frames[-2:])] ==
+                   ["tree_work", "spin"])
+    assert spinning >= MIN_KEPT_CHAIN_SHARE * total, (
+        "only %d of %d kept samples end in tree_work -> spin, where the "
+        "workers spend their time\ntop stacks:\n%s\n%s" % (
+            spinning, total, format_kept(stacks), describe))
 
 
 @pytest.mark.slots(since=(3, 14))
@@ -698,4 +713,11 @@ def test_record_async(faults_spyc, python, targets, tmp_path):
         faults_spyc, python, target, tmp_path, "async", "out.json",
         "--async")
     _, stacks = parse_speedscope(out)
-    check_stacks(stacks, summary, describe)
+    # The target's functions, asyncio's (a thread's own frames, where its
+    # task is not read), and its tasks (a task is [name, "<task>"]).
+    known = known_functions(target, ASYNCIO_MODULES)
+    for name in ("main", "outer", "busy", "sleepy"):
+        known[name] = set(known.get(name, ())) | set(["<task>"])
+    check_stacks(stacks, summary, describe, known,
+                 chain=[{"name": n, "file": f}
+                        for n, f in target.info["running"]])

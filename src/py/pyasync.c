@@ -253,6 +253,43 @@ static int read_task_name(struct py_sampler *ps, uint64_t obj, char *name,
 	return 0;
 }
 
+/*
+ * The name of the task at addr, whose copy (read once) names obj: taken
+ * from one read when the task, its name object and the name read are
+ * those last confirmed, else only if the task's link to obj and the name
+ * read again agree.  A read gone wrong (a link or a few bits garbled on
+ * their way) would otherwise put a task the target does not have in the
+ * stack; names are read in every sample, so a name seen before costs no
+ * more reads than one unconfirmed.  0, -EAGAIN if the reads disagree, or
+ * read_task_name's error.
+ */
+static int task_name_confirmed(struct py_sampler *ps, struct pyasync *pa,
+			       uint64_t addr, uint64_t obj, char *name,
+			       size_t size)
+{
+	struct pyasync_name *kept =
+	    &pa->names[(addr >> 4) % PYASYNC_NAMES_KEPT];
+	char again[PY_TASK_NAME_MAX];
+	uint64_t link = 0;
+	int r = read_task_name(ps, obj, name, size);
+
+	if (r || (kept->task == addr && kept->obj == obj &&
+		  !strcmp(kept->name, name)))
+		return r;
+	r = proc_read(ps->rt->pid, addr + (uint64_t)pa->off.task_name, &link,
+		      sizeof(link));
+	if (!r)
+		r = read_task_name(ps, obj, again, sizeof(again));
+	if (r)
+		return r;
+	if (link != obj || strcmp(again, name))
+		return -EAGAIN;
+	kept->task = addr;
+	kept->obj = obj;
+	copy_name(kept->name, sizeof(kept->name), name);
+	return 0;
+}
+
 /* Reverse frames [from, to) of the walk, before they are resolved. */
 static void reverse_walk(struct py_sampler *ps, size_t from, size_t to)
 {
@@ -406,13 +443,13 @@ static void note_awaiters(struct py_sampler *ps, const struct pyasync *pa,
  * or -1, running its running task's address or 0.
  */
 static enum drop_reason read_task_list(struct py_sampler *ps,
-				       const struct pyasync *pa,
+				       struct pyasync *pa,
 				       struct py_sample *out,
 				       struct task_scan *sc, uint64_t head,
 				       long thread, uint64_t running)
 {
 	unsigned char buf[4096];
-	uint64_t node;
+	uint64_t node, prev = head;
 	size_t tsize = (size_t)pa->off.task_size;
 	int r;
 
@@ -430,6 +467,15 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		r = proc_read(ps->rt->pid, addr, buf, tsize);
 		if (r)
 			return py_read_error(r);
+		/*
+		 * The list is linked both ways: a node whose link back is not
+		 * to the node that led to it was read as it changed, or is
+		 * not a node (a link garbled): another object's name and
+		 * coroutine would be taken as a task's.
+		 */
+		if (load_u64(buf, pa->off.task_node + 8) != prev)
+			return DROP_INVALID;
+		prev = node;
 		ALLOC_GROW(out->tasks, out->nr_tasks + 1, out->alloc_tasks);
 		if (out->nr_tasks + 1 > sc->alloc_per_task) {
 			size_t n = sc->alloc_per_task;
@@ -444,10 +490,13 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		task->addr = addr;
 		task->thread = thread;
 		task->running = running && addr == running;
-		if (read_task_name(ps, load_u64(buf, pa->off.task_name),
-				   task->name, sizeof(task->name)))
-			snprintf(task->name, sizeof(task->name),
-				 "Task at 0x%llx", (unsigned long long)addr);
+		/* Named wrong, the sample would show a task not there. */
+		r = task_name_confirmed(ps, pa, addr,
+					load_u64(buf, pa->off.task_name),
+					task->name, sizeof(task->name));
+		if (r)
+			return r == -EAGAIN || r == -EINVAL ? DROP_INVALID
+							     : py_read_error(r);
 		task->first = out->nr_frames;
 		if (task->running) {
 			const struct py_thread *t = &out->threads[thread];
@@ -581,6 +630,15 @@ enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
 				     -1, 0);
 	if (!why && out->nr_frames > from)
 		why = pyresolve_frames(ps, out, from);
+	/*
+	 * What a task's coroutine chain leads to runs coroutine code (or a
+	 * generator's, under a yield from): any other code is not the
+	 * chain, but a link read wrong.
+	 */
+	for (i = from; !why && i < out->nr_frames; i++)
+		if (out->frames[i].code &&
+		    !(out->frames[i].code->flags & PYCODE_SUSPENDABLE))
+			why = DROP_INVALID;
 	if (!why)
 		link_awaiters(out, &sc);
 	free(sc.raw);

@@ -43,6 +43,15 @@ struct py_async_offsets {
 	long tstate_running_loop, tstate_running_task, tstate_tasks_head;
 };
 
+/* Task names confirmed by two reads, kept (pyasync.c). */
+#define PYASYNC_NAMES_KEPT 64
+
+/* A task's name as last confirmed: the task, its name object, the name. */
+struct pyasync_name {
+	uint64_t task, obj;
+	char name[PY_TASK_NAME_MAX];
+};
+
 /* What --async knows about a target. */
 struct pyasync {
 	int found; /* 1 once the offsets are read */
@@ -51,6 +60,7 @@ struct pyasync {
 	struct pycode **markers;
 	size_t nr_markers, alloc_markers;
 	uint64_t next_look; /* when to look for _asyncio again (now_ns()) */
+	struct pyasync_name names[PYASYNC_NAMES_KEPT]; /* by task address */
 };
 
 /* pyasync_find's answers besides 0. */
