@@ -77,6 +77,13 @@ QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
                       "test_valgrind.py"])
 # A test that takes a minute on its own.
 QUICK_LEFT_OUT_TESTS = set(["test_result_unchanged_under_thousands_of_native_samples"])
+# A static build is read as its shared twin once its interpreter is found
+# (the symbols in the executable, not in libpython): where a shared build
+# of the same version fills its slot too, the long robustness runs and
+# comparisons, which test the reading, run on that one only, in every
+# tier.  Every other test runs on the static slot as on the others.
+STATIC_LEFT_OUT = QUICK_LEFT_OUT
+STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | QUICK_LEFT_OUT_TESTS
 # What must be here (SPYC_REQUIRE): "slots", every test slot filled;
 # "agent", spyc-agent.so built; "tools", every program and package the
 # tests check spyc's output or run their targets with (scripts/install-deps
@@ -181,21 +188,37 @@ def newest_slot():
     return found[-1] if found else None
 
 
+def static_twin_filled(slot):
+    """Whether slot is a filled static one whose version a filled shared
+    slot has too."""
+    if slot is None or slot.name != "static" or slot.interpreter is None:
+        return False
+    v = tuple(slot.interpreter.version_info[:3])
+    return any(s.interpreter is not None and s.name != "static" and
+               not s.is_free_threaded and
+               tuple(s.interpreter.version_info[:3]) == v for s in SLOTS)
+
+
+def quick_drops(item, name, slot, newest):
+    """Whether the quick tier leaves item out."""
+    every_slot = (name in QUICK_EVERY_SLOT and
+                  item.originalname not in QUICK_NEWEST_ONLY_TESTS)
+    return name in QUICK_LEFT_OUT or \
+        item.originalname in QUICK_LEFT_OUT_TESTS or (
+            slot is not None and not every_slot and slot is not newest)
+
+
 def pytest_collection_modifyitems(config, items):
-    if not QUICK:
-        return
     newest = newest_slot()
     keep, drop = [], []
     for item in items:
         name = os.path.basename(str(item.fspath))
         params = getattr(item, "callspec", None)
         slot = params.params.get("python") if params else None
-        every_slot = (name in QUICK_EVERY_SLOT and
-                      item.originalname not in QUICK_NEWEST_ONLY_TESTS)
-        if name in QUICK_LEFT_OUT or \
-                item.originalname in QUICK_LEFT_OUT_TESTS or (
-                    slot is not None and not every_slot and
-                    slot is not newest):
+        if (QUICK and quick_drops(item, name, slot, newest)) or (
+                (name in STATIC_LEFT_OUT or
+                 item.originalname in STATIC_LEFT_OUT_TESTS) and
+                static_twin_filled(slot)):
             drop.append(item)
         else:
             keep.append(item)

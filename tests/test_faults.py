@@ -298,22 +298,10 @@ def parse_folded_any(path):
     return stacks
 
 
-class Known(dict):
-    """{name: {file}}, and loose_root: whether a stack's outermost frame
-    is exempt (see known_functions)."""
-    loose_root = False
-
-
 def known_functions(target, modules=()):
     """{name: {file}}: every function of the target's script, of
     TARGET_MODULES, of STDLIB_MODULES and of modules, as the target's
-    interpreter names them.  Listed once per target.
-
-    Up to 3.10 (frame objects), injected stale reads still make spyc keep,
-    now and then, a frame freed and reused by another call as a stack's
-    outermost one (dispatch (functools.py) under hot.py's work): a known
-    bug, so the outermost frame (and a top row that is never innermost)
-    is exempt there until it is fixed."""
+    interpreter names them.  Listed once per target."""
     if getattr(target, "known", None) is None:
         res = subprocess.run(
             [target.python.path, "-c", LIST_FUNCTIONS, target.script] +
@@ -323,9 +311,7 @@ def known_functions(target, modules=()):
         assert res.returncode == 0, (
             "could not list the functions of %s:\n%s" % (
                 target.script, decode(res.stderr)))
-        target.known = Known()
-        target.known.loose_root = tuple(
-            target.python.version_info[:2]) < (3, 11)
+        target.known = {}
         for name, path in json.loads(decode(res.stdout)):
             target.known.setdefault(name, set()).add(path)
     return target.known
@@ -410,8 +396,7 @@ def check_stacks(stacks, summary, describe, known=None, chain=None,
     verdicts = {}   # a run holds few distinct frames, in many stacks
     for label, frames, weight in stacks:
         body = frames[1:] if labelled else frames
-        checked = body[1:] if getattr(known, "loose_root", False) else body
-        for frame in checked:
+        for frame in body:
             name, file = frame_of(frame)
             if (name, file) not in verdicts:
                 verdicts[name, file] = known is not None and unknown_frame(
@@ -476,8 +461,6 @@ def check_rows(snapshots, known, leaves, describe):
     for header, rows in snapshots:
         where = "snapshot %s" % header["snapshot"]
         for r in rows:
-            if getattr(known, "loose_root", False) and not r["own"]:
-                continue
             if r["whole"]:
                 why = unknown_frame(r["name"], r["file"], known, r["native"])
             else:
@@ -591,8 +574,7 @@ def test_dump(faults_spyc, python, slot_targets, mode):
         known = known_functions(target)
         # (dump lists a thread's frames innermost first.)
         bad = ["%s (%s:%s)" % f for t in threads.values()
-               for f in (t["frames"][:-1] if known.loose_root
-                         else t["frames"])
+               for f in t["frames"]
                if unknown_frame(f[0], f[1], known, False)]
         assert not bad, (
             "exit 0, with frames the target does not have:\n  %s\n%s" % (
