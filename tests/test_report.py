@@ -10,6 +10,7 @@ lines merged.
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -27,6 +28,9 @@ TID_LABEL_RE = re.compile(r"^(thread 0x[0-9a-f]+|.* \(tid \d+\))$")
 # A line of a text report's line table; the source follows two spaces.
 ROW_RE = re.compile(r"^  +(\d+) +(\S+) +([\d.]+)% +(\S+) +([\d.]+)%(?:  (.*))?$")
 NS = 1e9
+ERROR_RE = re.compile(
+    "^Sampling error \\(95%, (\\d+) samples\\): \u00b1([\\d.]+) points on a "
+    "50% share, \u00b1([\\d.]+) on 10%, \u00b1([\\d.]+) on 1%$")
 
 
 def record(spyc, python, path, script, *args, **kw):
@@ -162,9 +166,51 @@ def to_count(value, unit):
     return int(round(value * NS)) if unit == "seconds" else value
 
 
-def assert_section(sec, exp, unit, sort="own", top=20):
+# z of a two-sided 95% interval.
+Z95 = 1.96
+
+
+def samples_behind(path, total, unit):
+    """The samples behind a section's total, from the file: the total
+    where the file counts samples, its time at the rate a speedscope file
+    of spyc's says (spyc_process.rate_hz), else None (not known)."""
+    if unit == "samples":
+        return total
+    if not path.endswith(".json") or path.endswith(".trace.json"):
+        return None
+    with open(path) as f:
+        rate = json.load(f).get("spyc_process", {}).get("rate_hz")
+    return round(total / NS * rate) if rate else None
+
+
+def share_error(count, total, n):
+    """The sampling error, in points, of a share count / total of n
+    samples: the half-width of its 95% interval."""
+    p = float(count) / total
+    return 100.0 * Z95 * math.sqrt(p * (1 - p) / n)
+
+
+def assert_errors(sec, exp, n, describe):
+    """Each share's sampling error, from the counts and samples of the
+    file (None where the samples are not known)."""
+    assert sec["samples"] == n, describe
+    for f in sec["functions"]:
+        k = (f["name"], f["file"])
+        for key, count in (("own", exp["own"].get(k, 0)),
+                           ("total", exp["total_func"][k])):
+            err = f[key + "_pct_error"]
+            if n is None:
+                assert err is None, (k, describe)
+            else:
+                assert abs(err - share_error(count, exp["total"], n)) < \
+                    1e-6, (k, key, describe)
+
+
+def assert_section(sec, exp, unit, path, sort="own", top=20):
     describe = json.dumps(sec, indent=1)[:3000]
     assert to_count(sec["total"], unit) == exp["total"], describe
+    assert_errors(sec, exp, samples_behind(path, exp["total"], unit),
+                  describe)
     order = ranked(exp, sort)
     assert sec["nr_functions"] == len(order), describe
     got = [(f["name"], f["file"]) for f in sec["functions"]]
@@ -315,7 +361,7 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     assert to_count(doc["total"], unit) == exp["total"]
     assert len(doc["sections"]) == 1 and doc["sections"][0]["thread"] is None
     sec = doc["sections"][0]
-    assert_section(sec, exp, unit)
+    assert_section(sec, exp, unit, path)
     # hot() is the hottest function by far: it is first, and its lines
     # are hot()'s own lines, with their source as the file has it.
     hot = sec["functions"][0]
@@ -349,7 +395,8 @@ def test_recursion_counts_once(spyc, callgraph_profiles):
         for sort in ("own", "total"):
             doc = report(spyc, path, "--sort", sort, "--top", 1000)
             assert doc["sort"] == sort
-            assert_section(doc["sections"][0], exp, unit, sort, 1000)
+            assert_section(doc["sections"][0], exp, unit, path, sort,
+                           1000)
             for t in doc["sections"][0]["line_tables"]:
                 assert_line_table(t, exp, unit)
 
@@ -361,11 +408,11 @@ def test_top(spyc, callgraph_profiles):
     assert len(exp["total_func"]) > 5
     for n in (1, 5):
         doc = report(spyc, path, "--top", n)
-        assert_section(doc["sections"][0], exp, unit, "own", n)
+        assert_section(doc["sections"][0], exp, unit, path, "own", n)
         assert len(doc["sections"][0]["functions"]) == n
     # 0: every function, as merge --top 0 has it.
     doc = report(spyc, path, "--top", 0)
-    assert_section(doc["sections"][0], exp, unit, "own",
+    assert_section(doc["sections"][0], exp, unit, path, "own",
                    len(exp["total_func"]))
     assert len(doc["sections"][0]["functions"]) == len(exp["total_func"])
     res = spyc.run(["report", path, "-n", 5, "-s", "total"])
@@ -410,6 +457,15 @@ def test_text_report(spyc, hot_profiles):
     out = res.stdout.splitlines()
     stacks, _ = read(path)
     exp = expected(stacks)
+    # The sampling error at three shares, from the samples in the file.
+    m = [ERROR_RE.match(l) for l in out]
+    m = [x for x in m if x]
+    assert len(m) == 1, res.stdout
+    n = exp["total"]
+    assert int(m[0].group(1)) == n, m[0].group(0)
+    for share, got in zip((0.5, 0.1, 0.01), m[0].groups()[1:]):
+        assert abs(float(got) - share_error(share * n, n, n)) <= 0.051, (
+            share, m[0].group(0))
     hot = os.path.join(TARGETS, "hot.py")
     assert function_rows(res.stdout)[0] in (
         "hot (%s)" % hot, "hot (%s)" % os.path.realpath(hot)), res.stdout
@@ -563,13 +619,13 @@ def test_threads(spyc, newest, targets, tmp_path, fmt):
     assert sorted(got) == sorted(labels)
     for sec in doc["sections"]:
         exp = expected(stacks, sec["thread"])
-        assert_section(sec, exp, unit)
+        assert_section(sec, exp, unit, path)
         for table in sec["line_tables"]:
             assert_line_table(table, exp, unit)
     # Without --threads: one section, all threads added up.
     doc = report(spyc, path)
     assert len(doc["sections"]) == 1
-    assert_section(doc["sections"][0], expected(stacks), unit)
+    assert_section(doc["sections"][0], expected(stacks), unit, path)
     res = spyc.run(["report", path, "--threads"])
     res.assert_ok()
     for label in labels:
@@ -598,7 +654,7 @@ def test_subprocesses(spyc, newest, tmp_path, fmt):
         assert re.match(r"^.* \(pid \d+\)$", sec["process"]), sec["process"]
         assert sec["thread"].startswith(sec["process"] + ": ")
         exp = expected(stacks, sec["thread"])
-        assert_section(sec, exp, unit)
+        assert_section(sec, exp, unit, path)
         for table in sec["line_tables"]:
             assert_line_table(table, exp, unit)
 
@@ -650,7 +706,7 @@ def test_every_python(spyc, slot, tmp_path):
     stacks, unit = read(path)
     exp = expected(stacks)
     doc = report(spyc, path)
-    assert_section(doc["sections"][0], exp, unit)
+    assert_section(doc["sections"][0], exp, unit, path)
     for t in doc["sections"][0]["line_tables"]:
         assert_line_table(t, exp, unit)
 

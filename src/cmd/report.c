@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,45 @@ static double pct(const struct report *r, uint64_t count)
 		   : 0.0;
 }
 
+/* z of a two-sided 95% interval. */
+#define Z95 1.96
+
+/*
+ * The samples behind the section: its count, or its time at the rate
+ * the file says it was sampled at; 0 where they are not known.
+ */
+static double section_samples(const struct report *r)
+{
+	if (r->prof.unit != PROFILE_UNIT_SECONDS)
+		return (double)r->section_total;
+	return round((double)r->section_total / 1e9 * r->prof.rate_hz);
+}
+
+/*
+ * The sampling error of a share p (0 to 1) of the section, in points
+ * (the half-width of its 95% interval): a share of n samples taken at
+ * random moments is within Z95 * sqrt(p (1 - p) / n) of the share of
+ * time the program spent there.  (Samples at a steady rate err less,
+ * unless the program runs in step with them.)  Negative where the
+ * samples are not known.
+ */
+static double share_error(const struct report *r, double p)
+{
+	double n = section_samples(r);
+
+	if (n < 1)
+		return -1.0;
+	return 100.0 * Z95 * sqrt(p * (1.0 - p) / n);
+}
+
+/* The sampling error of count's share of the section (share_error). */
+static double pct_error(const struct report *r, uint64_t count)
+{
+	if (!r->section_total)
+		return -1.0;
+	return share_error(r, (double)count / (double)r->section_total);
+}
+
 /* A count as the report shows it: "0.970s" or "97". */
 static const char *fmt_value(const struct report *r, uint64_t count, char *buf,
 			     size_t size)
@@ -576,6 +616,11 @@ static void print_section(struct report *r, const char *label)
 	printf("\n== %s: %s %s ==\n", label,
 	       fmt_value(r, r->section_total, total, sizeof(total)),
 	       r->prof.unit == PROFILE_UNIT_SECONDS ? "sampled" : "samples");
+	if (share_error(r, 0.5) >= 0)
+		printf("Sampling error (95%%, %.0f samples): \u00b1%.1f points "
+		       "on a 50%% share, \u00b1%.1f on 10%%, \u00b1%.1f on 1%%\n",
+		       section_samples(r), share_error(r, 0.5),
+		       share_error(r, 0.1), share_error(r, 0.01));
 	printf("\nFunctions by %s time (%zu of %zu):\n",
 	       r->opts->sort == SORT_TOTAL ? "total" : "own",
 	       n < r->opts->top ? n : r->opts->top, n);
@@ -611,6 +656,13 @@ static cJSON *add_value(cJSON *obj, const char *key, const struct report *r,
 				       profile_value(&r->prof, count));
 }
 
+/* JSON: a share's sampling error (pct_error), null where there is none. */
+static cJSON *add_error(cJSON *obj, const char *key, double err)
+{
+	return err < 0 ? cJSON_AddNullToObject(obj, key)
+		       : cJSON_AddNumberToObject(obj, key, err);
+}
+
 /* Add a string made valid UTF-8 (NULL: JSON null); NULL if cJSON ran out. */
 static cJSON *add_str(cJSON *obj, const char *key, const char *s,
 		      struct strbuf *tmp)
@@ -637,9 +689,13 @@ static int add_func_json(cJSON *arr, const struct report *r, uint32_t f,
 		       add_value(o, "own", r, r->own_func[f]) &&
 		       cJSON_AddNumberToObject(o, "own_pct",
 					       pct(r, r->own_func[f])) &&
+		       add_error(o, "own_pct_error",
+				 pct_error(r, r->own_func[f])) &&
 		       add_value(o, "total", r, r->total_func[f]) &&
 		       cJSON_AddNumberToObject(o, "total_pct",
-					       pct(r, r->total_func[f]))
+					       pct(r, r->total_func[f])) &&
+		       add_error(o, "total_pct_error",
+				 pct_error(r, r->total_func[f]))
 		   ? 0
 		   : -1;
 }
@@ -703,6 +759,9 @@ static int add_section_json(cJSON *sections, struct report *r,
 	if (!add_str(sec, "thread", label, tmp) ||
 	    !add_str(sec, "process", t ? t->process : NULL, tmp) ||
 	    !add_value(sec, "total", r, r->section_total) ||
+	    !(section_samples(r) >= 1
+		  ? cJSON_AddNumberToObject(sec, "samples", section_samples(r))
+		  : cJSON_AddNullToObject(sec, "samples")) ||
 	    !cJSON_AddNumberToObject(sec, "nr_functions", (double)n))
 		return -1;
 	funcs = cJSON_AddArrayToObject(sec, "functions");

@@ -382,12 +382,16 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
  * the profiles, from the first, are CPU threads.  spyc merge reads it.
  */
 static int add_process_meta(cJSON *root, const struct profile_process *meta,
-			    size_t cpu_profiles, struct strbuf *tmp)
+			    size_t cpu_profiles, double rate_hz,
+			    struct strbuf *tmp)
 {
 	cJSON *p = cJSON_AddObjectToObject(root, "spyc_process");
 
 	if (!p || !cJSON_AddNumberToObject(p, "pid", (double)meta->pid) ||
 	    !cJSON_AddNumberToObject(p, "cpu_profiles", (double)cpu_profiles))
+		return -1;
+	/* The CPU weights' rate: each sample weighs 1 / rate_hz seconds. */
+	if (rate_hz > 0 && !cJSON_AddNumberToObject(p, "rate_hz", rate_hz))
 		return -1;
 	if (meta->command && add_string(p, "command", meta->command, tmp))
 		return -1;
@@ -450,7 +454,8 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 	    !cJSON_AddStringToObject(root, "exporter", "spyc"))
 		goto out_oom;
 	if (meta && meta->process &&
-	    add_process_meta(root, meta->process, cpu_profiles, &tmp))
+	    add_process_meta(root, meta->process, cpu_profiles, rate_hz,
+			     &tmp))
 		goto out_oom;
 	if (output_add_source_roots(root, meta, &tmp))
 		goto out_oom;

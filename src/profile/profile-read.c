@@ -48,6 +48,21 @@ static void read_roots(struct profile *p, const cJSON *roots)
 			profile_add_root(p, r->valuestring);
 }
 
+/*
+ * spyc_process.rate_hz of a speedscope file spyc record wrote, else 0.
+ * Its CPU profiles' weights are samples at that rate, not its GPU ones'.
+ */
+static double read_rate(const cJSON *root, unsigned flags)
+{
+	const cJSON *rate = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(root, "spyc_process"), "rate_hz");
+
+	if ((flags & PROFILE_READ_GPU) || !cJSON_IsNumber(rate) ||
+	    !isfinite(rate->valuedouble) || rate->valuedouble <= 0)
+		return 0;
+	return rate->valuedouble;
+}
+
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -901,6 +916,7 @@ static int read_speedscope(struct profile *p, const char *name,
 	pname = cJSON_GetObjectItemCaseSensitive(root, "name");
 	if (cJSON_IsString(pname))
 		p->title = xstrdup(pname->valuestring);
+	p->rate_hz = read_rate(root, flags);
 	read_roots(p, cJSON_GetObjectItemCaseSensitive(root,
 							OUTPUT_SOURCE_ROOTS));
 	map.nr = (size_t)cJSON_GetArraySize(frames);

@@ -61,6 +61,12 @@ struct profile {
 	enum profile_unit unit;
 	int thread_prefix;  /* folded: lines begin with the thread */
 	char *title;	    /* speedscope's "name", or NULL */
+	/*
+	 * spyc record's rate, where a speedscope file says it
+	 * (spyc_process.rate_hz): a CPU sample weighs 1 / rate_hz seconds,
+	 * so the samples behind a time are known.  0 where unknown.
+	 */
+	double rate_hz;
 	size_t nr_profiles; /* speedscope: profiles read */
 	size_t nr_skipped;  /* speedscope: profiles not selected by flags */
 	/*
