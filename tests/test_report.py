@@ -173,9 +173,16 @@ Z95 = 1.96
 def samples_behind(path, total, unit):
     """The samples behind a section's total, from the file: the total
     where the file counts samples, its time at the rate a speedscope file
-    of spyc's says (spyc_process.rate_hz), else None (not known)."""
+    of spyc's says (spyc_process.rate_hz) or in periods of a pprof file,
+    else None (a Chrome trace does not say them)."""
     if unit == "samples":
         return total
+    if path.endswith(".pb.gz"):
+        prof = decode_pprof(path)
+        if prof["period_type"] and prof["period_type"][1] == "nanoseconds" \
+                and prof["period"] > 0:
+            return round(total / prof["period"])
+        return None
     if not path.endswith(".json") or path.endswith(".trace.json"):
         return None
     with open(path) as f:

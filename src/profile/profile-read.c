@@ -1132,6 +1132,11 @@ static int read_pprof(struct profile *p, const char *name, const char *data,
 			     name);
 	p->source = PROFILE_PPROF;
 	vi = pb_value_index(pb, &p->unit);
+	/* Times that are samples of period nanoseconds each. */
+	if (p->unit == PROFILE_UNIT_SECONDS && pb->period > 0 &&
+	    pb->period_type &&
+	    !strcmp(pb_string(pb, pb->period_type->unit), "nanoseconds"))
+		p->rate_hz = 1e9 / (double)pb->period;
 	for (i = 0; i < pb->n_comment; i++) {
 		const char *c = pb_string(pb, pb->comment[i]);
 

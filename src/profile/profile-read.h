@@ -62,9 +62,10 @@ struct profile {
 	int thread_prefix;  /* folded: lines begin with the thread */
 	char *title;	    /* speedscope's "name", or NULL */
 	/*
-	 * spyc record's rate, where a speedscope file says it
-	 * (spyc_process.rate_hz): a CPU sample weighs 1 / rate_hz seconds,
-	 * so the samples behind a time are known.  0 where unknown.
+	 * The rate a time profile's samples were taken at, where the file
+	 * says it (speedscope: spyc_process.rate_hz; pprof: its period in
+	 * nanoseconds): a CPU sample weighs 1 / rate_hz seconds, so the
+	 * samples behind a time are known.  0 where unknown.
 	 */
 	double rate_hz;
 	size_t nr_profiles; /* speedscope: profiles read */
