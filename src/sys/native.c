@@ -37,6 +37,8 @@
  */
 #define PROBE_TASKS 8
 #define PROBE_TRIES 4
+/* Interrupts asked of a seized thread before it is taken for gone. */
+#define INTERRUPT_TRIES 4
 #ifdef HAVE_DEMANGLE
 /* Where libstdc++ demangles C++ names (C ABI, so C can call it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len,
@@ -295,6 +297,7 @@ void native_release(struct native_unwinder *nu)
 static int interrupt_one(pid_t pid, struct native_thread *t)
 {
 	char path[64];
+	int k;
 
 	t->pending_signal = 0;
 	t->captured = 0;
@@ -306,7 +309,17 @@ static int interrupt_one(pid_t pid, struct native_thread *t)
 		return -1;
 	}
 	t->stopped = 1; /* attached: must be detached whatever happens */
-	return ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) ? -1 : 0;
+	/*
+	 * Only a stopped tracee can be let go: one seized but left running
+	 * would stay spyc's, and stop at its next signal with no one to
+	 * let it go on (a target's thread held until spyc exits).  So an
+	 * interrupt that fails is asked again; one that fails every time
+	 * is of a thread gone.
+	 */
+	for (k = 0; k < INTERRUPT_TRIES; k++)
+		if (!ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
+			return 0;
+	return -1;
 }
 
 /* Wait until an interrupted thread stops; 0 if it did, -1 if it exited. */
@@ -427,15 +440,12 @@ static int may_trace(pid_t pid)
 
 	for (i = 0; i < PROBE_TRIES * n; i++) {
 		struct native_thread t;
-		int r, err, k;
+		int r, err;
 
 		memset(&t, 0, sizeof(t));
 		t.tid = tids[i % n];
 		r = interrupt_one(pid, &t);
 		err = errno;
-		/* Seized, not stopped: it could not be let go. */
-		for (k = 0; r && t.stopped && k < PROBE_TRIES; k++)
-			r = ptrace(PTRACE_INTERRUPT, t.tid, 0, 0) ? -1 : 0;
 		if (!r)
 			wait_stopped(&t);
 		if (t.stopped)
