@@ -63,6 +63,61 @@ def test_dump_async_json(spyc, python, targets):
             task["awaited_by"], name
 
 
+# Dumps of async_churn.py, and how many must be read whole.
+CHURN_DUMPS = 40
+CHURN_MIN_WHOLE = 20
+
+
+def source_line(path, line):
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except (IOError, OSError):
+        return None
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+@pytest.mark.slots(since=ASYNC_SINCE)
+def test_dump_async_waiting_tasks_wait(spyc, python, targets):
+    """Tasks that take turns every few microseconds, dumped without
+    stopping them: a task dump says is waiting waits at an await (at a
+    yield, in asyncio's own generators).  One whose coroutine was running
+    when it was read (its thread moved on between the read of which task
+    runs and of the task) is a torn read, never shown waiting at a line of
+    its work."""
+    t = targets.start(python, "async_churn.py")
+    t.wait_report(settle=False)
+    check_churn_dumps(spyc, t)
+
+
+def check_churn_dumps(spyc, target, env=None):
+    """CHURN_DUMPS dumps --async of async_churn.py: at least
+    CHURN_MIN_WHOLE read whole, and in those every waiting task's
+    innermost frame at an await or a yield."""
+    bad, whole = [], 0
+    for _ in range(CHURN_DUMPS):
+        res = spyc.run(["dump", "--pid", target.pid, "--async", "--json"],
+                       env=env)
+        if res.returncode != 0:
+            continue
+        whole += 1
+        for th in json.loads(res.stdout)["threads"]:
+            for task in th["tasks"]:
+                if task["state"] != "waiting" or not task["frames"]:
+                    continue
+                f = task["frames"][0]
+                text = source_line(f["file"], f["line"])
+                assert text is not None, (f, res.describe())
+                if "await" not in text and "yield" not in text:
+                    bad.append("%s: %s (%s:%d) %r" % (
+                        task["name"], f["name"], f["file"], f["line"],
+                        text.strip()))
+    assert whole >= CHURN_MIN_WHOLE, (
+        "only %d of %d dumps read whole" % (whole, CHURN_DUMPS))
+    assert not bad, ("tasks shown waiting at a line that is no await, in "
+                     "%d dumps:\n  %s" % (whole, "\n  ".join(bad[:10])))
+
+
 @pytest.mark.slots(since=ASYNC_SINCE)
 def test_dump_async_text(spyc, python, targets):
     t = targets.start(python, "async_tasks.py")

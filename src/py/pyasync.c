@@ -327,13 +327,37 @@ static uint64_t awaited_slot(const struct pyruntime *rt)
 }
 
 /*
+ * Is the coroutine at coro, copied into buf, still as copied: its state
+ * and instruction read again the same?  A copy is made in address order
+ * over some microseconds, and a coroutine that runs on meanwhile reads
+ * as suspended (its state, first) at the line it ran on to (its
+ * instruction, later): a waiting task at a line that is no await.
+ */
+static int coro_still(struct py_sampler *ps, uint64_t coro,
+		      const unsigned char *buf)
+{
+	const struct py_offsets *off = ps->rt->off;
+	size_t from = (size_t)(off->gen_iframe + off->gen_state_at);
+	size_t to = (size_t)(off->gen_iframe + off->iframe_instr) + 8;
+	unsigned char again[GEN_BYTES_MAX];
+
+	if (to <= from || to - from > sizeof(again) ||
+	    proc_read(ps->rt->pid, coro + from, again, to - from))
+		return 0;
+	return again[0] == buf[from] &&
+	       !memcmp(again + (to - 8 - from), buf + to - 8, 8);
+}
+
+/*
  * Push the frames of the coroutine at coro and of the coroutines it
  * awaits, outermost first: each one suspended in an await of another
- * coroutine (of the same type) leads to it.  Returns DROP_NONE, or
+ * coroutine (of the same type) leads to it; waiting: of a task that is
+ * not running, none of whose coroutines may be.  Returns DROP_NONE, or
  * DROP_INVALID for data that makes no sense (a torn read).
  */
 static enum drop_reason push_coro_chain(struct py_sampler *ps,
-					struct py_sample *out, uint64_t coro)
+					struct py_sample *out, uint64_t coro,
+					int waiting)
 {
 	const struct py_offsets *off = ps->rt->off;
 	pid_t pid = ps->rt->pid;
@@ -351,9 +375,24 @@ static enum drop_reason push_coro_chain(struct py_sampler *ps,
 		if (proc_read(pid, coro, buf, len))
 			return DROP_READ;
 		state = (signed char)buf[state_at];
-		if (state == off->gen_cleared)
+		/* Done (completed, or cleared since): it says nothing more. */
+		if (state == off->gen_cleared || state > off->gen_executing)
 			return DROP_NONE;
-		if (f[off->iframe_owner] != off->owner_generator)
+		/*
+		 * A waiting task's coroutine running now was read as its
+		 * thread moved on, at a line that is no await; and one that
+		 * an await leads to has started (the await started it):
+		 * one not started yet (FRAME_CREATED, just below
+		 * FRAME_SUSPENDED, just below FRAME_SUSPENDED_YIELD_FROM in
+		 * pycore_frame.h) was read as it was made, before or after
+		 * the await that made it.  A task's own may not have
+		 * started: it is shown at its first line.
+		 */
+		if (f[off->iframe_owner] != off->owner_generator ||
+		    (waiting && state == off->gen_executing) ||
+		    (n && state < off->gen_yield_from - 1))
+			return DROP_INVALID;
+		if (waiting && !coro_still(ps, coro, buf))
 			return DROP_INVALID;
 		pyframe_push(ps, out, coro + (uint64_t)off->gen_iframe, f);
 		if (state != off->gen_yield_from &&
@@ -513,7 +552,8 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		}
 		if (!task->depth) {
 			enum drop_reason why = push_coro_chain(
-			    ps, out, load_u64(buf, pa->off.task_coro));
+			    ps, out, load_u64(buf, pa->off.task_coro),
+			    !task->running);
 
 			if (why)
 				return why;
