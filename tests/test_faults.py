@@ -742,20 +742,6 @@ MAX_TRACED_LOOKS = 0.25
 MIN_SAMPLED = 0.7
 
 
-def tracers(pid):
-    """{tid: the pid tracing it, 0 if none} of pid's threads now."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
-                for line in f:
-                    if line.startswith("TracerPid:"):
-                        out[int(tid)] = int(line.split()[1])
-        except (IOError, OSError):
-            pass
-    return out
-
-
 def test_native_threads_let_go(faults_spyc, any_python, targets, tmp_path):
     """--native under failing ptrace calls: every thread spyc seized is
     let go, even one whose interrupt failed (a tracee can be let go only
@@ -777,9 +763,9 @@ def test_native_threads_let_go(faults_spyc, any_python, targets, tmp_path):
     looks, traced = 0, []
     try:
         while proc.poll() is None:
-            now = tracers(t.pid)
+            now = task_status(t.pid)
             looks += 1
-            if any(p == proc.pid for p in now.values()):
+            if any(tracer == proc.pid for _, tracer in now.values()):
                 traced.append(now)
             time.sleep(0.05)
         proc.wait(timeout=TIMEOUT)
