@@ -363,6 +363,7 @@ def test_sort_keys_change_order(spyc, targets, top_python, tmux):
         "a caller of %s first by total" % inner,
         lambda s: "sort %TOTAL" in (s.header_line("view:") or "") and
         s.rows and s.rows[0]["name"] in callers and
+        inner in s.names() and outer in s.names() and
         s.names().index(outer) < s.names().index(inner))
     assert s.rows[0]["total"] >= s.rows[s.names().index(inner)]["total"]
 

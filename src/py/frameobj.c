@@ -21,8 +21,17 @@
  * is taken for a code object's spare frame (see spare_frame).
  */
 #define SPARE_RUNS 4
-/* Known frames kept per thread beyond the depth of its last walk. */
+/* Known frames kept per thread beyond the depth of its deepest recent
+ * walk. */
 #define KNOWN_EXTRA 32
+/*
+ * Walks a thread's deepest one counts as recent for: a stack that goes
+ * deep and back all the time (a chain of generators hundreds deep that
+ * passes every item up) keeps its deep frames known, not only those of
+ * its last, shallow walk (the deep ones read one by one instead, a read
+ * each, tear more often than not).
+ */
+#define PEAK_WALKS 64
 /* Height given to frames of a walk that did not reach the outermost. */
 #define HEIGHT_UNKNOWN (1u << 30)
 /*
@@ -58,6 +67,8 @@ static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
 	m->tstate = tstate;
 	m->nr = 0;
 	m->walks = 0;
+	m->peak = 0;
+	m->peak_walk = 0;
 	m->plan_stale = 1;
 	return m;
 }
@@ -645,15 +656,21 @@ static void note_torn_link(struct py_sampler *ps, uint64_t frame)
  * outermost frame: each frame's height and code (a frame seen with
  * another code than before is of the free list, for good), new frames
  * added, the frames least recently seen forgotten past the depth plus
- * KNOWN_EXTRA, and the rest sorted highest first.
+ * KNOWN_EXTRA (of its deepest recent walk), and the rest sorted
+ * highest first.
  */
 static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 			 size_t depth, int whole)
 {
-	size_t i, cap = depth + KNOWN_EXTRA;
+	size_t i, cap;
 	uint32_t base = whole || !depth ? 0 : HEIGHT_UNKNOWN;
 
 	m->walks++;
+	if (depth >= m->peak || m->walks - m->peak_walk > PEAK_WALKS) {
+		m->peak = depth;
+		m->peak_walk = m->walks;
+	}
+	cap = m->peak + KNOWN_EXTRA;
 	if (!whole && depth && ps->walk_known[depth - 1] >= 0)
 		base = m->known[ps->walk_known[depth - 1]].height;
 	for (i = 0; i < depth; i++) {

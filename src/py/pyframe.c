@@ -15,6 +15,12 @@
 #define CHUNK_MAX_BYTES (4u << 20)
 /* Bytes of a page: data-stack chunks are mapped in whole ones. */
 #define PAGE_BYTES ((uint64_t)4096)
+/* Bytes of a window copied around a frame off the data stack: a pool of
+ * CPython's small-object allocator, all mapped when one object is. */
+#define WINDOW_BYTES ((uint64_t)16384)
+/* Walks in a row a window is copied again for though none took a frame
+ * from it. */
+#define WINDOW_IDLE_WALKS 4
 /* Most data-stack chunks followed per thread. */
 #define CHUNKS_MAX 64
 /* Room for the fields pycode reads of a code object (its first 144 bytes). */
@@ -245,17 +251,6 @@ static void note_side(struct py_sampler *ps, uint64_t addr)
 		ps->walk_side[ps->nr_walk_side++] = addr;
 }
 
-/* Keep the side frames the last walk found, for the thread's next one. */
-static void remember_side(struct py_sampler *ps)
-{
-	struct py_side_memo *m = ps->side_now;
-
-	if (!m)
-		return;
-	memcpy(m->addrs, ps->walk_side, ps->nr_walk_side * sizeof(*m->addrs));
-	m->nr = ps->nr_walk_side;
-}
-
 /* Make *buf hold at least len bytes (its size in *alloc). */
 static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 {
@@ -264,6 +259,78 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 		*buf = xmalloc(len);
 		*alloc = len;
 	}
+}
+
+/*
+ * Keep the side frames the last walk found, and the windows it took
+ * frames from, for the thread's next one.
+ */
+static void remember_side(struct py_sampler *ps)
+{
+	struct py_side_memo *m = ps->side_now;
+	size_t i;
+
+	if (!m)
+		return;
+	memcpy(m->addrs, ps->walk_side, ps->nr_walk_side * sizeof(*m->addrs));
+	m->nr = ps->nr_walk_side;
+	m->nr_win = 0;
+	for (i = 0; i < ps->nr_windows; i++) {
+		unsigned idle = ps->window_used[i] ? 0 : ps->window_idle[i] + 1;
+
+		/*
+		 * A walk cut short (torn) used only the windows of the
+		 * frames it came to: keep the others a few walks more.
+		 */
+		if (idle >= WINDOW_IDLE_WALKS)
+			continue;
+		/*
+		 * Next time only the bytes frames were taken from: a
+		 * window copied whole costs far more than the frames in it,
+		 * and the longer the copy, the likelier the thread moves on
+		 * during it.
+		 */
+		if (ps->window_used[i]) {
+			m->win_addrs[m->nr_win] = ps->window_lo[i];
+			m->win_lens[m->nr_win] =
+			    (size_t)(ps->window_hi[i] - ps->window_lo[i]);
+		} else {
+			m->win_addrs[m->nr_win] = ps->windows[i].addr;
+			m->win_lens[m->nr_win] = ps->windows[i].len;
+		}
+		m->win_idle[m->nr_win++] = (unsigned char)idle;
+	}
+}
+
+/*
+ * Copy again, at once, the windows the thread's last walk took frames
+ * from: a deep chain of generators read in one process_vm_readv, not a
+ * window at a time as the walk comes to them.  None if any failed
+ * (memory freed since): the walk reads what it needs.
+ */
+static void copy_memo_windows(struct py_sampler *ps)
+{
+	const struct py_side_memo *m = ps->side_now;
+	size_t i;
+
+	if (!m || !m->nr_win)
+		return;
+	py_sampler_grow_iov(ps, m->nr_win);
+	for (i = 0; i < m->nr_win; i++) {
+		struct py_region *w = &ps->windows[i];
+
+		ensure_buf(&w->buf, &w->alloc, m->win_lens[i]);
+		w->addr = m->win_addrs[i];
+		w->len = m->win_lens[i];
+		ps->window_used[i] = 0;
+		ps->window_idle[i] = m->win_idle[i];
+		py_sampler_set_iov(ps, i, w->buf, w->addr, w->len);
+	}
+	if (proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr_win) !=
+	    (int)m->nr_win)
+		return;
+	ps->nr_windows = m->nr_win;
+	ps->next_window = m->nr_win % PY_WINDOWS;
 }
 
 /*
@@ -288,6 +355,45 @@ static void start_current_chunk(struct py_sampler *ps)
 	ps->nr_side = 0;
 	ps->nr_walk_side = 0;
 	ps->side_now = NULL;
+	ps->nr_windows = 0;
+	ps->next_window = 0;
+}
+
+/*
+ * The fresh thread state names a data-stack chunk other than the one
+ * copied with it: the thread crossed a chunk's end between the two
+ * copies of its state (a deep recursion, often, that goes on doing so).
+ * Copy the chunk it names now, whole: its frames read one by one take
+ * a read each, and a walk that slow is torn more often than not.  The
+ * chunk copied before stays when it is the new one's previous (the
+ * thread went deeper); else it is no longer on the thread's chain.
+ */
+static void copy_moved_chunk(struct py_sampler *ps)
+{
+	const struct py_offsets *off = ps->rt->off;
+	uint64_t chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
+	uint64_t top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	size_t len = chunk_copy_len(chunk, top);
+	struct py_region *fresh, swap;
+
+	if (!len || (ps->nr_chunks && ps->chunks[0].addr == chunk))
+		return;
+	if (read_region(ps, chunk, len))
+		return;
+	fresh = &ps->chunks[ps->nr_chunks - 1];
+	if (load_u64(fresh->buf, off->chunk_size) < top - chunk) {
+		ps->nr_chunks--;
+		return;
+	}
+	if (ps->nr_chunks == 2 &&
+	    load_u64(fresh->buf, off->chunk_previous) == ps->chunks[0].addr)
+		return;
+	/* The fresh copy first and alone; the walk reads older ones. */
+	swap = ps->chunks[0];
+	ps->chunks[0] = *fresh;
+	*fresh = swap;
+	ps->nr_chunks = 1;
+	ps->next_chunk = load_u64(ps->chunks[0].buf, off->chunk_previous);
 }
 
 /*
@@ -312,9 +418,11 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 		ps->nr_chunks = 1;
 		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
 	}
+	copy_moved_chunk(ps);
 	ps->walk_cframe = 0;
 	if (off->tstate_cframe == OFF_NONE) {
 		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
+		copy_memo_windows(ps);
 		return 0;
 	}
 	/* 3.11, 3.12: through the C frame, which may have changed too. */
@@ -330,6 +438,12 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 			return r;
 	}
 	*frame = current;
+	/*
+	 * After the innermost frame is known: a generator's frame copied
+	 * before it was resumed would read as suspended (3.11 resumes each
+	 * generator of a `yield from` chain in a C frame of its own).
+	 */
+	copy_memo_windows(ps);
 	return 0;
 }
 
@@ -559,6 +673,75 @@ static int read_older_chunk(struct py_sampler *ps)
 /* iframe_bytes' region of a frame copied with the chunk, off it. */
 #define REGION_SIDE (-2)
 
+/* The walk takes a frame from [lo, hi) of window i. */
+static void note_window_use(struct py_sampler *ps, size_t i, uint64_t lo,
+			    uint64_t hi)
+{
+	if (!ps->window_used[i] || lo < ps->window_lo[i])
+		ps->window_lo[i] = lo;
+	if (!ps->window_used[i] || hi > ps->window_hi[i])
+		ps->window_hi[i] = hi;
+	ps->window_used[i] = 1;
+}
+
+/*
+ * The window copied this walk that holds [addr, addr + len), or NULL.
+ */
+static const struct py_region *window_with(struct py_sampler *ps, uint64_t addr,
+					   size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nr_windows; i++) {
+		const struct py_region *w = &ps->windows[i];
+
+		if (addr >= w->addr && w->len >= len &&
+		    addr - w->addr <= w->len - len) {
+			note_window_use(ps, i, addr, addr + len);
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Copy a window of memory that holds [from, to): the allocator pool
+ * around it, or failing that (memory malloc gave, at the end of its
+ * mapping) its own pages.  Returns the window, or NULL if neither read.
+ */
+static const struct py_region *read_window(struct py_sampler *ps, uint64_t from,
+					   uint64_t to)
+{
+	struct py_region *w = &ps->windows[ps->next_window];
+	uint64_t start[2], end[2];
+	int k;
+
+	/* Torn pointers can be anything: no overflow. */
+	if (to > UINT64_MAX - WINDOW_BYTES)
+		return NULL;
+	start[0] = from & ~(WINDOW_BYTES - 1);
+	start[1] = from & ~(PAGE_BYTES - 1);
+	end[1] = (to + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+	end[0] =
+	    end[1] > start[0] + WINDOW_BYTES ? end[1] : start[0] + WINDOW_BYTES;
+	ensure_buf(&w->buf, &w->alloc, (size_t)(end[0] - start[0]));
+	for (k = 0; k < 2; k++)
+		if (!proc_read(ps->rt->pid, start[k], w->buf,
+			       (size_t)(end[k] - start[k])))
+			break;
+	if (k == 2)
+		return NULL;
+	w->addr = start[k];
+	w->len = (size_t)(end[k] - start[k]);
+	ps->window_used[ps->next_window] = 0;
+	note_window_use(ps, ps->next_window, from, to);
+	ps->window_idle[ps->next_window] = 0;
+	ps->next_window = (ps->next_window + 1) % PY_WINDOWS;
+	if (ps->nr_windows < PY_WINDOWS)
+		ps->nr_windows++;
+	return w;
+}
+
 /*
  * The bytes of the interpreter frame at addr, from a chunk (*region is
  * its index), a side frame copied with the newest chunk (REGION_SIDE)
@@ -571,6 +754,7 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t len = (size_t)off->iframe_size, pre = 0;
+	const struct py_region *w;
 	const unsigned char *f;
 	size_t i;
 
@@ -602,15 +786,27 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX &&
 	    addr > PY_FRAME_PREFIX_MAX)
 		pre = (size_t)-off->gen_state_at;
-	*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf, len + pre);
-	if (*err && pre) {
-		pre = 0;
-		*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+	w = NULL;
+	if (addr > pre && addr < UINT64_MAX - len) {
+		w = window_with(ps, addr - pre, len + pre);
+		if (!w)
+			w = read_window(ps, addr - pre, addr + len);
 	}
-	*state_ok = pre > 0;
-	if (*err)
-		return NULL;
-	f = ps->frame_buf + pre;
+	if (w) {
+		f = w->buf + (addr - w->addr);
+		*state_ok = pre > 0;
+	} else {
+		*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf,
+				 len + pre);
+		if (*err && pre) {
+			pre = 0;
+			*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+		}
+		*state_ok = pre > 0;
+		if (*err)
+			return NULL;
+		f = ps->frame_buf + pre;
+	}
 	/*
 	 * A shim or a generator's frame read on its own: copy it with the
 	 * chunk next time.

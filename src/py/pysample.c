@@ -141,6 +141,8 @@ void py_sampler_release(struct py_sampler *ps)
 	free(ps->frame_buf);
 	for (i = 0; i < ps->alloc_chunks; i++)
 		free(ps->chunks[i].buf);
+	for (i = 0; i < PY_WINDOWS; i++)
+		free(ps->windows[i].buf);
 	free(ps->chunks);
 	free(ps->code_addrs);
 	free(ps->frame_addrs);

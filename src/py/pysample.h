@@ -66,6 +66,9 @@ enum drop_reason {
  * copied with its chunk (3.11+).
  */
 #define PY_SIDE_KEPT 24
+/* Windows of memory a 3.11+ walk keeps copied around its frames off
+ * the data stack (see py_sampler.windows). */
+#define PY_WINDOWS 32
 
 /* Bytes of a thread's name kept, with its NUL; longer ones are cut. */
 #define PY_THREAD_NAME_MAX 64
@@ -246,6 +249,19 @@ struct py_sampler {
 	struct py_region *chunks;
 	size_t nr_chunks, alloc_chunks;
 	uint64_t next_chunk; /* older chunk not read yet, 0 when none */
+	/*
+	 * 3.11+: the memory around frames the walk found off every chunk
+	 * (generators' frames, most), copied a window at a time: a chain
+	 * of generators nested thousands deep sits in a few allocator
+	 * pools.  Good for one walk; the oldest one read is replaced.
+	 */
+	struct py_region windows[PY_WINDOWS];
+	unsigned char window_used[PY_WINDOWS]; /* a frame was taken from it */
+	/* how many walks in a row each was copied for and none took one */
+	unsigned char window_idle[PY_WINDOWS];
+	/* the bytes of each the walk took frames from: [lo, hi) */
+	uint64_t window_lo[PY_WINDOWS], window_hi[PY_WINDOWS];
+	size_t nr_windows, next_window;
 	uint64_t *code_addrs;
 	uint64_t *frame_addrs; /* where each walked frame is, 0 if a stand-in */
 	long *addrqs;
@@ -313,6 +329,9 @@ struct py_sampler {
 		} * known;
 		size_t nr, alloc;
 		uint32_t walks;
+		/* the depth of its deepest recent walk, and that walk */
+		size_t peak;
+		uint32_t peak_walk;
 		/*
 		 * the known frames grouped by address into the regions read
 		 * (frames close together share one): planned again only when
@@ -441,6 +460,14 @@ struct py_sampler {
 		uint64_t tstate;
 		uint64_t addrs[PY_SIDE_KEPT];
 		size_t nr;
+		/*
+		 * the windows its last walks took frames from, each with
+		 * how many walks in a row since took none
+		 */
+		uint64_t win_addrs[PY_WINDOWS];
+		size_t win_lens[PY_WINDOWS];
+		unsigned char win_idle[PY_WINDOWS];
+		size_t nr_win;
 	} * side_memos;
 	size_t nr_side_memos, alloc_side_memos;
 	struct py_side_memo *side_now; /* the walked thread's, or NULL */
