@@ -40,6 +40,14 @@ generators, `yield from` chains, generator expressions, asyncio tasks and
 plain calls and measure their own thread CPU time; per function, its
 share of the samples (spyc) over its share of that CPU time (true).
 
+Then the deep generator table: on each slot, plain `record` at
+DEEPGEN_RATE of tests/targets/deepgen.py, a `yield from` chain of
+generators 200, 500 and 1000 deep that passes every item up all of it
+(the innermost runs spin() between items): spin()'s share of the samples
+(spyc) and of the time the target measured itself (true), and samples
+kept/dropped.  Reads of such a chain race the next item: the deeper it
+is, the longer a read takes and the likelier it is torn.
+
 Then two tables for the newest interpreter benchmarked only.  First, a target
 with 100 threads blocked on a threading.Event and one thread spinning 50
 calls deep (tests/targets/bench_idle.py), sampled at --rate 100000 by plain
@@ -209,6 +217,10 @@ GOAL_RATE_SHARE = 95.0      # % of the asked rate achieved
 # The accuracy table: the rate, and spyc's modes beside the truth.
 ACCURACY_RATE = 1000
 ACCURACY_MODES = ((), ("--blocking",))
+# The deep generator table: deepgen.py's depths, and the rate.
+DEEPGEN = os.path.join(TARGETS, "deepgen.py")
+DEEPGEN_DEPTHS = (200, 500, 1000)
+DEEPGEN_RATE = 100
 GOAL_SLOWDOWN = {100: 1.0, 1000: 3.0}   # % more target CPU time, by rate
 RSS_RATE = 1000             # the RSS run: 10 times the samples of 100 Hz
 HOUR_SAMPLES = 100 * 3600   # an hour at 100 Hz
@@ -1434,6 +1446,76 @@ def print_accuracy_table(rows):
     print_table(columns, table)
 
 
+def deepgen_run(python, depth, secs, workdir):
+    """One plain record of deepgen.py at depth: (spin()'s share of the
+    samples, its share of the target's time, samples, dropped)."""
+    report = os.path.join(workdir, "deepgen-%d.json" % depth)
+    target = start([python, DEEPGEN, str(depth), report],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not os.path.exists(report):
+            if target.poll() is not None or time.monotonic() > deadline:
+                raise BenchError("deepgen.py %d never reported" % depth)
+            time.sleep(0.05)
+        with open(report) as f:
+            true = json.load(f)["spin_share"]
+        out = os.path.join(workdir, "deepgen.txt")
+        match, _, _ = run_spyc(["record", "--pid", str(target.pid),
+                                "--rate", str(DEEPGEN_RATE), "--duration",
+                                str(secs), "--format", "folded", "-o", out],
+                               secs + 60, workdir)
+    finally:
+        stop(target)
+    total = spin = 0
+    for line in read_file(out).splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        total += int(count)
+        if stack.rsplit(";", 1)[-1].startswith("spin "):
+            spin += int(count)
+    return (spin / float(total) if total else 0.0, true,
+            int(match.group(1)), int(match.group(2)))
+
+
+def bench_deepgen(slots, cfg, errors):
+    """deepgen.py at each of DEEPGEN_DEPTHS on each slot: one row per
+    slot, a (spyc, true, kept, dropped) per depth."""
+    rows = []
+    for slot in slots:
+        if slot.interpreter is None:
+            continue
+        workdir = tempfile.mkdtemp(prefix="spyc-bench-deepgen-")
+        row = []
+        try:
+            for depth in DEEPGEN_DEPTHS:
+                progress("  %s: deep generators, %d" % (slot.name, depth))
+                row.append(deepgen_run(slot.interpreter.path, depth,
+                                       cfg["accuracy_secs"], workdir))
+            rows.append((slot.name, row))
+        except (BenchError, OSError, ValueError, KeyError) as e:
+            errors.append("%s: deep generators: %s" % (slot.name, e))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def print_deepgen_table(rows):
+    print("deep generators: spin()'s share of the samples (spyc) and of the "
+          "time the target measured (true), plain record at %d Hz, tests/"
+          "targets/deepgen.py at each depth" % DEEPGEN_RATE)
+    print_legend([
+        ("N deep", "spyc/true in percent, then samples kept/dropped")])
+    columns = ["python"] + ["%d deep" % d for d in DEEPGEN_DEPTHS]
+    table = []
+    for slot, row in rows:
+        table.append([slot] + ["%.1f/%.1f %d/%d" % (100 * got, 100 * true,
+                                                    kept, dropped)
+                               for got, true, kept, dropped in row])
+    print_table(columns, table, left=1)
+
+
 def newest(slots):
     """The slot with the newest interpreter (the first of equals), or
     None when no slot has one."""
@@ -1506,7 +1588,7 @@ def bench(args, cfg, slots, all_slots):
     print_header(cfg, args.quick)
     rows, native_rows, idle_rows, errors, notes = [], [], [], [], []
     tree_rows, goal_rows, cpu_slowdowns = [], [], {}
-    accuracy_rows = []
+    accuracy_rows, deepgen_rows = [], []
     idle_results = {}
     started = time.monotonic()
     try:
@@ -1525,6 +1607,7 @@ def bench(args, cfg, slots, all_slots):
             idle_rows, idle_results = bench_idle(idle_slot, cfg, errors)
             tree_rows = bench_tree(idle_slot, cfg, errors)
         accuracy_rows = bench_accuracy(slots, cfg, errors)
+        deepgen_rows = bench_deepgen(slots, cfg, errors)
         goal_rows = bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns,
                                 (idle_slot, idle_results))
         if idle_slot is not None:
@@ -1546,6 +1629,9 @@ def bench(args, cfg, slots, all_slots):
     if accuracy_rows:
         print()
         print_accuracy_table(accuracy_rows)
+    if deepgen_rows:
+        print()
+        print_deepgen_table(deepgen_rows)
     if goal_rows:
         print()
         print_goals_table(goal_rows, cfg)
