@@ -696,10 +696,8 @@ static const struct py_region *window_with(struct py_sampler *ps, uint64_t addr,
 		const struct py_region *w = &ps->windows[i];
 
 		if (addr >= w->addr && w->len >= len &&
-		    addr - w->addr <= w->len - len) {
-			note_window_use(ps, i, addr, addr + len);
+		    addr - w->addr <= w->len - len)
 			return w;
-		}
 	}
 	return NULL;
 }
@@ -734,8 +732,8 @@ static const struct py_region *read_window(struct py_sampler *ps, uint64_t from,
 	w->addr = start[k];
 	w->len = (size_t)(end[k] - start[k]);
 	ps->window_used[ps->next_window] = 0;
-	note_window_use(ps, ps->next_window, from, to);
-	ps->window_idle[ps->next_window] = 0;
+	/* Not kept for the next walk unless a generator's frame is taken. */
+	ps->window_idle[ps->next_window] = WINDOW_IDLE_WALKS - 1;
 	ps->next_window = (ps->next_window + 1) % PY_WINDOWS;
 	if (ps->nr_windows < PY_WINDOWS)
 		ps->nr_windows++;
@@ -786,15 +784,26 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	    -off->gen_state_at <= PY_FRAME_PREFIX_MAX &&
 	    addr > PY_FRAME_PREFIX_MAX)
 		pre = (size_t)-off->gen_state_at;
+	/*
+	 * Windows are for generators' frames: any other frame is taken
+	 * from a read made now, as the walk comes to it.
+	 */
 	w = NULL;
-	if (addr > pre && addr < UINT64_MAX - len) {
+	if (addr > pre && addr < UINT64_MAX - len &&
+	    off->owner_generator != OFF_NONE) {
 		w = window_with(ps, addr - pre, len + pre);
+		if (w && w->buf[addr - w->addr + off->iframe_owner] !=
+			     off->owner_generator)
+			w = NULL;
 		if (!w)
 			w = read_window(ps, addr - pre, addr + len);
 	}
 	if (w) {
 		f = w->buf + (addr - w->addr);
 		*state_ok = pre > 0;
+		if (f[off->iframe_owner] == off->owner_generator)
+			note_window_use(ps, (size_t)(w - ps->windows),
+					addr - pre, addr + len);
 	} else {
 		*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf,
 				 len + pre);
