@@ -225,8 +225,12 @@ enum drop_reason pyresolve_frames(struct py_sampler *ps, struct py_sample *out,
 	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nio);
 	if (r < 0)
 		return py_read_error(r);
+	/*
+	 * A frame's code object lives while the frame runs: one that
+	 * cannot be read was named by a frame read as it was replaced.
+	 */
 	if ((size_t)r != nio)
-		return DROP_READ;
+		return DROP_INVALID;
 	ALLOC_GROW(out->frames, n, out->alloc_frames);
 	for (i = from; i < n; i++) {
 		struct py_frame *fr = &out->frames[i];

@@ -10,6 +10,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,18 +171,45 @@ static void expect(const char *scenario, const char *what, const struct lie *l,
 	free(text);
 }
 
-/* An address nothing is mapped at: a pointer a torn read made up. */
+/*
+ * An address nothing is mapped at: a pointer a torn read made up.
+ * above: past every mapping (past any code object, so a frame's
+ * instruction reads as before its code's start), else below them all.
+ */
+static uint64_t unmapped_at(int above)
+{
+	const uint64_t user_end = 1ULL << 47, page = 4096;
+	uint64_t lo, hi, low_gap = 0, high_end = 0, prev_end = 16 * page;
+	char line[512];
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	if (!maps)
+		abort();
+	while (fgets(line, sizeof(line), maps)) {
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2 ||
+		    lo >= user_end)
+			continue;
+		if (!low_gap && lo >= prev_end + 2 * page)
+			low_gap = prev_end;
+		if (hi > prev_end)
+			prev_end = hi;
+		if (hi > high_end)
+			high_end = hi;
+	}
+	fclose(maps);
+	if (above) {
+		if (high_end + 2 * page > user_end)
+			abort();
+		return high_end + page + 64 * 8;
+	}
+	if (!low_gap)
+		abort();
+	return low_gap + 64 * 8;
+}
+
 static uint64_t unmapped(void)
 {
-	static void *page;
-
-	if (!page) {
-		page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
-		if (page == MAP_FAILED)
-			abort();
-	}
-	return (uint64_t)(uintptr_t)page + 64 * 8;
+	return unmapped_at(0);
 }
 
 /*
@@ -250,11 +278,15 @@ static void lies_iframes(const char *scenario, const char *expected)
 		expect(scenario, "code is a str", l, 1, &ps, DROP_INVALID,
 		       expected);
 		/*
-		 * A code pointer at nothing mapped: the frame's instruction
-		 * is then not in its code's bytecode.
+		 * A code pointer at nothing mapped, below the frame's
+		 * instruction or above it: code that cannot be read is no
+		 * running frame's.
 		 */
-		l[0] = lie_u64(f1 + off->iframe_code, unmapped());
-		expect(scenario, "code unmapped", l, 1, &ps, DROP_INVALID,
+		l[0] = lie_u64(f1 + off->iframe_code, unmapped_at(0));
+		expect(scenario, "code unmapped below", l, 1, &ps, DROP_INVALID,
+		       expected);
+		l[0] = lie_u64(f1 + off->iframe_code, unmapped_at(1));
+		expect(scenario, "code unmapped above", l, 1, &ps, DROP_INVALID,
 		       expected);
 		if (off->iframe_stacktop != OFF_NONE &&
 		    off->hexversion < 0x030e0000) {
@@ -346,9 +378,12 @@ static void lies_frame_objects(const char *scenario, const char *expected)
 		l[0] = lie_u64(f1 + off->frame_code, probe_arg);
 		expect(scenario, "code is a str", l, 1, &ps, DROP_INVALID,
 		       expected);
-		/* A code pointer at nothing mapped. */
-		l[0] = lie_u64(f1 + off->frame_code, unmapped());
-		expect(scenario, "code unmapped", l, 1, &ps, DROP_READ,
+		/* A code pointer at nothing mapped: no running frame's. */
+		l[0] = lie_u64(f1 + off->frame_code, unmapped_at(0));
+		expect(scenario, "code unmapped below", l, 1, &ps, DROP_INVALID,
+		       expected);
+		l[0] = lie_u64(f1 + off->frame_code, unmapped_at(1));
+		expect(scenario, "code unmapped above", l, 1, &ps, DROP_INVALID,
 		       expected);
 	}
 	if (!strcmp(scenario, "gen") || !strcmp(scenario, "coro")) {
