@@ -72,7 +72,7 @@ HAVE_CUPTI := $(shell $(CC) -I$(CUPTI_INC) -I$(CUDA_HOME)/include -c \
 endif
 AGENT_SRCS = agent/agent.c agent/ring.c agent/pystack.c
 AGENT_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS)) -fPIC -fvisibility=hidden \
-	-I$(CUPTI_INC) -I$(CUDA_HOME)/include \
+	-DSPYC_AGENT -I$(CUPTI_INC) -I$(CUDA_HOME)/include \
 	$(if $(CUPTI_LIB),-DSPYC_CUPTI_FALLBACK='"$(CUPTI_LIB)"')
 ifeq ($(HAVE_CUPTI),yes)
 AGENT = spyc-agent.so
@@ -83,6 +83,10 @@ endif
 TEST_LIB_SRCS = $(wildcard tests/lib/*.c)
 TEST_LIBS = $(TEST_LIB_SRCS:tests/lib/%.c=tests/build/lib/%.so)
 TEST_TOOLS = tests/build/spyc-inject tests/build/spyc-sleeploop
+# A program that loads the agent under an older glibc (x86-64 only).
+ifeq ($(shell uname -m),x86_64)
+TEST_TOOLS += $(if $(AGENT),tests/build/spyc-agent-load)
+endif
 # Stand-ins for CUPTI and the CUDA driver (tests/fakecuda/): --gpu tested
 # end to end where there is no GPU.  Built with CUPTI's headers.
 FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
@@ -157,10 +161,14 @@ ifneq ($(HAVE_CUPTI),yes)
 		"built without the GPU agent (--gpu)"
 endif
 
+# The agent loads into targets whose glibc may be older than this one's
+# (agent/libc-compat.h): libdl and libpthread are named as needed, where
+# a glibc before 2.34 keeps the first versions of the calls it binds.
 spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h \
-		src/gpu/gpuchan-layout.h
-	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) -ldl -pthread \
-		-Wl,-z,defs
+		agent/libc-compat.h src/gpu/gpuchan-layout.h
+	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) \
+		-Wl,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0 \
+		-Wl,--as-needed -Wl,-z,defs
 
 tests/build/unit-%: tests/unit/%.c $(LIB_OBJS) $(RING_OBJ)
 	@mkdir -p tests/build
@@ -174,6 +182,11 @@ tests/build/lib/%.so: tests/lib/%.c
 tests/build/spyc-inject: tests/tools/spyc-inject.c $(LIB_OBJS)
 	@mkdir -p tests/build
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJS) $(LDLIBS)
+
+tests/build/spyc-agent-load: tests/tools/spyc-agent-load.c agent/libc-compat.h
+	@mkdir -p tests/build
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -DSPYC_AGENT -nostartfiles \
+		-o $@ $< -Wl,--no-as-needed -l:libdl.so.2
 
 tests/build/spyc-sleeploop: tests/tools/spyc-sleeploop.c $(LIB_OBJS)
 	@mkdir -p tests/build

@@ -20,6 +20,7 @@
 
 #include <cupti.h>
 
+#include "libc-compat.h"
 #include "pystack.h"
 #include "ring.h"
 
@@ -660,7 +661,7 @@ static void write_launch_stack(uint32_t correlation, uint32_t alias)
 	r.type = GPU_REC_STACK;
 	r.size = sizeof(r.u.stack);
 	r.u.stack.correlation = correlation;
-	r.u.stack.tid = (uint32_t)gettid();
+	r.u.stack.tid = (uint32_t)compat_gettid();
 	r.u.stack.alias = alias;
 	r.u.stack.depth = (uint8_t)n;
 	r.u.stack.flags = cut ? GPU_STACK_CUT : 0;

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "libc-compat.h"
+
 /* The lowest and highest addresses a frame can be at (x86-64 user space). */
 #define LOWEST_ADDR 0x10000ULL
 #define HIGHEST_ADDR 0x800000000000ULL

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libc-compat.h"
+
 /*
  * A producer that loses the race for a position this many times in a
  * row drops its record rather than spin: the target must never wait on
@@ -39,7 +41,7 @@ int ring_writer_open(struct ring_writer *w, const char *path)
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	if (compat_fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    st.st_size < GPUCHAN_HEADER_SIZE) {
 		close(fd);
 		return -EINVAL;

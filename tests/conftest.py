@@ -31,6 +31,7 @@ report; tests compare spyc's output with that, never with fixed answers.
 import difflib
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -101,6 +102,11 @@ REQUIRED_FILES = (
     SPEEDSCOPE_SCHEMA,
     os.path.join(TESTS, "build", "node_modules", "@paulirish",
                  "trace_engine"))
+if platform.machine() == "x86_64":
+    # test_agent_glibc: Debian 11's glibc, to load the agent with.
+    REQUIRED_FILES += (os.path.join(TESTS, "build", "glibc-2.31", "lib",
+                                    "x86_64-linux-gnu",
+                                    "ld-linux-x86-64.so.2"),)
 # Generous: a target starting on a loaded 2-core machine can take long.
 REPORT_TIMEOUT = 60.0
 
