@@ -23,7 +23,7 @@ import pytest
 
 import fakegpu
 import pyfind
-from conftest import (AGENT, REPORT_TIMEOUT, TARGETS, SpycResult,
+from conftest import (AGENT, REPORT_TIMEOUT, TARGETS, TESTS, SpycResult,
                       assert_running, decode)
 from fakegpu import PROLOGUE
 from test_gpu_fake import folded_gpu_stacks, gpu_summary
@@ -50,6 +50,10 @@ VERSIONS = ["3.9", "newest"]
 NOT_COPIED = ("test", "tests", "idlelib", "tkinter", "turtledemo",
               "ensurepip", "site-packages", "*.a", "include", "share")
 PODMAN_TIMEOUT = 120
+# In every image: tests/lib/debugspin.c's library stripped, and its debug
+# info under the image's /usr/lib/debug/.build-id only.
+DEBUGSPIN = os.path.join(TESTS, "build", "lib", "debugspin.so")
+DEBUGSPIN_IN_IMAGE = "/opt/lib/libspycdebugspin.so"
 
 
 def find_slot(version):
@@ -125,6 +129,27 @@ def libraries(files):
     return found
 
 
+def build_id(path):
+    """The hex build id of the ELF file at path."""
+    out = decode(subprocess.check_output(["readelf", "-n", path]))
+    return re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+
+
+def add_debugspin(root):
+    """Put DEBUGSPIN under root stripped (no symbol for its static
+    function), its debug info where a distribution puts it: under the
+    root's /usr/lib/debug, by build id."""
+    dest = root + DEBUGSPIN_IN_IMAGE
+    os.makedirs(os.path.dirname(dest))
+    subprocess.check_call(["objcopy", "--strip-all", DEBUGSPIN, dest])
+    bid = build_id(DEBUGSPIN)
+    debug = os.path.join(root, "usr", "lib", "debug", ".build-id", bid[:2],
+                         bid[2:] + ".debug")
+    os.makedirs(os.path.dirname(debug))
+    subprocess.check_call(["objcopy", "--only-keep-debug", DEBUGSPIN,
+                           debug])
+
+
 def make_image(podman, python, workdir, name, spyc_path):
     """Import an image whose /opt/py is python's prefix, with spyc at
     /usr/local/bin/spyc; returns the path of its interpreter inside."""
@@ -148,6 +173,7 @@ def make_image(podman, python, workdir, name, spyc_path):
         elves.append(AGENT)
     for top, _, files in os.walk(os.path.join(root, "opt", "py")):
         elves += [os.path.join(top, f) for f in files if ".so" in f]
+    add_debugspin(root)
     for lib in libraries(elves):
         if lib.startswith(prefix + "/"):
             continue
@@ -337,6 +363,29 @@ def test_native_stops_only_the_target(spyc, container, tmp_path):
     # _PySemaphore_Wait, under a thread that waits).
     assert re.search(r"^ +_?Py\w+ .*\[native\]$", res.stdout, re.M), (
         "no frame of libpython named\n" + res.describe())
+
+
+def test_native_debug_info_in_container(spyc, image, podman, tmp_path):
+    """--native names a function of a stripped library from its debug
+    info under the container's /usr/lib/debug (by build id), which the
+    host does not have: before, it was the library's name and an
+    offset."""
+    c = start_container(podman, image, str(tmp_path),
+                        image.tag + "-debugspin",
+                        argv=["/targets/debugspin.py", DEBUGSPIN_IN_IMAGE,
+                              "/out/report.json"])
+    try:
+        res = spyc.run(["dump", "--pid", c.pid, "--native"])
+        res.assert_ok()
+        main = res.stdout.split("(tid %d" % c.pid, 1)[-1]
+        frames = re.findall(r"^    (.*) \[native\]$", main, re.M)
+        assert frames and frames[0].startswith("spyc_hidden_spin ("), (
+            "the innermost frame is not named from the container's debug "
+            "info\n" + res.describe())
+        assert "debugspin.c:" in frames[0], res.describe()
+        assert frames[1].startswith("spyc_debug_spin"), res.describe()
+    finally:
+        c.close()
 
 
 def test_record_idle_filter(spyc, container, tmp_path):

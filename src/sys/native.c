@@ -197,12 +197,44 @@ static int report_modules(struct native_unwinder *nu)
 
 static int may_trace(pid_t pid);
 
+/*
+ * Where libdw looks for a module's separate debug info: by default beside
+ * it, in .debug beside it, and under /usr/lib/debug, by the module's
+ * build id or its debug link.  A target with a root of its own has its
+ * debug info under that root: its /usr/lib/debug is looked in first, by
+ * build id (its modules' paths lead through /proc/PID/root, so their
+ * debug links are followed there too), then this machine's, whose files
+ * are taken for a build id that matches only.
+ */
+static Dwfl_Callbacks *dwfl_callbacks(struct native_unwinder *nu)
+{
+	Dwfl_Callbacks *cb = xcalloc(1, sizeof(*cb));
+	struct strbuf sb = STRBUF_INIT;
+
+	cb->find_elf = dwfl_linux_proc_find_elf;
+	cb->find_debuginfo = dwfl_standard_find_debuginfo;
+	if (nu->other_root) {
+		strbuf_addf(&sb,
+			    ":.debug:/proc/%d/root/usr/lib/debug:"
+			    "/usr/lib/debug",
+			    (int)nu->pid);
+		nu->debuginfo_path = strbuf_detach(&sb);
+		cb->debuginfo_path = &nu->debuginfo_path;
+	}
+	nu->dwfl_callbacks = cb;
+	return cb;
+}
+
+static void free_dwfl_callbacks(struct native_unwinder *nu)
+{
+	free(nu->dwfl_callbacks);
+	free(nu->debuginfo_path);
+	nu->dwfl_callbacks = NULL;
+	nu->debuginfo_path = NULL;
+}
+
 int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 {
-	static const Dwfl_Callbacks callbacks = {
-	    .find_elf = dwfl_linux_proc_find_elf,
-	    .find_debuginfo = dwfl_standard_find_debuginfo,
-	};
 	unw_accessors_t acc = _UPT_accessors;
 	Dwfl *dwfl;
 
@@ -220,13 +252,14 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	if (!nu->as)
 		return error("libunwind cannot create an address space");
 	unw_set_caching_policy(nu->as, UNW_CACHE_GLOBAL);
-	dwfl = dwfl_begin(&callbacks);
+	dwfl = dwfl_begin(dwfl_callbacks(nu));
 	nu->dwfl = dwfl;
 	if (!dwfl || report_modules(nu) ||
 	    dwfl_report_end(dwfl, NULL, NULL)) {
 		nu->dwfl = NULL;
 		if (dwfl)
 			dwfl_end(dwfl);
+		free_dwfl_callbacks(nu);
 		unw_destroy_addr_space(nu->as);
 		nu->as = NULL;
 		return error("libdw cannot read the modules of pid %d",
@@ -242,6 +275,7 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	if (!nu->upt) {
 		dwfl_end(dwfl);
 		nu->dwfl = NULL;
+		free_dwfl_callbacks(nu);
 		unw_destroy_addr_space(nu->as);
 		nu->as = NULL;
 		return error("libunwind cannot follow pid %d", (int)rt->pid);
@@ -281,6 +315,7 @@ void native_release(struct native_unwinder *nu)
 		_UPT_destroy(nu->upt);
 	if (nu->dwfl)
 		dwfl_end(nu->dwfl);
+	free_dwfl_callbacks(nu);
 	if (nu->as)
 		unw_destroy_addr_space(nu->as);
 	unwindmem_release(&nu->mem);

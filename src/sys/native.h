@@ -63,6 +63,10 @@ struct native_unwinder {
 	struct unwindmem mem; /* the target's memory beside the stacks */
 	uint64_t last_report; /* when the module list was last refreshed */
 	int other_root; /* the target sees another root: a container's */
+	/* libdw's callbacks, kept as long as dwfl, and where they look for
+	 * separate debug info. */
+	void *dwfl_callbacks; /* Dwfl_Callbacks * */
+	char *debuginfo_path;
 };
 
 /*
