@@ -17,6 +17,7 @@
 #include "out/output.h"
 #include "profile/profile-read.h"
 #include "profile/stacks.h"
+#include "profile/tally.h"
 #include "util.h"
 
 #define DEFAULT_TOP 20
@@ -92,15 +93,9 @@ struct source {
 struct report {
 	struct report_opts *opts;
 	struct profile prof;
-	/* Functions: (name, file) interned as frames of line 0. */
-	struct stacks funcs;
-	uint32_t *func_of;     /* by frame id: its function */
+	struct tally t;	       /* of prof: one section's sums */
 	unsigned char *picked; /* by function: chosen by --function */
-	/* One section's sums, by function and by frame (line) id. */
-	uint64_t *own_func, *total_func, *own_line, *total_line;
-	uint64_t *seen_func, *seen_line; /* stamp of the last entry counted */
-	uint64_t section_total;
-	uint32_t *order; /* function ids, sorted */
+	uint32_t *order;       /* function ids, sorted */
 	struct source *sources;
 	size_t nr_sources, alloc_sources;
 };
@@ -294,23 +289,9 @@ static const char *source_line(const struct source *src, int line)
 
 static void map_functions(struct report *r)
 {
-	const struct stacks *st = &r->prof.stacks;
-	size_t i;
-
-	stacks_init(&r->funcs);
-	r->func_of =
-	    xmalloc((st->nr_frames ? st->nr_frames : 1) * sizeof(*r->func_of));
-	for (i = 0; i < st->nr_frames; i++)
-		r->func_of[i] = stacks_frame(&r->funcs, st->frames[i].name,
-					     st->frames[i].file, 0);
-	r->own_func = xcalloc(r->funcs.nr_frames + 1, sizeof(uint64_t));
-	r->total_func = xcalloc(r->funcs.nr_frames + 1, sizeof(uint64_t));
-	r->seen_func = xcalloc(r->funcs.nr_frames + 1, sizeof(uint64_t));
-	r->picked = xcalloc(r->funcs.nr_frames + 1, 1);
-	r->order = xmalloc((r->funcs.nr_frames + 1) * sizeof(*r->order));
-	r->own_line = xcalloc(st->nr_frames + 1, sizeof(uint64_t));
-	r->total_line = xcalloc(st->nr_frames + 1, sizeof(uint64_t));
-	r->seen_line = xcalloc(st->nr_frames + 1, sizeof(uint64_t));
+	tally_init(&r->t, &r->prof);
+	r->picked = xcalloc(r->t.funcs.nr_frames + 1, 1);
+	r->order = xmalloc((r->t.funcs.nr_frames + 1) * sizeof(*r->order));
 }
 
 /*
@@ -327,8 +308,8 @@ static void pick_functions(struct report *r)
 	for (i = 0; i < o->nr_functions; i++) {
 		hits = 0;
 		for (exact = 1; exact >= 0 && !hits; exact--)
-			for (f = 0; f < r->funcs.nr_frames; f++) {
-				const char *name = r->funcs.frames[f].name;
+			for (f = 0; f < r->t.funcs.nr_frames; f++) {
+				const char *name = r->t.funcs.frames[f].name;
 
 				if (exact ? !strcmp(name, o->functions[i])
 					  : !!strstr(name, o->functions[i])) {
@@ -339,48 +320,6 @@ static void pick_functions(struct report *r)
 		if (!hits)
 			die("no function in '%s' matches '%s'", o->path,
 			    o->functions[i]);
-	}
-}
-
-/* Sum the samples of thread (UINT32_MAX: all threads) into r's arrays. */
-static void count_section(struct report *r, uint32_t thread)
-{
-	const struct stacks *st = &r->prof.stacks;
-	size_t i, j;
-	uint32_t id, f;
-
-	memset(r->own_func, 0, r->funcs.nr_frames * sizeof(uint64_t));
-	memset(r->total_func, 0, r->funcs.nr_frames * sizeof(uint64_t));
-	memset(r->own_line, 0, st->nr_frames * sizeof(uint64_t));
-	memset(r->total_line, 0, st->nr_frames * sizeof(uint64_t));
-	memset(r->seen_func, 0, r->funcs.nr_frames * sizeof(uint64_t));
-	memset(r->seen_line, 0, st->nr_frames * sizeof(uint64_t));
-	r->section_total = 0;
-	for (i = 0; i < st->nr_entries; i++) {
-		const struct stack_entry *e = &st->entries[i];
-		uint64_t stamp = i + 1;
-
-		if (thread != UINT32_MAX && e->thread != thread)
-			continue;
-		r->section_total += e->count;
-		if (!e->count || !e->depth)
-			continue;
-		id = e->frames[e->depth - 1];
-		r->own_line[id] += e->count;
-		r->own_func[r->func_of[id]] += e->count;
-		/* Recursion: a function or line counts once per sample. */
-		for (j = 0; j < e->depth; j++) {
-			id = e->frames[j];
-			f = r->func_of[id];
-			if (r->seen_line[id] != stamp) {
-				r->seen_line[id] = stamp;
-				r->total_line[id] += e->count;
-			}
-			if (r->seen_func[f] != stamp) {
-				r->seen_func[f] = stamp;
-				r->total_func[f] += e->count;
-			}
-		}
 	}
 }
 
@@ -403,17 +342,19 @@ static int cmp_func(const void *pa, const void *pb, void *arg)
 	int c;
 
 	if (ctx->key == SORT_TOTAL)
-		c = cmp_u64_desc(r->total_func[a], r->total_func[b]);
+		c = cmp_u64_desc(r->t.total_func[a], r->t.total_func[b]);
 	else
-		c = cmp_u64_desc(r->own_func[a], r->own_func[b]);
+		c = cmp_u64_desc(r->t.own_func[a], r->t.own_func[b]);
 	if (!c && ctx->key == SORT_TOTAL)
-		c = cmp_u64_desc(r->own_func[a], r->own_func[b]);
+		c = cmp_u64_desc(r->t.own_func[a], r->t.own_func[b]);
 	if (!c)
-		c = cmp_u64_desc(r->total_func[a], r->total_func[b]);
+		c = cmp_u64_desc(r->t.total_func[a], r->t.total_func[b]);
 	if (!c)
-		c = strcmp(r->funcs.frames[a].name, r->funcs.frames[b].name);
+		c = strcmp(r->t.funcs.frames[a].name,
+			   r->t.funcs.frames[b].name);
 	if (!c)
-		c = strcmp(r->funcs.frames[a].file, r->funcs.frames[b].file);
+		c = strcmp(r->t.funcs.frames[a].file,
+			   r->t.funcs.frames[b].file);
 	return c;
 }
 
@@ -423,8 +364,8 @@ static size_t sort_functions(struct report *r, enum sort_key key)
 	struct sort_ctx ctx = {r, key};
 	size_t f, n = 0;
 
-	for (f = 0; f < r->funcs.nr_frames; f++)
-		if (r->total_func[f])
+	for (f = 0; f < r->t.funcs.nr_frames; f++)
+		if (r->t.total_func[f])
 			r->order[n++] = (uint32_t)f;
 	qsort_r(r->order, n, sizeof(*r->order), cmp_func, &ctx);
 	return n;
@@ -432,48 +373,27 @@ static size_t sort_functions(struct report *r, enum sort_key key)
 
 static double pct(const struct report *r, uint64_t count)
 {
-	return r->section_total
-		   ? 100.0 * (double)count / (double)r->section_total
-		   : 0.0;
-}
-
-/* z of a two-sided 95% interval. */
-#define Z95 1.96
-
-/*
- * The samples behind the section: its count, or its time at the rate
- * the file says it was sampled at; 0 where they are not known.
- */
-static double section_samples(const struct report *r)
-{
-	if (r->prof.unit != PROFILE_UNIT_SECONDS)
-		return (double)r->section_total;
-	return round((double)r->section_total / 1e9 * r->prof.rate_hz);
+	return 100.0 * tally_share(&r->t, count);
 }
 
 /*
  * The sampling error of a share p (0 to 1) of the section, in points
- * (the half-width of its 95% interval): a share of n samples taken at
- * random moments is within Z95 * sqrt(p (1 - p) / n) of the share of
- * time the program spent there.  (Samples at a steady rate err less,
- * unless the program runs in step with them.)  Negative where the
- * samples are not known.
+ * (the half-width of its 95% interval, tally_share_variance).
+ * Negative where the samples are not known.
  */
 static double share_error(const struct report *r, double p)
 {
-	double n = section_samples(r);
+	double v = tally_share_variance(p, tally_samples(&r->t));
 
-	if (n < 1)
-		return -1.0;
-	return 100.0 * Z95 * sqrt(p * (1.0 - p) / n);
+	return v < 0 ? -1.0 : 100.0 * TALLY_Z95 * sqrt(v);
 }
 
 /* The sampling error of count's share of the section (share_error). */
 static double pct_error(const struct report *r, uint64_t count)
 {
-	if (!r->section_total)
+	if (!r->t.section_total)
 		return -1.0;
-	return share_error(r, (double)count / (double)r->section_total);
+	return share_error(r, (double)count / (double)r->t.section_total);
 }
 
 /* A count as the report shows it: "0.970s" or "97". */
@@ -504,7 +424,7 @@ static size_t function_lines(const struct report *r, uint32_t f,
 	uint32_t t;
 
 	for (i = 0; i < st->nr_frames; i++)
-		if (r->func_of[i] == f && r->total_line[i])
+		if (r->t.func_of[i] == f && r->t.total_line[i])
 			lines[n++] = (uint32_t)i;
 	/* Few lines per function: an insertion sort. */
 	for (i = 1; i < n; i++)
@@ -529,7 +449,7 @@ static size_t detail_functions(const struct report *r, size_t nr_order,
 		f = r->order[i];
 		if (r->opts->nr_functions
 			? r->picked[f]
-			: r->own_func[f] && n < DEFAULT_DETAIL)
+			: r->t.own_func[f] && n < DEFAULT_DETAIL)
 			out[n++] = f;
 	}
 	return n;
@@ -546,16 +466,16 @@ static void print_line_row(const struct report *r, int line, uint32_t id,
 		return;
 	}
 	printf("  %6d %10s %5.1f%% %10s %5.1f%%%s%s\n", line,
-	       fmt_value(r, r->own_line[id], own, sizeof(own)),
-	       pct(r, r->own_line[id]),
-	       fmt_value(r, r->total_line[id], total, sizeof(total)),
-	       pct(r, r->total_line[id]), text ? "  " : "", text ? text : "");
+	       fmt_value(r, r->t.own_line[id], own, sizeof(own)),
+	       pct(r, r->t.own_line[id]),
+	       fmt_value(r, r->t.total_line[id], total, sizeof(total)),
+	       pct(r, r->t.total_line[id]), text ? "  " : "", text ? text : "");
 }
 
 static void print_line_table(struct report *r, uint32_t f, uint32_t *lines)
 {
 	const struct stacks *st = &r->prof.stacks;
-	const struct stack_frame *fn = &r->funcs.frames[f];
+	const struct stack_frame *fn = &r->t.funcs.frames[f];
 	const struct source *src = get_source(r, fn->file);
 	char own[32], total[32];
 	size_t n = function_lines(r, f, lines), i;
@@ -565,10 +485,10 @@ static void print_line_table(struct report *r, uint32_t f, uint32_t *lines)
 	printf("\nLines of ");
 	print_function_name(fn);
 	printf(": own %s (%.1f%%), total %s (%.1f%%)%s\n",
-	       fmt_value(r, r->own_func[f], own, sizeof(own)),
-	       pct(r, r->own_func[f]),
-	       fmt_value(r, r->total_func[f], total, sizeof(total)),
-	       pct(r, r->total_func[f]),
+	       fmt_value(r, r->t.own_func[f], own, sizeof(own)),
+	       pct(r, r->t.own_func[f]),
+	       fmt_value(r, r->t.total_func[f], total, sizeof(total)),
+	       pct(r, r->t.total_func[f]),
 	       src->text ? "" : " (source not found)");
 	for (i = 0; i < n; i++)
 		known |= st->frames[lines[i]].line > 0;
@@ -614,13 +534,14 @@ static void print_section(struct report *r, const char *label)
 
 	n = sort_functions(r, r->opts->sort);
 	printf("\n== %s: %s %s ==\n", label,
-	       fmt_value(r, r->section_total, total, sizeof(total)),
+	       fmt_value(r, r->t.section_total, total, sizeof(total)),
 	       r->prof.unit == PROFILE_UNIT_SECONDS ? "sampled" : "samples");
 	if (share_error(r, 0.5) >= 0)
-		printf("Sampling error (95%%, %.0f samples): \u00b1%.1f points "
-		       "on a 50%% share, \u00b1%.1f on 10%%, \u00b1%.1f on 1%%\n",
-		       section_samples(r), share_error(r, 0.5),
-		       share_error(r, 0.1), share_error(r, 0.01));
+		printf(
+		    "Sampling error (95%%, %.0f samples): \u00b1%.1f points "
+		    "on a 50%% share, \u00b1%.1f on 10%%, \u00b1%.1f on 1%%\n",
+		    tally_samples(&r->t), share_error(r, 0.5),
+		    share_error(r, 0.1), share_error(r, 0.01));
 	printf("\nFunctions by %s time (%zu of %zu):\n",
 	       r->opts->sort == SORT_TOTAL ? "total" : "own",
 	       n < r->opts->top ? n : r->opts->top, n);
@@ -630,11 +551,11 @@ static void print_section(struct report *r, const char *label)
 		uint32_t f = r->order[i];
 
 		printf("  %10s %5.1f%% %10s %5.1f%%  ",
-		       fmt_value(r, r->own_func[f], own, sizeof(own)),
-		       pct(r, r->own_func[f]),
-		       fmt_value(r, r->total_func[f], total, sizeof(total)),
-		       pct(r, r->total_func[f]));
-		print_function_name(&r->funcs.frames[f]);
+		       fmt_value(r, r->t.own_func[f], own, sizeof(own)),
+		       pct(r, r->t.own_func[f]),
+		       fmt_value(r, r->t.total_func[f], total, sizeof(total)),
+		       pct(r, r->t.total_func[f]));
+		print_function_name(&r->t.funcs.frames[f]);
 		putchar('\n');
 	}
 	/* Line tables go by own time whatever the table's order. */
@@ -675,7 +596,7 @@ static cJSON *add_str(cJSON *obj, const char *key, const char *s,
 static int add_func_json(cJSON *arr, const struct report *r, uint32_t f,
 			 struct strbuf *tmp)
 {
-	const struct stack_frame *fn = &r->funcs.frames[f];
+	const struct stack_frame *fn = &r->t.funcs.frames[f];
 	cJSON *o = cJSON_CreateObject();
 
 	if (!o)
@@ -686,16 +607,16 @@ static int add_func_json(cJSON *arr, const struct report *r, uint32_t f,
 	}
 	return add_str(o, "name", fn->name, tmp) &&
 		       add_str(o, "file", fn->file, tmp) &&
-		       add_value(o, "own", r, r->own_func[f]) &&
+		       add_value(o, "own", r, r->t.own_func[f]) &&
 		       cJSON_AddNumberToObject(o, "own_pct",
-					       pct(r, r->own_func[f])) &&
+					       pct(r, r->t.own_func[f])) &&
 		       add_error(o, "own_pct_error",
-				 pct_error(r, r->own_func[f])) &&
-		       add_value(o, "total", r, r->total_func[f]) &&
+				 pct_error(r, r->t.own_func[f])) &&
+		       add_value(o, "total", r, r->t.total_func[f]) &&
 		       cJSON_AddNumberToObject(o, "total_pct",
-					       pct(r, r->total_func[f])) &&
+					       pct(r, r->t.total_func[f])) &&
 		       add_error(o, "total_pct_error",
-				 pct_error(r, r->total_func[f]))
+				 pct_error(r, r->t.total_func[f]))
 		   ? 0
 		   : -1;
 }
@@ -704,7 +625,7 @@ static int add_line_table_json(cJSON *arr, struct report *r, uint32_t f,
 			       uint32_t *lines, struct strbuf *tmp)
 {
 	const struct stacks *st = &r->prof.stacks;
-	const struct source *src = get_source(r, r->funcs.frames[f].file);
+	const struct source *src = get_source(r, r->t.funcs.frames[f].file);
 	size_t n = function_lines(r, f, lines), i;
 	cJSON *o, *rows, *row;
 
@@ -728,12 +649,12 @@ static int add_line_table_json(cJSON *arr, struct report *r, uint32_t f,
 			return -1;
 		}
 		if (!cJSON_AddNumberToObject(row, "line", line) ||
-		    !add_value(row, "own", r, r->own_line[id]) ||
+		    !add_value(row, "own", r, r->t.own_line[id]) ||
 		    !cJSON_AddNumberToObject(row, "own_pct",
-					     pct(r, r->own_line[id])) ||
-		    !add_value(row, "total", r, r->total_line[id]) ||
+					     pct(r, r->t.own_line[id])) ||
+		    !add_value(row, "total", r, r->t.total_line[id]) ||
 		    !cJSON_AddNumberToObject(row, "total_pct",
-					     pct(r, r->total_line[id])) ||
+					     pct(r, r->t.total_line[id])) ||
 		    !add_str(row, "source", source_line(src, line), tmp))
 			return -1;
 	}
@@ -758,9 +679,10 @@ static int add_section_json(cJSON *sections, struct report *r,
 	n = sort_functions(r, r->opts->sort);
 	if (!add_str(sec, "thread", label, tmp) ||
 	    !add_str(sec, "process", t ? t->process : NULL, tmp) ||
-	    !add_value(sec, "total", r, r->section_total) ||
-	    !(section_samples(r) >= 1
-		  ? cJSON_AddNumberToObject(sec, "samples", section_samples(r))
+	    !add_value(sec, "total", r, r->t.section_total) ||
+	    !(tally_samples(&r->t) >= 1
+		  ? cJSON_AddNumberToObject(sec, "samples",
+					    tally_samples(&r->t))
 		  : cJSON_AddNullToObject(sec, "samples")) ||
 	    !cJSON_AddNumberToObject(sec, "nr_functions", (double)n))
 		return -1;
@@ -835,7 +757,7 @@ static int report_json(struct report *r)
 	if (!sections)
 		goto out;
 	if (!r->opts->threads) {
-		count_section(r, UINT32_MAX);
+		tally_count(&r->t, UINT32_MAX);
 		if (add_section_json(sections, r, NULL, NULL, &tmp))
 			goto out;
 	} else {
@@ -844,7 +766,7 @@ static int report_json(struct report *r)
 				continue;
 			stacks_thread_full_label(&st->threads[t], label,
 						 sizeof(label));
-			count_section(r, (uint32_t)t);
+			tally_count(&r->t, (uint32_t)t);
 			if (add_section_json(sections, r, &st->threads[t],
 					     label, &tmp))
 				goto out;
@@ -886,7 +808,7 @@ static void report_text(struct report *r)
 		       r->prof.nr_skipped == 1 ? "" : "s",
 		       r->opts->gpu ? "without --gpu" : "see --gpu");
 	if (!r->opts->threads) {
-		count_section(r, UINT32_MAX);
+		tally_count(&r->t, UINT32_MAX);
 		print_section(r, "all threads");
 		return;
 	}
@@ -894,7 +816,7 @@ static void report_text(struct report *r)
 		if (!st->threads[t].samples)
 			continue;
 		stacks_thread_full_label(&st->threads[t], label, sizeof(label));
-		count_section(r, (uint32_t)t);
+		tally_count(&r->t, (uint32_t)t);
 		print_section(r, label);
 	}
 }
@@ -909,15 +831,8 @@ static void report_release(struct report *r)
 	}
 	free(r->sources);
 	free(r->order);
-	free(r->seen_line);
-	free(r->total_line);
-	free(r->own_line);
 	free(r->picked);
-	free(r->seen_func);
-	free(r->total_func);
-	free(r->own_func);
-	free(r->func_of);
-	stacks_release(&r->funcs);
+	tally_release(&r->t);
 	profile_release(&r->prof);
 }
 
