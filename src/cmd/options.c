@@ -173,3 +173,24 @@ void usage_exit(int c, const char *usage)
 	fputs(usage, c == 'h' ? stdout : stderr);
 	exit(c == 'h' ? EXIT_OK : EXIT_USAGE);
 }
+
+/* More rows than any profile has functions. */
+#define MAX_TOP 1000000
+
+size_t parse_top_arg(const char *arg)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || *end || end == arg || v < 0 || v > MAX_TOP) {
+		fprintf(stderr,
+			"spyc: invalid --top '%s' (0 for all, or 1 to "
+			"%d)\n",
+			arg, MAX_TOP);
+		exit(EXIT_USAGE);
+	}
+	/* 0: every row, as merge --top 0 has it. */
+	return v ? (size_t)v : SIZE_MAX;
+}

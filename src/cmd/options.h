@@ -97,4 +97,10 @@ pid_t parse_pid(const char *arg);
  */
 double parse_positive_arg(const char *opt, const char *arg, double max);
 
+/*
+ * Parse a --top argument of report and diff: how many rows, 0 for all
+ * (SIZE_MAX).  Dies with a usage error naming a bad value.
+ */
+size_t parse_top_arg(const char *arg);
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "out/output.h"
 #include "profile/profile-read.h"
 #include "profile/stacks.h"
@@ -21,7 +22,6 @@
 #include "util.h"
 
 #define DEFAULT_TOP 20
-#define MAX_TOP 1000000
 /* Functions given a line table when --function does not pick them. */
 #define DEFAULT_DETAIL 3
 /*
@@ -100,26 +100,8 @@ struct report {
 	size_t nr_sources, alloc_sources;
 };
 
-static size_t parse_top(const char *arg)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(arg, &end, 10);
-	if (errno || *end || end == arg || v < 0 || v > MAX_TOP) {
-		fprintf(stderr, "spyc: invalid --top '%s' (0 for all, or 1 to "
-				"%d)\n",
-			arg, MAX_TOP);
-		exit(EXIT_USAGE);
-	}
-	/* 0: every function, as merge --top 0 has it. */
-	return v ? (size_t)v : SIZE_MAX;
-}
-
 static void parse_options(struct report_opts *o, int argc, char **argv)
 {
-	enum { OPT_GPU = 256 };
 	static const struct option options[] = {
 	    {"top", required_argument, NULL, 'n'},
 	    {"sort", required_argument, NULL, 's'},
@@ -138,7 +120,7 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 	       -1) {
 		switch (c) {
 		case 'n':
-			o->top = parse_top(optarg);
+			o->top = parse_top_arg(optarg);
 			break;
 		case 's':
 			if (!strcmp(optarg, "own")) {

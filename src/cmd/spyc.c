@@ -14,6 +14,7 @@ static const struct command {
     {"dump", cmd_dump, "print every thread's current Python stack"},
     {"top", cmd_top, "show a live table of the functions running"},
     {"report", cmd_report, "print the top functions and lines of a profile"},
+    {"diff", cmd_diff, "show what changed from one profile to another"},
     {"merge", cmd_merge, "merge per-rank profiles; report load imbalance"},
 };
 

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+"""spyc diff: what changed from one profile to another.
+
+tests/targets/shift.py alternates between alpha() and beta(), alpha for a
+share of each round that its argument sets: a run at 0.8 against one at
+0.2 moves 60 points of own time from alpha to beta, and diff must put
+those two on top, both changed; two runs at 0.5 differ by chance only,
+and diff must say so of both.
+"""
+
+import json
+
+from test_report import record
+
+# The truth moves 60 points; each profile's share of either function is
+# also off by the sampling error and the time of the loop around them.
+SHIFT_POINTS = 60.0
+SHIFT_SLACK = 15.0
+# Two runs of one program differ by chance: diff calls a change real at
+# p <= 0.05, so a pair of runs now and then shows one.  A third run
+# decides (both pairs showing one, about 1 in 1000 with a calibrated
+# error, means the error is too small).
+SAME_TRIES = 2
+
+
+def shift_profile(spyc, python, tmp_path, name, share, fmt="json"):
+    path = str(tmp_path / ("%s.%s" % (name, fmt)))
+    record(spyc, python, path, "shift.py", share, 2,
+           extra=["--rate", "250"])
+    return path
+
+
+def diff(spyc, base, new, *extra):
+    res = spyc.run(["diff", "--json", base, new] + list(extra))
+    res.assert_ok()
+    return json.loads(res.stdout), res
+
+
+def by_name(rows):
+    return dict((r["name"], r) for r in rows if r["file"].endswith(
+        "shift.py"))
+
+
+def test_diff_finds_the_shift(spyc, any_python, tmp_path):
+    """alpha at 80% of each round, then 20%: alpha and beta are the two
+    largest changes, each real, each about 60 points the right way; the
+    text table says the same, and lists the lines."""
+    base = shift_profile(spyc, any_python, tmp_path, "base", 0.8)
+    # Folded against speedscope: any format spyc writes.
+    new = shift_profile(spyc, any_python, tmp_path, "new", 0.2, "txt")
+    doc, res = diff(spyc, base, new)
+    top = doc["functions"][:2]
+    assert set(r["name"] for r in top) == {"alpha", "beta"}, res.describe()
+    rows = by_name(doc["functions"])
+    for name, sign in (("alpha", -1), ("beta", 1)):
+        r = rows[name]
+        assert r["real"], (name, res.describe())
+        assert abs(r["change"] - sign * SHIFT_POINTS) < SHIFT_SLACK, (
+            name, res.describe())
+        assert 0 < r["error"] < abs(r["change"]), (name, res.describe())
+        assert abs(r["new_pct"] - r["base_pct"] - r["change"]) < 1e-6
+    assert doc["base"]["samples"] > 300 and doc["new"]["samples"] > 300, (
+        res.describe())
+    lines = [r for r in doc["lines"][:2]]
+    assert set(r["name"] for r in lines) == {"alpha", "beta"}, res.describe()
+    assert all(r["line"] > 0 and r["real"] for r in lines), res.describe()
+    text = spyc.run(["diff", base, new])
+    text.assert_ok()
+    marked = [l for l in text.stdout.splitlines()
+              if l.endswith("(%s)" % rows["alpha"]["file"])]
+    assert marked and not marked[0].startswith(" ~"), text.describe()
+    assert "Functions: " in text.stdout and "Lines: " in text.stdout
+
+
+def test_diff_same_program_within_chance(spyc, any_python, tmp_path):
+    """Two runs of shift.py at 0.5: alpha's and beta's changes are
+    within chance."""
+    runs = [shift_profile(spyc, any_python, tmp_path, "run0", 0.5)]
+    for i in range(SAME_TRIES):
+        runs.append(shift_profile(spyc, any_python, tmp_path,
+                                  "run%d" % (i + 1), 0.5))
+        doc, res = diff(spyc, runs[0], runs[-1])
+        rows = by_name(doc["functions"])
+        assert set(rows) >= {"alpha", "beta"}, res.describe()
+        real = [n for n in ("alpha", "beta") if rows[n]["real"]]
+        if not real:
+            return
+    assert not real, (
+        "two runs of one program: %s changed beyond chance in %d pairs\n%s"
+        % (", ".join(real), SAME_TRIES, res.describe()))
+
+
+def test_diff_bad_input(spyc, tmp_path):
+    """A missing profile, one file, a bad --top: one line each."""
+    missing = str(tmp_path / "missing.json")
+    other = tmp_path / "empty.txt"
+    other.write_text("")
+    res = spyc.run(["diff", missing, str(other)])
+    assert res.returncode == 2 and len(res.stderr_lines) == 1, res.describe()
+    assert missing in res.stderr, res.describe()
+    spyc.run(["diff", missing]).assert_error(64, "two profile")
+    spyc.run(["diff", "--top", "-1", missing, missing]).assert_error(
+        64, "--top")
+    spyc.run(["diff", "--sort", "self", missing, missing]).assert_error(
+        64, "--sort")
