@@ -9,8 +9,12 @@ and diff must say so of both.
 """
 
 import json
+import re
+import xml.etree.ElementTree as ET
 
 from test_report import record
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
 
 # The truth moves 60 points; each profile's share of either function is
 # also off by the sampling error and the time of the loop around them.
@@ -70,6 +74,36 @@ def test_diff_finds_the_shift(spyc, any_python, tmp_path):
               if l.endswith("(%s)" % rows["alpha"]["file"])]
     assert marked and not marked[0].startswith(" ~"), text.describe()
     assert "Functions: " in text.stdout and "Lines: " in text.stdout
+    check_flame_graph(spyc, base, new, tmp_path)
+
+
+def check_flame_graph(spyc, base, new, tmp_path):
+    """diff -o: NEW's stacks, alpha's frame blue (its share shrank) and
+    beta's red, each one's tooltip giving its change; the root white."""
+    svg = str(tmp_path / "diff.svg")
+    res = spyc.run(["diff", "-o", svg, base, new])
+    res.assert_ok()
+    spyc.run(["diff", "-o", str(tmp_path), base, new]).assert_error(
+        2, str(tmp_path))
+    seen = {}
+    for g in ET.parse(svg).getroot().iter(SVG_NS + "g"):
+        if g.get("class") != "f":
+            continue
+        title = g.find(SVG_NS + "title").text
+        fill = g.find(SVG_NS + "rect").get("fill")
+        name = title.split(" ", 1)[0]
+        m = re.search(r", BASE ([\d.]+)%, ([-+][\d.]+) points$", title)
+        assert m, title
+        rgb = tuple(int(c) for c in re.findall(r"\d+", fill))
+        seen.setdefault(name, []).append((float(m.group(2)), rgb, title))
+    change, rgb, title = seen["all"][0]
+    assert change == 0 and rgb[0] == rgb[2], title
+    for name, sign in (("alpha", -1), ("beta", 1)):
+        change, rgb, title = max(seen[name], key=lambda c: abs(c[0]))
+        assert abs(change - sign * SHIFT_POINTS) < SHIFT_SLACK, title
+        red, blue = rgb[0], rgb[2]
+        assert (red > blue) == (sign > 0) and abs(red - blue) > 100, (
+            name, rgb, title)
 
 
 def test_diff_same_program_within_chance(spyc, any_python, tmp_path):

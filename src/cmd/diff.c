@@ -15,6 +15,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "out/output.h"
 #include "profile/profile-read.h"
 #include "profile/stacks.h"
 #include "profile/tally.h"
@@ -46,6 +47,10 @@ static const char usage_text[] =
     "from an exact test of how they split between the profiles) is\n"
     "marked '~'.\n"
     "\n"
+    "  -o, --output FILE also draw a differential flame graph, an SVG:\n"
+    "                    NEW's stacks, each coloured by how its share\n"
+    "                    changed (red: larger than in BASE, blue:\n"
+    "                    smaller)\n"
     "  -n, --top N       rows in each table (default 20; 0: all)\n"
     "  -s, --sort KEY    own (default) or total\n"
     "      --gpu         the GPU profiles of spyc record --gpu instead\n"
@@ -57,6 +62,7 @@ static const char usage_text[] =
 
 struct diff_opts {
 	const char *paths[2]; /* BASE, NEW */
+	const char *output;   /* -o: the differential flame graph */
 	size_t top;
 	int total; /* --sort total */
 	int gpu;
@@ -83,6 +89,7 @@ struct row {
 static void parse_options(struct diff_opts *o, int argc, char **argv)
 {
 	static const struct option options[] = {
+	    {"output", required_argument, NULL, 'o'},
 	    {"top", required_argument, NULL, 'n'},
 	    {"sort", required_argument, NULL, 's'},
 	    {"gpu", no_argument, NULL, OPT_GPU},
@@ -94,8 +101,11 @@ static void parse_options(struct diff_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->top = DEFAULT_TOP;
-	while ((c = getopt_long(argc, argv, "n:s:jh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:s:jh", options, NULL)) != -1) {
 		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
 		case 'n':
 			o->top = parse_top_arg(optarg);
 			break;
@@ -388,6 +398,57 @@ out:
 	return ret;
 }
 
+/* e's samples: its count, or its time at the profile's rate. */
+static uint64_t samples(const struct side *s, const struct stack_entry *e)
+{
+	if (s->prof.unit != PROFILE_UNIT_SECONDS || s->prof.rate_hz <= 0)
+		return e->count;
+	return (uint64_t)llround((double)e->count / 1e9 * s->prof.rate_hz);
+}
+
+/*
+ * BASE's and NEW's stacks in one table, for the differential flame
+ * graph: each profile's threads folded into one, BASE's first (thread
+ * 0), the frames of both interned together.
+ */
+static void joint_stacks(struct stacks *j, const struct side s[2])
+{
+	uint32_t *ids = NULL, *path = NULL, th;
+	size_t alloc_ids = 0, alloc_path = 0, i, k;
+	int w;
+
+	for (w = 0; w < 2; w++) {
+		const struct stacks *st = &s[w].prof.stacks;
+
+		th = stacks_thread(j, (uint64_t)w + 1, 0, w ? "NEW" : "BASE");
+		ALLOC_GROW(ids, st->nr_frames + 1, alloc_ids);
+		for (i = 0; i < st->nr_frames; i++)
+			ids[i] = stacks_frame(j, st->frames[i].name,
+					      st->frames[i].file,
+					      st->frames[i].line);
+		for (i = 0; i < st->nr_entries; i++) {
+			const struct stack_entry *e = &st->entries[i];
+
+			ALLOC_GROW(path, e->depth + 1, alloc_path);
+			for (k = 0; k < e->depth; k++)
+				path[k] = ids[e->frames[k]];
+			stacks_add(j, th, path, e->depth, samples(&s[w], e));
+		}
+	}
+	free(path);
+	free(ids);
+}
+
+static int write_flame(FILE *fp, void *data)
+{
+	const struct stacks *j = data;
+	struct profile_meta meta;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.title = "spyc diff";
+	return out_svg_write_diff(fp, j, 0, &meta);
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_opts o;
@@ -415,6 +476,17 @@ int cmd_diff(int argc, char **argv)
 	}
 	nf = make_rows(&funcs, &fkeys, s, 0, o.total);
 	nl = make_rows(&lines, &lkeys, s, 1, o.total);
+	if (o.output) {
+		struct stacks j;
+
+		stacks_init(&j);
+		joint_stacks(&j, s);
+		if (write_file_atomic(o.output, write_flame, &j))
+			ret = EXIT_FAILED;
+		stacks_release(&j);
+		if (ret)
+			goto out;
+	}
 	if (o.json) {
 		if (print_json(&o, s, funcs, nf, lines, nl))
 			die("out of memory building the JSON diff");

@@ -71,6 +71,13 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 		     const struct profile_meta *meta);
 int out_svg_write(FILE *fp, const struct stacks *st,
 		  const struct profile_meta *meta);
+/*
+ * A differential flame graph (spyc diff): st holds two profiles, BASE's
+ * stacks as thread base_thread and NEW's as any other; NEW's are drawn,
+ * each coloured by how its share changed from BASE's.
+ */
+int out_svg_write_diff(FILE *fp, const struct stacks *st, uint32_t base_thread,
+		       const struct profile_meta *meta);
 /* pprof's profile.proto, gzipped.  CPU samples only (no --gpu data). */
 int out_pprof_write(FILE *fp, const struct stacks *st,
 		    const struct profile_meta *meta);

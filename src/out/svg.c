@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* SVG writer: a self-contained interactive flame graph, root at the bottom. */
+/*
+ * SVG writer: a self-contained interactive flame graph, root at the
+ * bottom; or a differential one (spyc diff), NEW's stacks coloured by
+ * how each one's share changed from BASE's.
+ */
 #include "out/output.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +25,12 @@
 #define CHAR_WIDTH (FONT_SIZE * 0.6)
 /* Nodes under 1/MIN_WIDTH_DIVISOR of all samples (0.1%) are not drawn. */
 #define MIN_WIDTH_DIVISOR 1000
+/*
+ * A differential graph's colours: white for no change, to full red (a
+ * larger share in NEW) or blue (smaller) at the largest change drawn, or
+ * at DIFF_FULL_POINTS if that is larger (small changes stay pale).
+ */
+#define DIFF_FULL_POINTS 5.0
 
 enum node_kind {
 	NODE_ROOT,
@@ -35,6 +46,7 @@ struct node {
 	uint32_t depth; /* 0 for the root */
 	uint64_t x;	/* samples left of this node */
 	uint64_t total; /* samples in this node and below */
+	uint64_t base;	/* differential: BASE's samples of the same path */
 };
 
 /*
@@ -56,6 +68,15 @@ struct flame {
 	uint64_t *cum;	       /* cum[i]: samples in order[0 .. i - 1] */
 	size_t nr;
 	uint64_t all;
+	/*
+	 * Differential: the entries of thread base_thread are BASE's, not
+	 * drawn but summed apart (cum_base, all_base) for the colours.
+	 */
+	int diff;
+	uint32_t base_thread;
+	uint64_t *cum_base;
+	uint64_t all_base;
+	double full_points; /* the change drawn at full colour */
 };
 
 /* Called for each drawn node, parents before children. */
@@ -181,6 +202,9 @@ static void flame_init(struct flame *fl, const struct stacks *st, int prefix)
 	size_t i;
 
 	fl->st = st;
+	/* Differential: the two profiles' threads are not levels. */
+	if (fl->diff)
+		prefix = 0;
 	fl->prefix = !!prefix;
 	for (i = 0; prefix && i < st->nr_threads; i++)
 		if (st->threads[i].process)
@@ -196,14 +220,22 @@ static void flame_init(struct flame *fl, const struct stacks *st, int prefix)
 			fl->order[fl->nr++] = (uint32_t)i;
 	qsort_r(fl->order, fl->nr, sizeof(*fl->order), compare_entries, fl);
 	fl->cum = xmalloc((fl->nr + 1) * sizeof(*fl->cum));
-	fl->cum[0] = 0;
-	for (i = 0; i < fl->nr; i++)
-		fl->cum[i + 1] = fl->cum[i] + st->entries[fl->order[i]].count;
+	fl->cum_base = xmalloc((fl->nr + 1) * sizeof(*fl->cum_base));
+	fl->cum[0] = fl->cum_base[0] = 0;
+	for (i = 0; i < fl->nr; i++) {
+		const struct stack_entry *e = &st->entries[fl->order[i]];
+		int base = fl->diff && e->thread == fl->base_thread;
+
+		fl->cum[i + 1] = fl->cum[i] + (base ? 0 : e->count);
+		fl->cum_base[i + 1] = fl->cum_base[i] + (base ? e->count : 0);
+	}
 	fl->all = fl->cum[fl->nr];
+	fl->all_base = fl->cum_base[fl->nr];
 }
 
 static void flame_release(struct flame *fl)
 {
+	free(fl->cum_base);
 	free(fl->cum);
 	free(fl->order);
 	free(fl->thread_rank);
@@ -236,7 +268,7 @@ static void flame_walk(const struct flame *fl, visit_fn *visit, void *data)
 	struct walk_level *levels = NULL, *lv;
 	size_t alloc = 0, nr = 0, i, j, level;
 	const struct stack_entry *e;
-	struct node n = {NODE_ROOT, 0, 0, 0, fl->all};
+	struct node n = {NODE_ROOT, 0, 0, 0, fl->all, fl->all_base};
 	uint32_t key;
 
 	if (!fl->all)
@@ -262,6 +294,7 @@ static void flame_walk(const struct flame *fl, visit_fn *visit, void *data)
 				     level) != key)
 				break;
 		n.total = fl->cum[j] - fl->cum[i];
+		n.base = fl->cum_base[j] - fl->cum_base[i];
 		n.x = lv->x;
 		lv->x += n.total;
 		lv->next = j;
@@ -393,6 +426,29 @@ static void node_label(const struct flame *fl, const struct node *n,
 	strbuf_addch(sb, ')');
 }
 
+/* Differential: the change of n's share from BASE to NEW, in points. */
+static double node_change(const struct flame *fl, const struct node *n)
+{
+	double now = fl->all ? (double)n->total / (double)fl->all : 0;
+	double before =
+	    fl->all_base ? (double)n->base / (double)fl->all_base : 0;
+
+	return 100.0 * (now - before);
+}
+
+/* White for no change, towards red for a larger share, blue smaller. */
+static void diff_colour(const struct flame *fl, const struct node *n,
+			struct strbuf *sb)
+{
+	double c = node_change(fl, n), t = fabs(c) / fl->full_points;
+	int pale = 250 - (int)(200 * (t < 1 ? t : 1));
+
+	if (c >= 0)
+		strbuf_addf(sb, "rgb(250,%d,%d)", pale, pale);
+	else
+		strbuf_addf(sb, "rgb(%d,%d,250)", pale, pale);
+}
+
 /* A warm colour (reds to yellows) chosen by a hash of the function name. */
 static void node_colour(const struct flame *fl, const struct node *n,
 			struct strbuf *sb)
@@ -400,6 +456,10 @@ static void node_colour(const struct flame *fl, const struct node *n,
 	const char *name;
 	uint64_t h;
 
+	if (fl->diff) {
+		diff_colour(fl, n, sb);
+		return;
+	}
 	if (n->kind == NODE_ROOT) {
 		strbuf_addstr(sb, "rgb(200,200,200)");
 		return;
@@ -444,9 +504,16 @@ static void add_node(const struct flame *fl, const struct node *n, void *data)
 		    "\"><title>",
 		    n->x, n->total);
 	add_xml(out, label->buf, label->len);
-	strbuf_addf(out, " \xe2\x80\x94 %" PRIu64 " sample%s (%.2f%%)</title>",
+	strbuf_addf(out, " \xe2\x80\x94 %" PRIu64 " sample%s (%.2f%%)",
 		    n->total, n->total == 1 ? "" : "s",
 		    100.0 * (double)n->total / all);
+	if (fl->diff)
+		strbuf_addf(out, ", BASE %.2f%%, %+.2f points",
+			    fl->all_base
+				? 100.0 * (double)n->base / (double)fl->all_base
+				: 0.0,
+			    node_change(fl, n));
+	strbuf_addstr(out, "</title>");
 	strbuf_addf(out,
 		    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 		    "rx=\"2\" fill=\"",
@@ -473,13 +540,20 @@ static void add_node(const struct flame *fl, const struct node *n, void *data)
 	}
 }
 
+/* What the first walk learns: the depth, and the largest change. */
+struct extent {
+	uint32_t depth;
+	double change; /* differential: the largest |change|, in points */
+};
+
 static void max_depth(const struct flame *fl, const struct node *n, void *data)
 {
-	uint32_t *depth = data;
+	struct extent *ex = data;
 
-	(void)fl;
-	if (n->depth > *depth)
-		*depth = n->depth;
+	if (n->depth > ex->depth)
+		ex->depth = n->depth;
+	if (fl->diff && fabs(node_change(fl, n)) > ex->change)
+		ex->change = fabs(node_change(fl, n));
 }
 
 /*
@@ -638,10 +712,16 @@ static void add_header(struct strbuf *out, const struct flame *fl,
 	strbuf_addf(out, "<text id=\"title\" x=\"%d\" y=\"24\">",
 		    IMAGE_WIDTH / 2);
 	add_xml_str(out, title, tmp);
-	strbuf_addf(out,
-		    "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">"
-		    "%" PRIu64 " sample%s",
-		    IMAGE_WIDTH / 2, fl->all, fl->all == 1 ? "" : "s");
+	strbuf_addf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">",
+		    IMAGE_WIDTH / 2);
+	if (fl->diff)
+		strbuf_addf(out,
+			    "NEW's stacks; red: a larger share than in BASE, "
+			    "blue: smaller (full at %.1f points)",
+			    fl->full_points);
+	else
+		strbuf_addf(out, "%" PRIu64 " sample%s", fl->all,
+			    fl->all == 1 ? "" : "s");
 	if (meta && meta->rate_hz > 0)
 		strbuf_addf(out, ", %g Hz", meta->rate_hz);
 	if (meta && meta->duration_s > 0)
@@ -662,21 +742,22 @@ static void add_header(struct strbuf *out, const struct flame *fl,
 		    height - 12, PAD_X, height - 12);
 }
 
-int out_svg_write(FILE *fp, const struct stacks *st,
-		  const struct profile_meta *meta)
+static int svg_write(FILE *fp, struct flame *fl, const struct stacks *st,
+		     const struct profile_meta *meta)
 {
 	struct emit em = {fp, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, 0};
-	struct flame fl;
-	uint32_t depth = 0;
+	struct extent ex = {0, 0};
 	int ret = 0;
 
-	flame_init(&fl, st, meta && meta->thread_prefix);
-	flame_walk(&fl, max_depth, &depth);
-	em.height = PAD_TOP + (depth + 1) * FRAME_HEIGHT + PAD_BOTTOM;
+	flame_init(fl, st, meta && meta->thread_prefix);
+	flame_walk(fl, max_depth, &ex);
+	fl->full_points =
+	    ex.change > DIFF_FULL_POINTS ? ex.change : DIFF_FULL_POINTS;
+	em.height = PAD_TOP + (ex.depth + 1) * FRAME_HEIGHT + PAD_BOTTOM;
 
-	add_header(&em.out, &fl, meta, em.height, &em.tmp);
+	add_header(&em.out, fl, meta, em.height, &em.tmp);
 	strbuf_addstr(&em.out, "<g id=\"frames\">\n");
-	flame_walk(&fl, add_node, &em);
+	flame_walk(fl, add_node, &em);
 	strbuf_addstr(&em.out, "</g>\n</svg>\n");
 	if (fwrite(em.out.buf, 1, em.out.len, fp) != em.out.len || ferror(fp))
 		ret = errno ? -errno : -EIO;
@@ -684,6 +765,26 @@ int out_svg_write(FILE *fp, const struct stacks *st,
 	strbuf_release(&em.tmp);
 	strbuf_release(&em.label);
 	strbuf_release(&em.out);
-	flame_release(&fl);
+	flame_release(fl);
 	return ret;
+}
+
+int out_svg_write(FILE *fp, const struct stacks *st,
+		  const struct profile_meta *meta)
+{
+	struct flame fl;
+
+	memset(&fl, 0, sizeof(fl));
+	return svg_write(fp, &fl, st, meta);
+}
+
+int out_svg_write_diff(FILE *fp, const struct stacks *st, uint32_t base_thread,
+		       const struct profile_meta *meta)
+{
+	struct flame fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.diff = 1;
+	fl.base_thread = base_thread;
+	return svg_write(fp, &fl, st, meta);
 }
