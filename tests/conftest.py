@@ -97,7 +97,8 @@ REQUIRED_PROGRAMS = (
     "setcap",                                           # test_replaced
     "podman", "runc",                                   # test_containers
     "munged", "slurmctld", "slurmd", "srun", "scontrol",  # test_slurm
-    "mpirun")                                           # test_mpi
+    "mpirun",                                           # test_mpi
+    "chromium")                                         # test_svg_view
 REQUIRED_FILES = (
     SPEEDSCOPE_SCHEMA,
     os.path.join(TESTS, "build", "node_modules", "@paulirish",
@@ -149,6 +150,9 @@ def pytest_sessionstart(session):
                     if not (shutil.which(p) or shutil.which(p, path=sbin))]
         missing += ["%s: not found" % f for f in REQUIRED_FILES
                     if not os.path.exists(f)]
+        import browser
+        if browser.websocket is None:
+            missing.append(browser.missing())
     if missing:
         pytest.exit("SPYC_REQUIRE=%s, but:\n  %s" % (
             ",".join(sorted(REQUIRE)), "\n  ".join(missing)), returncode=4)
