@@ -110,14 +110,7 @@ static void parse_options(struct diff_opts *o, int argc, char **argv)
 			o->top = parse_top_arg(optarg);
 			break;
 		case 's':
-			if (strcmp(optarg, "own") && strcmp(optarg, "total")) {
-				fprintf(stderr,
-					"spyc: invalid --sort '%s' (own or "
-					"total)\n",
-					optarg);
-				exit(EXIT_USAGE);
-			}
-			o->total = !strcmp(optarg, "total");
+			o->total = parse_sort_total(optarg);
 			break;
 		case OPT_GPU:
 			o->gpu = 1;

@@ -194,3 +194,13 @@ size_t parse_top_arg(const char *arg)
 	/* 0: every row, as merge --top 0 has it. */
 	return v ? (size_t)v : SIZE_MAX;
 }
+
+int parse_sort_total(const char *arg)
+{
+	if (strcmp(arg, "own") && strcmp(arg, "total")) {
+		fprintf(stderr, "spyc: invalid --sort '%s' (own or total)\n",
+			arg);
+		exit(EXIT_USAGE);
+	}
+	return !strcmp(arg, "total");
+}

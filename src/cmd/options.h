@@ -103,4 +103,10 @@ double parse_positive_arg(const char *opt, const char *arg, double max);
  */
 size_t parse_top_arg(const char *arg);
 
+/*
+ * Parse a --sort argument of report and diff: 1 for "total", 0 for
+ * "own".  Dies with a usage error naming any other.
+ */
+int parse_sort_total(const char *arg);
+
 #endif

@@ -123,17 +123,8 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 			o->top = parse_top_arg(optarg);
 			break;
 		case 's':
-			if (!strcmp(optarg, "own")) {
-				o->sort = SORT_OWN;
-			} else if (!strcmp(optarg, "total")) {
-				o->sort = SORT_TOTAL;
-			} else {
-				fprintf(stderr,
-					"spyc: invalid --sort '%s' (own or "
-					"total)\n",
-					optarg);
-				exit(EXIT_USAGE);
-			}
+			o->sort =
+			    parse_sort_total(optarg) ? SORT_TOTAL : SORT_OWN;
 			break;
 		case 'f':
 			if (!*optarg) {
