@@ -124,6 +124,40 @@ def test_diff_same_program_within_chance(spyc, any_python, tmp_path):
         % (", ".join(real), SAME_TRIES, res.describe()))
 
 
+def test_diff_merged_and_chrome(spyc, any_python, tmp_path):
+    """Merged profiles (spyc merge of runs sampled at one rate) say their
+    samples, so their changes have errors; a Chrome trace does not, and
+    its changes are not known ('?', null), never called real."""
+    runs = [shift_profile(spyc, any_python, tmp_path, "r%d" % i, share)
+            for i, share in enumerate((0.8, 0.8, 0.2))]
+    merged = []
+    for name, inputs in (("base", runs[:2]), ("new", runs[2:])):
+        path = str(tmp_path / ("merged-%s.json" % name))
+        spyc.run(["merge", "-o", path] + inputs).assert_ok()
+        merged.append(path)
+    doc, res = diff(spyc, merged[0], merged[1])
+    assert doc["base"]["samples"] > 600 and doc["new"]["samples"] > 300, (
+        res.describe())
+    rows = by_name(doc["functions"])
+    for name, sign in (("alpha", -1), ("beta", 1)):
+        assert rows[name]["real"] is True, res.describe()
+        assert abs(rows[name]["change"] - sign * SHIFT_POINTS) < (
+            SHIFT_SLACK), res.describe()
+    trace = str(tmp_path / "new.trace.json")
+    record(spyc, any_python, trace, "shift.py", 0.2, 2,
+           extra=["--rate", "250"])
+    doc, res = diff(spyc, runs[0], trace)
+    assert doc["new"]["samples"] is None, res.describe()
+    assert doc["functions_changed"] == 0 and doc["functions_not_known"] > 0
+    rows = by_name(doc["functions"])
+    assert rows["alpha"]["real"] is None and rows["alpha"]["error"] is None
+    assert abs(rows["alpha"]["change"] + SHIFT_POINTS) < SHIFT_SLACK
+    text = spyc.run(["diff", runs[0], trace])
+    text.assert_ok()
+    assert any(l.startswith(" ?") and "alpha (" in l
+               for l in text.stdout.splitlines()), text.describe()
+
+
 def test_diff_bad_input(spyc, tmp_path):
     """A missing profile, one file, a bad --top: one line each."""
     missing = str(tmp_path / "missing.json")

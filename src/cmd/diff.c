@@ -45,7 +45,8 @@ static const char usage_text[] =
     "profiles' sample counts.  A change that chance alone could make\n"
     "(p > 0.05: from that error, or where few samples are behind it,\n"
     "from an exact test of how they split between the profiles) is\n"
-    "marked '~'.\n"
+    "marked '~'; one of a profile that does not say its sample count\n"
+    "(a Chrome trace), '?'.\n"
     "\n"
     "  -o, --output FILE also draw a differential flame graph, an SVG:\n"
     "                    NEW's stacks, each coloured by how its share\n"
@@ -83,7 +84,9 @@ struct row {
 	double share[2];   /* of each profile's samples, 0 to 1 */
 	double change;	   /* NEW's share less BASE's, in points */
 	double error;	   /* of the change, in points; < 0: not known */
-	int real;	   /* chance alone is unlikely to make the change */
+	/* 1: chance alone is unlikely to make the change, 0: it may; -1:
+	 * not known (a profile that does not say its samples) */
+	int real;
 };
 
 static void parse_options(struct diff_opts *o, int argc, char **argv)
@@ -211,14 +214,14 @@ static double exact_p(const long k[2], const double n[2])
 	return p < 1.0 ? p : 1.0;
 }
 
-/* Whether r's change is unlikely to be chance (unknown error: taken). */
+/* Whether r's change is unlikely to be chance: row's real. */
 static int change_is_real(const struct row *r, const struct side s[2])
 {
 	long k[2];
 	int w;
 
 	if (r->error < 0)
-		return 1;
+		return -1;
 	for (w = 0; w < 2; w++)
 		k[w] = lround(r->share[w] * s[w].samples);
 	if (k[0] + k[1] < EXACT_MAX)
@@ -259,12 +262,13 @@ static size_t make_rows(struct row **out, struct stacks *keys,
 	return n;
 }
 
-static size_t count_real(const struct row *rows, size_t n)
+/* How many of rows have real as their verdict. */
+static size_t count_real(const struct row *rows, size_t n, int real)
 {
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++)
-		k += rows[i].real;
+		k += rows[i].real == real;
 	return k;
 }
 
@@ -288,8 +292,12 @@ static void print_table(const char *what, const struct row *rows, size_t n,
 	size_t i;
 
 	printf("\n%s: %zu changed more than chance would, %zu within "
-	       "chance\n",
-	       what, count_real(rows, n), n - count_real(rows, n));
+	       "chance",
+	       what, count_real(rows, n, 1), count_real(rows, n, 0));
+	if (count_real(rows, n, -1))
+		printf(", %zu not known (no sample count)",
+		       count_real(rows, n, -1));
+	putchar('\n');
 	if (!n)
 		return;
 	printf("   %8s %7s %7s %7s  %s\n", "CHANGE", "ERROR", "BASE", "NEW",
@@ -302,8 +310,10 @@ static void print_table(const char *what, const struct row *rows, size_t n,
 		else
 			snprintf(err, sizeof(err), "%.1f", r->error);
 		printf(" %s %+7.1f%% %7s %6.1f%% %6.1f%%  %s\n",
-		       r->real ? " " : "~", r->change, err, 100.0 * r->share[0],
-		       100.0 * r->share[1],
+		       r->real > 0 ? " "
+		       : r->real   ? "?"
+				   : "~",
+		       r->change, err, 100.0 * r->share[0], 100.0 * r->share[1],
 		       row_name(r, lines, name, sizeof(name)));
 	}
 }
@@ -346,7 +356,8 @@ static int add_rows_json(cJSON *obj, const char *name, const struct row *rows,
 		    !(r->error < 0
 			  ? cJSON_AddNullToObject(o, "error")
 			  : cJSON_AddNumberToObject(o, "error", r->error)) ||
-		    !cJSON_AddBoolToObject(o, "real", r->real))
+		    !(r->real < 0 ? cJSON_AddNullToObject(o, "real")
+				  : cJSON_AddBoolToObject(o, "real", r->real)))
 			return -1;
 	}
 	return 0;
@@ -374,9 +385,11 @@ static int print_json(const struct diff_opts *o, const struct side s[2],
 			goto out;
 	}
 	if (!cJSON_AddNumberToObject(root, "functions_changed",
-				     (double)count_real(funcs, nf)) ||
+				     (double)count_real(funcs, nf, 1)) ||
 	    !cJSON_AddNumberToObject(root, "functions_within_chance",
-				     (double)(nf - count_real(funcs, nf))) ||
+				     (double)count_real(funcs, nf, 0)) ||
+	    !cJSON_AddNumberToObject(root, "functions_not_known",
+				     (double)count_real(funcs, nf, -1)) ||
 	    add_rows_json(root, "functions", funcs, nf, o->top) ||
 	    add_rows_json(root, "lines", lines, nl, o->top))
 		goto out;
@@ -488,7 +501,7 @@ int cmd_diff(int argc, char **argv)
 		print_side("NEW ", o.paths[1], &s[1]);
 		printf("shares of %s time, in points; ERROR: the change's "
 		       "sampling error (95%%); ~: chance alone could make "
-		       "it\n",
+		       "it; ?: not known\n",
 		       o.total ? "total" : "own");
 		print_table("Functions", funcs, nf, o.top, 0);
 		print_table("Lines", lines, nl, o.top, 1);

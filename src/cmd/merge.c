@@ -346,6 +346,8 @@ static cJSON *sources_json(const struct unit *u, size_t n)
 		     !cJSON_AddStringToObject(o, "host", in->host)) ||
 		    (in->command &&
 		     !cJSON_AddStringToObject(o, "command", in->command)) ||
+		    (in->rate_hz > 0 &&
+		     !cJSON_AddNumberToObject(o, "rate_hz", in->rate_hz)) ||
 		    !cJSON_AddNumberToObject(o, "profiles",
 					     (double)in->nr_profiles))
 			goto oom;

@@ -157,6 +157,10 @@ static int read_process(struct merge_input *in, char *why, size_t size)
 	    cJSON_GetObjectItemCaseSensitive(proc, "host"));
 	in->command = cJSON_GetStringValue(
 	    cJSON_GetObjectItemCaseSensitive(proc, "command"));
+	item = cJSON_GetObjectItemCaseSensitive(proc, "rate_hz");
+	if (cJSON_IsNumber(item) && isfinite(item->valuedouble) &&
+	    item->valuedouble > 0)
+		in->rate_hz = item->valuedouble;
 	item = cJSON_GetObjectItemCaseSensitive(proc, "cpu_profiles");
 	if (!index_ok(item, in->nr_profiles + 1))
 		return bad(why, size, in->path,

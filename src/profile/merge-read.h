@@ -32,6 +32,7 @@ struct merge_input {
 	long pid;
 	const char *host;    /* or NULL */
 	const char *command; /* or NULL */
+	double rate_hz;	     /* the CPU samples' rate; 0 if not said */
 };
 
 /*

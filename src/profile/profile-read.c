@@ -48,19 +48,42 @@ static void read_roots(struct profile *p, const cJSON *roots)
 			profile_add_root(p, r->valuestring);
 }
 
+/* A positive rate_hz member of obj, else 0. */
+static double rate_of(const cJSON *obj)
+{
+	const cJSON *rate = cJSON_GetObjectItemCaseSensitive(obj, "rate_hz");
+
+	if (!cJSON_IsNumber(rate) || !isfinite(rate->valuedouble) ||
+	    rate->valuedouble <= 0)
+		return 0;
+	return rate->valuedouble;
+}
+
 /*
- * spyc_process.rate_hz of a speedscope file spyc record wrote, else 0.
- * Its CPU profiles' weights are samples at that rate, not its GPU ones'.
+ * spyc_process.rate_hz of a speedscope file spyc record wrote, or the
+ * rate every input of one spyc merge wrote was sampled at (spyc_merge:
+ * one each), else 0.  Its CPU profiles' weights are samples at that
+ * rate, not its GPU ones'.
  */
 static double read_rate(const cJSON *root, unsigned flags)
 {
-	const cJSON *rate = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(root, "spyc_process"), "rate_hz");
+	const cJSON *merged =
+	    cJSON_GetObjectItemCaseSensitive(root, "spyc_merge");
+	const cJSON *in;
+	double rate = 0;
 
-	if ((flags & PROFILE_READ_GPU) || !cJSON_IsNumber(rate) ||
-	    !isfinite(rate->valuedouble) || rate->valuedouble <= 0)
+	if (flags & PROFILE_READ_GPU)
 		return 0;
-	return rate->valuedouble;
+	if (!cJSON_IsArray(merged))
+		return rate_of(
+		    cJSON_GetObjectItemCaseSensitive(root, "spyc_process"));
+	cJSON_ArrayForEach(in, merged)
+	{
+		if (!rate_of(in) || (rate && rate_of(in) != rate))
+			return 0;
+		rate = rate_of(in);
+	}
+	return rate;
 }
 
 void profile_init(struct profile *p)
