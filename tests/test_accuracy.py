@@ -220,9 +220,10 @@ def interleaved_shares(spyc, pid, tmp_path, rate, secs, modes):
 # errors, where that is wider).
 # A stack that tore is read stopped, where the stop lands:
 # within 4.5 standard errors of the shares read without stopping on
-# every slot unloaded, 7 points under load; stopping every sample put
-# 40 more in the system call.
-STOPPED_TORN_POINTS = 12.0
+# every slot unloaded, 7 points under load, and 15 once in a whole CI
+# run here (3.9: the workload's own split moves between attaches);
+# stopping every sample put 40 more in the system call.
+STOPPED_TORN_POINTS = 20.0
 
 
 def shares_off(a, na, b, nb, points=SHARE_POINTS):
