@@ -142,6 +142,13 @@ def pytest_sessionstart(session):
         missing += ["slot %s: %s" % (s.id, s.skip_reason)
                     for s in SLOTS + pyfind.refused_slots()
                     if s.interpreter is None]
+        # A version whose shared build is missing is filled by its static
+        # build (the shared folder holds both of 3.15): its libpython
+        # would go untested, and the static slot would be tested twice.
+        missing += ["slot %s: only a static build of it was found (%s)" % (
+                    s.id, s.interpreter.path) for s in SLOTS
+                    if s.interpreter is not None and s.name != "static"
+                    and not s.interpreter.shared]
     if "agent" in REQUIRE and not os.path.exists(AGENT):
         missing.append("%s was not built (no CUPTI headers found?)" % AGENT)
     if "tools" in REQUIRE:

@@ -170,20 +170,19 @@ def test_inject_missing_library(tools, any_python, targets, tmp_path):
 NO_CUDA = "agent: no-cuda: no CUDA in this process (libcuda.so.1 not loaded)"
 
 
+# PEP 768 tests run on 3.14+ only: older versions' refusal is told in
+# test_remote_exec_script and test_agent_without_cuda, on every slot.
+PEP768 = (3, 14)
+
+
 def has_pep768(python):
-    return tuple(python.version_info[:2]) >= (3, 14)
+    return tuple(python.version_info[:2]) >= PEP768
 
 
 def need_agent():
     if not os.path.exists(AGENT):
         pytest.skip("spyc was built without the GPU agent (no CUPTI "
                     "headers found)")
-
-
-def need_pep768(python):
-    if not has_pep768(python):
-        pytest.skip("CPython %s has no PEP 768 remote execution (3.14+)" %
-                    python.version)
 
 
 def load_dirs():
@@ -280,13 +279,13 @@ def start_unmanaged(argv, tmp_path, env=None, ready=None):
     return proc
 
 
+@pytest.mark.slots(since=PEP768)
 @pytest.mark.parametrize("how", ["-X", "env"])
 def test_agent_pep768_disabled(tools, python, tmp_path, how):
     """A 3.14+ target run with -X disable-remote-debug (or
     PYTHON_DISABLE_REMOTE_DEBUG=1) gets the agent through ptrace, and
     spyc says why."""
     need_agent()
-    need_pep768(python)
     go, report = tmp_path / "go", tmp_path / "report"
     opts = ["-X", "disable-remote-debug"] if how == "-X" else []
     env = {"PYTHON_DISABLE_REMOTE_DEBUG": "1"} if how == "env" else None
@@ -332,13 +331,13 @@ print("done %d" % sum(range(10)))
 """
 
 
+@pytest.mark.slots(since=PEP768)
 def test_agent_main_thread_blocked(tools, python, tmp_path):
     """A main thread blocked in C (time.sleep: one system call) never
     reaches an eval breaker: after 2 s spyc withdraws the request and
     loads the agent with ptrace, once; the script never runs, even when
     the thread wakes up, and the target ends as it would have."""
     need_agent()
-    need_pep768(python)
     script = tmp_path / "blocked.py"
     script.write_text(BLOCKED)
     ready = tmp_path / "ready"
@@ -420,10 +419,10 @@ def wait_main_thread_asleep(pid, timeout=20):
         time.sleep(0.01)
 
 
+@pytest.mark.slots(since=PEP768)
 def test_remote_exec_timeout(tools, python, tmp_path):
     """A request the main thread does not take in time is withdrawn: the
     script does not run when the thread wakes up."""
-    need_pep768(python)
     script = tmp_path / "blocked.py"
     script.write_text(BLOCKED)
     ready = tmp_path / "ready"
