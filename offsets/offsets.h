@@ -146,6 +146,14 @@ struct py_offsets {
 	/* int enabled: 0 while a free-threaded build runs without it */
 	long gil_enabled;
 
+	/*
+	 * int collecting of the cycle collector's struct _gc_runtime_state,
+	 * non-zero while a collection runs: from _PyRuntime (3.7-3.8), or
+	 * from the interpreter (3.9+).
+	 */
+	long runtime_gc_collecting;
+	long interp_gc_collecting;
+
 	/* PyCodeObject */
 	long code_size;
 	long code_filename;

@@ -513,6 +513,24 @@ int main(int argc, char **argv)
 	field("gil_enabled", NONE);
 #endif
 
+	/* int collecting of the cycle collector's state: in _PyRuntime
+	 * (3.7-3.8), in each interpreter (3.9+); 3.6 keeps it in a static
+	 * variable, found by its symbol. */
+#if PY_VERSION_HEX >= 0x03090000
+	field("runtime_gc_collecting", NONE);
+	field("interp_gc_collecting",
+	      OFF(PyInterpreterState, gc) +
+		  OFF(struct _gc_runtime_state, collecting));
+#elif PY_VERSION_HEX >= 0x03070000
+	field("runtime_gc_collecting",
+	      OFF(_PyRuntimeState, gc) +
+		  OFF(struct _gc_runtime_state, collecting));
+	field("interp_gc_collecting", NONE);
+#else
+	field("runtime_gc_collecting", NONE);
+	field("interp_gc_collecting", NONE);
+#endif
+
 	field("code_size", (long)sizeof(PyCodeObject));
 	field("code_filename", OFF(PyCodeObject, co_filename));
 	field("code_name", OFF(PyCodeObject, co_name));

@@ -23,6 +23,8 @@ SUMMARY_RE = re.compile(r"^spyc: (?P<samples>\d+) samples?"
                         r"(?:, (?P<dropped>\d+) dropped"
                         r"(?: \((?P<why>[^)]*)\))?)?")
 TORN_RE = re.compile(r"(\d+) torn reads")
+# spyc's frame for time in the cycle collector (conftest.GC_FRAME).
+GC_FRAME = "<GC>"
 FRAME_NAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):\d+\)$")
 
 
@@ -77,15 +79,23 @@ def _wait_file(path, proc, timeout):
 
 
 def innermost_counts(folded_path, burners):
-    """name -> samples whose innermost frame is that burner."""
+    """name -> samples whose innermost frame is that burner (a function's
+    frame, "name (file:line)", or a stand-in's such as "<GC>", which has
+    no file)."""
     counts = dict((n, 0) for n in burners)
     with open(folded_path, encoding="utf-8") as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
-            leaf = stack.split(";")[-1]
+            frames = stack.split(";")
+            # Time in the collector is the burner's that set it off,
+            # unless the collector is a burner itself (gcwork.py).
+            if frames[-1] == GC_FRAME and GC_FRAME not in counts:
+                frames = frames[:-1] or [""]
+            leaf = frames[-1]
             m = FRAME_NAME_RE.match(leaf)
-            if m and m.group("name") in counts:
-                counts[m.group("name")] += int(count)
+            name = m.group("name") if m else leaf
+            if name in counts:
+                counts[name] += int(count)
     return counts
 
 

@@ -26,7 +26,8 @@ import zlib
 import pytest
 
 from conftest import (REPO, TARGETS, TargetPool, decode, parse_dump_text,
-                      spyc_json_threads, target_env, top_until_snapshots)
+                      spyc_json_threads, target_env, top_until_snapshots,
+                      without_gc)
 from test_record import (FOLDED_FRAME_RE, parse_speedscope,
                          parse_summary)
 from test_top import parse_plain
@@ -97,8 +98,9 @@ for arg in sys.argv[1:]:
     walk(code, out)
 print(json.dumps(out))
 """
-# The stand-in spyc puts for the frames past --max-depth: no file.
-STAND_IN_RE = re.compile(r"^\[\d+ frames? not read\]$")
+# The stand-ins spyc puts for the frames past --max-depth and for time in
+# the cycle collector: no file.
+STAND_IN_RE = re.compile(r"^(?:\[\d+ frames? not read\]|<GC>)$")
 # A native frame (--native): a symbol, or "library+0xOFFSET" where there
 # is none; its file, where DWARF gives one, a C or assembly source.
 NATIVE_NAME_RE = re.compile(r"^(?:[A-Za-z_][\w.@$]*|\S+\+0x[0-9a-f]+)$")
@@ -468,7 +470,9 @@ def check_rows(snapshots, known, leaves, describe):
             if r["whole"]:
                 why = unknown_frame(r["name"], r["file"], known, r["native"])
             else:
-                why = r["name"] not in known and "no such function"
+                why = (r["name"] not in known and
+                       not STAND_IN_RE.match(r["name"]) and
+                       "no such function")
             assert not why, (
                 "%s: a row the target does not have (%s): %s\n%s" % (
                     where, why, r["function"], describe))
@@ -517,8 +521,10 @@ def test_record_folded(faults_spyc, python, slot_targets, tmp_path):
         "out.txt", "--threads")
     stacks = parse_folded_any(out)
     for _, frames, _ in stacks:
-        # Python frames, after the thread's label: a name, a line >= 0.
-        assert all(re.match(r"^.+ \(.*:[0-9]+\)$", f) for f in frames[1:]), (
+        # Python frames, after the thread's label: a name, a line >= 0
+        # (but for the collector's frame, on top, which has neither).
+        assert all(re.match(r"^.+ \(.*:[0-9]+\)$", f)
+                   for f in without_gc(frames[1:], name=lambda f: f)), (
             "a frame is not 'name (file:line)': %r\n%s" % (frames, describe))
     hot = slot_targets["hot"]
     check_stacks(stacks, summary, describe, known_functions(hot),

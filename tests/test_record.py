@@ -22,8 +22,8 @@ import xml.dom.minidom
 
 import pytest
 
-from conftest import (SPEEDSCOPE_SCHEMA, assert_running, send_signal,
-                      target_env, wait_gone)
+from conftest import (GC_FRAME, SPEEDSCOPE_SCHEMA, assert_running,
+                      send_signal, target_env, wait_gone)
 
 MIN_CHAIN_SHARE = 0.95
 # The documented summary line, exactly:
@@ -148,7 +148,11 @@ def parse_folded(path, threads=False):
         parts = stack.split(";")
         label = parts.pop(0) if threads else None
         frames = []
-        for p in parts:
+        for i, p in enumerate(parts):
+            if p == GC_FRAME and i == len(parts) - 1:
+                # The collector's, on top: no file, no line.
+                frames.append((GC_FRAME, None, None))
+                continue
             m = FOLDED_FRAME_RE.match(p)
             assert m, "folded line %d: frame %r is not 'name (file:line)'" % (
                 n, p)

@@ -22,7 +22,7 @@
 
 static const char usage_text[] =
     "usage: spyc dump --pid PID [--json] [--native] [--blocking]\n"
-    "                 [--max-depth N] [--async] [--subprocesses]\n"
+    "                 [--max-depth N] [--async] [--no-gc] [--subprocesses]\n"
     "\n"
     "Print every Python thread of PID, whether it is running, idle or\n"
     "waiting for the GIL and which holds the GIL, with its stack,\n"
@@ -41,6 +41,8 @@ static const char usage_text[] =
     "      --async     also each thread's asyncio tasks (CPython 3.14+):\n"
     "                  name, the coroutines each awaits, innermost first,\n"
     "                  and the tasks awaiting it\n"
+    "      --no-gc     no '<GC>' frame on the thread running the cycle\n"
+    "                  collector\n"
     "  -s, --subprocesses  also every descendant of PID that runs Python,\n"
     "                  one block each (JSON: {\"processes\": [...],\n"
     "                  \"not_python\": [...]}); Python frames only\n"
@@ -404,6 +406,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 	py_sampler_init(&ps, rt);
 	ps.want_state = 1;
 	ps.want_gil = 1;
+	ps.want_gc = sample_opts_want_gc(&o->s);
 	ps.want_names = 1;
 	ps.max_depth = o->s.max_depth;
 	ps.async = o->s.async ? &pa : NULL;

@@ -94,11 +94,19 @@ int sample_option(struct sample_opts *o, int c, const char *arg)
 	case OPT_GPU:
 		o->gpu = 1;
 		return 1;
+	case OPT_NO_GC:
+		o->no_gc = 1;
+		return 1;
 	case 's':
 		o->subprocesses = 1;
 		return 1;
 	}
 	return 0;
+}
+
+int sample_opts_want_gc(const struct sample_opts *o)
+{
+	return !o->no_gc && !o->native && !o->async;
 }
 
 /*

@@ -18,6 +18,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_ASYNC,
 	OPT_GPU,
+	OPT_NO_GC,
 	OPT_COMMAND, /* a command's own options from here on */
 };
 
@@ -34,6 +35,7 @@ enum {
 	    {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},         \
 	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},       \
 	    {"async", no_argument, NULL, OPT_ASYNC},                     \
+	    {"no-gc", no_argument, NULL, OPT_NO_GC},                     \
 	    {"subprocesses", no_argument, NULL, 's'}
 #define SAMPLE_RATE_OPTIONS                                              \
 	{"rate", required_argument, NULL, 'r'},                          \
@@ -55,7 +57,15 @@ struct sample_opts {
 	int gpu;	  /* GPU kernels and copies from the agent */
 	int subprocesses; /* follow the target's descendants too */
 	int blocking;	  /* bit 1: --blocking, 2: --nonblocking */
+	int no_gc;	  /* --no-gc: no <GC> frame */
 };
+
+/*
+ * Whether the sampler puts a "<GC>" frame on the stack of the thread
+ * running the cycle collector: unless --no-gc, and not with --native
+ * (the collector's own C frames show there) or --async's task stacks.
+ */
+int sample_opts_want_gc(const struct sample_opts *o);
 
 /* What sample_opts_finish allows. */
 enum {

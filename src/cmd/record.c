@@ -114,6 +114,10 @@ static const char usage_text[] =
     "                        each as a '<task>' frame named for the task\n"
     "                        over its coroutines, then what the task runs;\n"
     "                        with --idle every waiting task counts too\n"
+    "      --no-gc           no '<GC>' frame: time in CPython's cycle\n"
+    "                        collector is shown as a '<GC>' frame on top\n"
+    "                        of the stack that set it off (3.6+, not\n"
+    "                        free-threaded builds, not with --native)\n"
     "  -s, --subprocesses    also sample the target's descendants as they\n"
     "                        start (fork, exec, spawn; pools, launchers,\n"
     "                        shell wrappers): each Python one under its\n"
@@ -954,6 +958,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 
 	ps->want_state = !opts->s.idle;
 	ps->want_gil = opts->s.gil;
+	ps->want_gc = sample_opts_want_gc(&opts->s);
 	ps->want_names = 1;
 	/* Idle threads' stacks are not kept: do not even read them. */
 	ps->skip_idle = !opts->s.idle && !opts->s.gil;

@@ -462,7 +462,7 @@ static void print_line_table(struct report *r, uint32_t f, uint32_t *lines)
 	       pct(r, r->t.own_func[f]),
 	       fmt_value(r, r->t.total_func[f], total, sizeof(total)),
 	       pct(r, r->t.total_func[f]),
-	       src->text ? "" : " (source not found)");
+	       src->text || !*fn->file ? "" : " (source not found)");
 	for (i = 0; i < n; i++)
 		known |= st->frames[lines[i]].line > 0;
 	if (!known) {

@@ -96,6 +96,7 @@ static const char usage_text[] =
     "      --max-depth N     Python frames kept per stack (default 4096)\n"
     "      --async           asyncio task stacks (CPython 3.14+), as record\n"
     "                        --async makes them\n"
+    "      --no-gc           no '<GC>' row for time in the cycle collector\n"
     "  -s, --subprocesses    also the target's descendants as they start,\n"
     "                        as record --subprocesses follows them; t\n"
     "                        shows a row per process and thread, labelled\n"
@@ -1335,6 +1336,7 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->want_state = 1;
 	ps->want_names = 1;
 	ps->want_gil = 1;
+	ps->want_gc = sample_opts_want_gc(&opts->s);
 	ps->max_depth = opts->s.max_depth;
 	/* Idle threads count in the header, but their stacks do not. */
 	ps->skip_idle = !opts->s.idle && !opts->s.gil;

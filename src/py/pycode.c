@@ -621,6 +621,22 @@ struct pycode *pycode_placeholder(struct pycode_cache *cache, size_t omitted)
 	return code;
 }
 
+struct pycode *pycode_stand_in(const char *name)
+{
+	struct pycode *code = xcalloc(1, sizeof(*code));
+
+	code->name = xstrdup(name);
+	code->filename = xstrdup("");
+	code->last_addrq = -2;
+	code->placeholder = 1;
+	return code;
+}
+
+void pycode_stand_in_free(struct pycode *code)
+{
+	pycode_free(code);
+}
+
 int pycode_line(struct pycode_cache *cache, struct pycode *code, long addrq)
 {
 	if (code->placeholder)

@@ -121,6 +121,14 @@ long pycode_framesize(const struct pycode_cache *cache,
 struct pycode *pycode_placeholder(struct pycode_cache *cache, size_t omitted);
 
 /*
+ * A stand-in code object named name (no file, line 0, no cache), such as
+ * the "<GC>" frame of a thread that runs the cycle collector.  Freed by
+ * pycode_stand_in_free().
+ */
+struct pycode *pycode_stand_in(const char *name);
+void pycode_stand_in_free(struct pycode *code);
+
+/*
  * The line executing at byte offset addrq of the code's bytecode, or
  * firstlineno when the table says nothing.  Memoised per code object.
  */

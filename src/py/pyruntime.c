@@ -363,6 +363,9 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	/* 3.6's ceval_gil.h: static, so only in .symtab. */
 	for (i = 0; i < ARRAY_SIZE(gil_names); i++)
 		elfsym_lookup(&es, gil_names[i], gil_addrs[i]);
+	/* And gcmodule.c's: only where the GIL's were (3.6). */
+	if (rt->gil_locked)
+		elfsym_lookup(&es, "collecting", &rt->gc_collecting);
 
 	base = map_base(maps, path);
 	bias = es.is_exec ? 0 : base - es.first_vaddr;
@@ -376,6 +379,8 @@ static int probe_binary(struct pyruntime *rt, const struct proc_maps *maps,
 	for (i = 0; i < ARRAY_SIZE(gil_addrs); i++)
 		if (*gil_addrs[i])
 			*gil_addrs[i] += bias;
+	if (rt->gc_collecting)
+		rt->gc_collecting += bias;
 
 	if (pyver) {
 		uint64_t v = 0;

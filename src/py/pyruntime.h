@@ -36,6 +36,8 @@ struct pyruntime {
 	uint64_t gil_locked, gil_last_holder;
 	/* and its mutexes and condition variables, where GIL waits block */
 	uint64_t gil_sync[4];
+	/* 3.6's cycle collector's static int collecting: its address, or 0 */
+	uint64_t gc_collecting;
 	uint64_t exe_inode; /* to notice an exec */
 	uint64_t base;	    /* where binary is mapped: an exec moves it */
 	uint64_t arg_start; /* and the argument strings */

@@ -130,6 +130,8 @@ void py_sampler_release(struct py_sampler *ps)
 {
 	size_t i;
 
+	if (ps->gc_code)
+		pycode_stand_in_free(ps->gc_code);
 	pycode_cache_release(&ps->codes);
 	free(ps->tstate_buf);
 	free(ps->side_memos);
@@ -880,6 +882,42 @@ static void interp_head_span(const struct py_offsets *off, long *lo, long *hi)
  * find its threads.  Returns how many thread states are in
  * ps->tstate_bufs, in order; 0 when they must be found one by one.
  */
+/* Where interp's cycle collector says whether it runs; 0 if unknown. */
+static uint64_t gc_flag_addr(const struct py_sampler *ps, uint64_t interp)
+{
+	const struct pyruntime *rt = ps->rt;
+	const struct py_offsets *off = rt->off;
+
+	if (rt->gc_collecting)
+		return rt->gc_collecting;
+	if (off->runtime_gc_collecting != OFF_NONE && rt->runtime)
+		return rt->runtime + (uint64_t)off->runtime_gc_collecting;
+	if (off->interp_gc_collecting != OFF_NONE && interp)
+		return interp + (uint64_t)off->interp_gc_collecting;
+	return 0;
+}
+
+/*
+ * Whether the cycle collector of interp runs (0 where it cannot be
+ * told): as read with the thread states when prefetched (n of them).
+ * CPython sets the flag to 1, nothing else: a word read wrong is seldom
+ * that.
+ */
+static int gc_collecting(struct py_sampler *ps, uint64_t interp, size_t n)
+{
+	uint64_t at;
+	int32_t collecting;
+
+	if (!ps->want_gc || ps->async)
+		return 0;
+	if (n && ps->pre_gc_read)
+		return ps->pre_gc == 1;
+	at = gc_flag_addr(ps, interp);
+	if (!at || proc_read(ps->rt->pid, at, &collecting, sizeof(collecting)))
+		return 0;
+	return collecting == 1;
+}
+
 static size_t prefetch_threads(struct py_sampler *ps)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -891,7 +929,7 @@ static size_t prefetch_threads(struct py_sampler *ps)
 	if (!n || !head_addr)
 		return 0;
 	interp_head_span(off, &lo, &hi);
-	py_sampler_grow_iov(ps, 2 * n + 2);
+	py_sampler_grow_iov(ps, 2 * n + 3);
 	py_sampler_set_iov(ps, 0, &interp, head_addr, sizeof(interp));
 	py_sampler_set_iov(ps, 1, ps->pre_head, ps->pre_interp + (uint64_t)lo,
 			   (size_t)(hi + 8 - lo));
@@ -914,6 +952,15 @@ static size_t prefetch_threads(struct py_sampler *ps)
 					(uint64_t)ps->pthread_tid_at,
 				    sizeof(ps->pre_tids[i]));
 		}
+	}
+	/* The collector's flag, in the same read (a system call less). */
+	ps->pre_gc = 0;
+	ps->pre_gc_read = 0;
+	if (ps->want_gc && !ps->async && gc_flag_addr(ps, ps->pre_interp)) {
+		py_sampler_set_iov(ps, nio++, &ps->pre_gc,
+				   gc_flag_addr(ps, ps->pre_interp),
+				   sizeof(ps->pre_gc));
+		ps->pre_gc_read = 1;
 	}
 	/* Regions that failed read as zeros: no tid, and no link holds. */
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <
@@ -1163,6 +1210,46 @@ static enum drop_reason check_tids(const struct py_sampler *ps,
 	return DROP_NONE;
 }
 
+/*
+ * The cycle collector runs in the thread that set it off, holding the
+ * GIL all along: put a "<GC>" frame on top of that thread's stack.  With
+ * no GIL to tell (3.6 creates it with a process's second thread; a
+ * free-threaded build has none), the only thread is the one.
+ */
+static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
+			 struct py_sample *out)
+{
+	struct py_thread *holder = NULL;
+	size_t i, nr = 0;
+
+	for (i = 0; i < out->nr_threads; i++) {
+		struct py_thread *t = &out->threads[i];
+
+		if (t->is_task)
+			continue;
+		nr++;
+		if (gil->locked ? t->tstate == gil->holder : !gil->holder)
+			holder = t;
+	}
+	/* A thread whose frames were not read (idle, or not walked) keeps
+	 * none: the frame goes over a stack, never alone. */
+	if (!holder || !holder->depth || (!gil->locked && nr != 1))
+		return;
+	if (!ps->gc_code)
+		ps->gc_code = pycode_stand_in("<GC>");
+	ALLOC_GROW(out->frames, out->nr_frames + 1, out->alloc_frames);
+	/* Innermost first: it goes before the holder's first frame. */
+	memmove(&out->frames[holder->first + 1], &out->frames[holder->first],
+		(out->nr_frames - holder->first) * sizeof(*out->frames));
+	out->frames[holder->first] = (struct py_frame){ps->gc_code, 0, 0};
+	out->nr_frames++;
+	for (i = 0; i < out->nr_threads; i++)
+		if (&out->threads[i] != holder &&
+		    out->threads[i].first > holder->first)
+			out->threads[i].first++;
+	holder->depth++;
+}
+
 enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
 	const struct py_offsets *off = ps->rt->off;
@@ -1170,7 +1257,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	struct gil_view gil;
 	enum drop_reason why;
 	size_t n;
-	int r;
+	int r, collecting;
 
 	ps->sample_stamp++;
 	/* The first read of a sample: keys left by the last are done with. */
@@ -1195,7 +1282,8 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	}
 	/* The main interpreter's GIL: the one Python threads share. */
 	memset(&gil, 0, sizeof(gil));
-	if (ps->want_gil && interp)
+	collecting = gc_collecting(ps, interp, n);
+	if ((ps->want_gil || collecting) && interp)
 		pygil_read(ps, interp, &gil);
 	if (n) {
 		why = add_prefetched(ps, n, out);
@@ -1212,6 +1300,8 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	if (why)
 		return why;
 	drop_hidden_frames(ps, out);
+	if (collecting)
+		add_gc_frame(ps, &gil, out);
 	if (off->tstate_native_thread_id == OFF_NONE)
 		fill_native_tids(ps, out);
 	why = check_tids(ps, out);

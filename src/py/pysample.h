@@ -233,6 +233,9 @@ struct py_sampler {
 	uint64_t pre_interp;
 	uint64_t *pre_tstates;
 	size_t nr_pre, alloc_pre;
+	/* With want_gc, the collector's flag, read with them (pre_gc_read) */
+	int32_t pre_gc;
+	int pre_gc_read;
 	/*
 	 * Up to 3.10 (no native id in the thread state): each one's
 	 * pthread_t as last seen, and the tid its struct pthread held when
@@ -498,6 +501,13 @@ struct py_sampler {
 	/* What else to find out per thread; set by commands. */
 	int want_state; /* running or idle, from /proc/PID/task/TID/stat */
 	int want_gil;	/* who holds the GIL, and who waits for it */
+	/*
+	 * While the cycle collector runs, a "<GC>" frame on top of the stack
+	 * of the thread that runs it, the GIL's holder (none on a build
+	 * without a GIL); gc_code is that frame's stand-in code object.
+	 */
+	int want_gc;
+	struct pycode *gc_code;
 	/*
 	 * Do not read the frames of threads that are not on a CPU: with
 	 * want_state, when idle stacks will not be used anyway.

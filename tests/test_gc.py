@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+"""Time in CPython's cycle collector: a "<GC>" frame on top of the stack
+that set a collection off, on every version.
+
+targets/gcwork.py builds cyclic garbage in build() and collects it, and
+measures for itself (gc.callbacks, thread CPU time) how much of its time
+went to the collector and how much to build() (the truth).  spyc's
+"<GC>" share, and build()'s, of the samples that end in either must be
+those shares, within test_accuracy.py's bounds; every "<GC>" frame is
+innermost, over build() (or the gc callback it runs); --no-gc shows
+none, and the time goes to build()'s lines.  spyc dump shows the frame
+while a collection runs.
+"""
+
+import json
+import os
+import re
+
+import accuracy
+from test_accuracy import SHARE_POINTS, SHARE_SIGMAS, bound, check_kept
+from test_record import assert_exit_ok, parse_summary
+
+RATE = 500
+DURATION = 2
+GC = "<GC>"
+FRAME_RE = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
+# How many dumps may pass before one lands in a collection, which takes
+# some 60% of gcwork.py's time: 0.4^60 is never chance.
+DUMPS = 60
+# The share of the "<GC>" samples over build() (the rest: main()'s call
+# of build(), the snapshot's handler; 1-2% here).
+MIN_IN_BUILD = 0.9
+
+
+def folded_stacks(path):
+    """[(frames root first, count)] of a folded file."""
+    stacks = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+def names(frames):
+    return [FRAME_RE.match(f).group("name") if FRAME_RE.match(f) else f
+            for f in frames]
+
+
+def record(spyc, target, tmp_path, extra=()):
+    m = accuracy.measure(spyc, target, str(tmp_path / "gc.txt"), RATE,
+                         DURATION, list(extra))
+    assert_exit_ok(m.res.returncode,
+                   parse_summary(m.res.stderr, m.res.describe()),
+                   m.res.describe())
+    check_kept(m, RATE, DURATION)
+    return m, folded_stacks(str(tmp_path / "gc.txt"))
+
+
+def test_gc_share(spyc, python, targets, tmp_path):
+    """The collector's share of the time, as "<GC>" frames over build(),
+    is the share the target measured for itself."""
+    t = targets.start(python, "gcwork.py")
+    m, stacks = record(spyc, t, tmp_path)
+    n = sum(m.counts.values())
+    assert n >= 0.9 * m.samples, (
+        "only %d of %d samples end in build() or <GC>\n%s" % (
+            n, m.samples, m.table()))
+    off = [b for b in m.burners
+           if abs(m.spyc_share(b) - m.true_share(b)) >
+           bound(m.true_share(b), n)]
+    assert not off, (
+        "%s: shares off the CPU time measured in process by more than %.0f "
+        "points (or %.1f standard errors) for %s\n%s\n%s" % (
+            python.version, SHARE_POINTS, SHARE_SIGMAS, ", ".join(off),
+            m.table(), m.res.describe()))
+    # Where the frame sits: innermost, over the stack that set the
+    # collection off: build() (or the gc callback it ran) nearly always;
+    # main() too, whose call of build() allocates a frame up to 3.10, and
+    # the snapshot's handler, whose JSON may.
+    in_build = in_gc = 0
+    for frames, count in stacks:
+        got = names(frames)
+        if GC not in got:
+            continue
+        assert got.index(GC) == len(got) - 1, got
+        assert got[:2] == ["<module>", "main"], (
+            "a <GC> frame over a stack that is not gcwork.py's: %s" % frames)
+        in_gc += count
+        if got[2:-1] in (["build"], ["build", "on_gc"]):
+            in_build += count
+    assert in_build >= MIN_IN_BUILD * in_gc, (
+        "only %d of %d <GC> samples over build()\n%s" % (
+            in_build, in_gc, m.res.describe()))
+
+
+def test_no_gc(spyc, any_python, targets, tmp_path):
+    """--no-gc: no "<GC>" frame; the collector's time goes to the line of
+    build() that set it off."""
+    t = targets.start(any_python, "gcwork.py")
+    m, stacks = record(spyc, t, tmp_path, ["--no-gc"])
+    assert not [f for f, _ in stacks if GC in f], m.res.describe()
+    assert m.true_share(GC) > 30, m.table()
+    assert m.spyc_share("build") > 95, m.table()
+
+
+def dump_frames(spyc, pid, extra=()):
+    """The main thread's frame names, innermost first, from one spyc
+    dump --json."""
+    res = spyc.run(["dump", "--json", "--pid", pid] + list(extra),
+                   timeout=30)
+    assert res.returncode in (0, 1), res.describe()
+    if res.returncode:
+        return None
+    doc = json.loads(res.stdout)
+    threads = doc["threads"]
+    assert len(threads) == 1, res.stdout
+    return [f["name"] for f in threads[0]["frames"]]
+
+
+def test_dump(spyc, any_python, targets):
+    """spyc dump shows "<GC>" innermost while a collection runs, over
+    build(); with --no-gc, never."""
+    t = targets.start(any_python, "gcwork.py")
+    seen = None
+    for _ in range(DUMPS):
+        frames = dump_frames(spyc, t.pid)
+        if frames and frames[0] == GC:
+            seen = frames
+            break
+        assert not frames or GC not in frames, frames
+    assert seen, "no dump of %d showed <GC>" % DUMPS
+    assert "build" in seen[1:3], seen
+    for _ in range(DUMPS):
+        frames = dump_frames(spyc, t.pid, ["--no-gc"])
+        assert not frames or GC not in frames, frames
+    assert os.path.exists("/proc/%d" % t.proc.pid), "the target must run on"
