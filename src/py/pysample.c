@@ -1237,11 +1237,22 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 		return;
 	if (!ps->gc_code)
 		ps->gc_code = pycode_stand_in("<GC>");
+	/* Innermost first: it goes before the holder's first frame, in
+	 * the walk's arrays too, which stay beside the frames. */
+	walk_room(ps, out, out->nr_frames + 1);
 	ALLOC_GROW(out->frames, out->nr_frames + 1, out->alloc_frames);
-	/* Innermost first: it goes before the holder's first frame. */
 	memmove(&out->frames[holder->first + 1], &out->frames[holder->first],
 		(out->nr_frames - holder->first) * sizeof(*out->frames));
+	move_frames(ps, holder->first + 1, holder->first,
+		    out->nr_frames - holder->first);
 	out->frames[holder->first] = (struct py_frame){ps->gc_code, 0, 0};
+	ps->code_addrs[holder->first] = 0;
+	ps->frame_addrs[holder->first] = 0;
+	ps->addrqs[holder->first] = -1;
+	ps->entries[holder->first] = 0;
+	ps->gen_frames[holder->first] = 0;
+	ps->tlbcs[holder->first] = 0;
+	ps->tlbc_arrays[holder->first] = 0;
 	out->nr_frames++;
 	for (i = 0; i < out->nr_threads; i++)
 		if (&out->threads[i] != holder &&
