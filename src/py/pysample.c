@@ -873,15 +873,6 @@ static void interp_head_span(const struct py_offsets *off, long *lo, long *hi)
 		  : off->interp_next;
 }
 
-/*
- * Read the last sample's thread states again, with the pointer to the
- * interpreter and the interpreter's head, in one process_vm_readv: their
- * addresses are known in advance.  When every link still holds (the same
- * only interpreter, its first thread state, each one's next, the last
- * one's none, each one's interpreter), the sample needs no other read to
- * find its threads.  Returns how many thread states are in
- * ps->tstate_bufs, in order; 0 when they must be found one by one.
- */
 /* Where interp's cycle collector says whether it runs; 0 if unknown. */
 static uint64_t gc_flag_addr(const struct py_sampler *ps, uint64_t interp)
 {
@@ -908,7 +899,7 @@ static int gc_collecting(struct py_sampler *ps, uint64_t interp, size_t n)
 	uint64_t at;
 	int32_t collecting;
 
-	if (!ps->want_gc || ps->async)
+	if (!ps->want_gc)
 		return 0;
 	if (n && ps->pre_gc_read)
 		return ps->pre_gc == 1;
@@ -918,11 +909,20 @@ static int gc_collecting(struct py_sampler *ps, uint64_t interp, size_t n)
 	return collecting == 1;
 }
 
+/*
+ * Read the last sample's thread states again, with the pointer to the
+ * interpreter and the interpreter's head, in one process_vm_readv: their
+ * addresses are known in advance.  When every link still holds (the same
+ * only interpreter, its first thread state, each one's next, the last
+ * one's none, each one's interpreter), the sample needs no other read to
+ * find its threads.  Returns how many thread states are in
+ * ps->tstate_bufs, in order; 0 when they must be found one by one.
+ */
 static size_t prefetch_threads(struct py_sampler *ps)
 {
 	const struct py_offsets *off = ps->rt->off;
 	size_t n = ps->nr_pre, size = (size_t)off->tstate_size, i;
-	uint64_t head_addr = interp_head_addr(ps->rt), interp = 0, next;
+	uint64_t head_addr = interp_head_addr(ps->rt), interp = 0, next, gc_at;
 	size_t nio;
 	long lo, hi;
 
@@ -955,13 +955,11 @@ static size_t prefetch_threads(struct py_sampler *ps)
 	}
 	/* The collector's flag, in the same read (a system call less). */
 	ps->pre_gc = 0;
-	ps->pre_gc_read = 0;
-	if (ps->want_gc && !ps->async && gc_flag_addr(ps, ps->pre_interp)) {
-		py_sampler_set_iov(ps, nio++, &ps->pre_gc,
-				   gc_flag_addr(ps, ps->pre_interp),
+	gc_at = ps->want_gc ? gc_flag_addr(ps, ps->pre_interp) : 0;
+	ps->pre_gc_read = gc_at != 0;
+	if (gc_at)
+		py_sampler_set_iov(ps, nio++, &ps->pre_gc, gc_at,
 				   sizeof(ps->pre_gc));
-		ps->pre_gc_read = 1;
-	}
 	/* Regions that failed read as zeros: no tid, and no link holds. */
 	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <
 		(int)(n + 2) ||

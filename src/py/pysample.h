@@ -505,6 +505,7 @@ struct py_sampler {
 	 * While the cycle collector runs, a "<GC>" frame on top of the stack
 	 * of the thread that runs it, the GIL's holder (none on a build
 	 * without a GIL); gc_code is that frame's stand-in code object.
+	 * Commands leave it off with async (sample_opts_want_gc).
 	 */
 	int want_gc;
 	struct pycode *gc_code;

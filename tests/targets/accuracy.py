@@ -26,24 +26,14 @@ Usage: accuracy.py WORKLOAD REPORT.json
 
 It reports {"pid", "workload", "burners": [names]} once it runs, and on
 each SIGUSR1 writes REPORT.json.N (N = 1, 2, ...: the signals it has had)
-with {"cpu_ns": {name: thread CPU ns so far}}, atomically.  Must run
-unchanged on CPython 3.6 .. 3.15.
+with {"cpu_ns": {name: thread CPU ns so far}}, atomically (cpushare.py).
+Must run unchanged on CPython 3.6 .. 3.15.
 """
 
 import asyncio
-import functools
-import json
-import os
-import signal
 import sys
-import time
 
-# C callables only: a Python function here would be the innermost frame.
-try:
-    clock = time.thread_time        # 3.7+
-except AttributeError:
-    clock = functools.partial(time.clock_gettime,
-                              time.CLOCK_THREAD_CPUTIME_ID)
+from cpushare import clock, serve
 
 # Slices of different lengths, none a multiple of another or of a common
 # sampling period, so that samples do not fall in step with them.
@@ -184,27 +174,10 @@ WORKLOADS = {
 }
 
 
-def write_json(path, doc):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.rename(tmp, path)
-
-
 def main():
     workload, report = sys.argv[1], sys.argv[2]
     run, burners = WORKLOADS[workload]
-    signals = [0]
-
-    def snapshot(signum, frame):
-        signals[0] += 1
-        write_json("%s.%d" % (report, signals[0]), {
-            "cpu_ns": dict((name, int(cpu[name] * 1e9))
-                           for name in burners)})
-
-    signal.signal(signal.SIGUSR1, snapshot)
-    write_json(report, {"pid": os.getpid(), "workload": workload,
-                        "burners": burners})
+    serve(report, workload, cpu, burners)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     if run is None:

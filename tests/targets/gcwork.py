@@ -17,24 +17,15 @@ Usage: gcwork.py REPORT.json
 
 It reports {"pid", "workload", "burners": ["<GC>", "build"]} once it
 runs, and on each SIGUSR1 writes REPORT.json.N (N = 1, 2, ...) with
-{"cpu_ns": {name: thread CPU ns so far}}, atomically, as accuracy.py
-does (tests/accuracy.py reads both).  Must run unchanged on CPython
+{"cpu_ns": {name: thread CPU ns so far}}, atomically (cpushare.py, as
+accuracy.py does; tests/accuracy.py reads both).  Must run unchanged on CPython
 3.6 .. 3.15.
 """
 
-import functools
 import gc
-import json
-import os
-import signal
 import sys
-import time
 
-try:
-    clock = time.thread_time        # 3.7+
-except AttributeError:
-    clock = functools.partial(time.clock_gettime,
-                              time.CLOCK_THREAD_CPUTIME_ID)
+from cpushare import clock, serve
 
 cpu = {"<GC>": 0.0, "build": 0.0}
 started = [None]
@@ -63,29 +54,12 @@ def build(n):
     cpu["build"] += clock() - t0 - (cpu["<GC>"] - gc_before)
 
 
-def write_json(path, doc):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.rename(tmp, path)
-
-
 def main():
-    report = sys.argv[1]
-    signals = [0]
-
-    def snapshot(signum, frame):
-        signals[0] += 1
-        write_json("%s.%d" % (report, signals[0]), {
-            "cpu_ns": dict((name, int(t * 1e9)) for name, t in cpu.items())})
-
-    signal.signal(signal.SIGUSR1, snapshot)
     # Few, long collections: the callbacks' own time (two thread_time
     # calls, system calls) is then a small part of the collector's.
     gc.set_threshold(50000)
     gc.callbacks.append(on_gc)
-    write_json(report, {"pid": os.getpid(), "workload": "gc",
-                        "burners": sorted(cpu)})
+    serve(sys.argv[1], "gc", cpu, sorted(cpu))
     while True:
         build(20000)
 
