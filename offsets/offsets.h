@@ -85,6 +85,17 @@ struct py_offsets {
 	 * depth while it calls a Python function directly */
 	long iframe_stacktop;
 	/*
+	 * Opcodes of the instructions that return (3.11-3.13), RETURN_CONST
+	 * and the instrumented ones from 3.12: a frame whose instruction is
+	 * one of them calls nothing, and a frame left above the data stack's
+	 * top by a call that returned stays at one.  OFF_NONE where a
+	 * version has no such opcode, and from 3.14 (see pyframe.c).
+	 */
+	long op_return_value;
+	long op_return_const;
+	long op_instrumented_return_value;
+	long op_instrumented_return_const;
+	/*
 	 * The owner of the frame each C-level eval call starts with:
 	 * FRAME_OWNED_BY_CSTACK (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER
 	 * (3.14+), or OFF_NONE (3.11 marks is_entry instead).

@@ -28,6 +28,9 @@
 #include <internal/pycore_frame.h>
 #include <internal/pycore_object.h>
 #endif
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+#include <opcode.h>
+#endif
 #if PY_VERSION_HEX >= 0x030E0000
 /* 3.14 moved _PyInterpreterFrame and FRAME_SPECIALS_SIZE here. */
 #include <internal/pycore_interpframe.h>
@@ -399,6 +402,20 @@ int main(int argc, char **argv)
 	field("iframe_is_entry", NONE);
 	field("iframe_stacktop", NONE);
 #endif
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+	field("op_return_value", (long)RETURN_VALUE);
+#else
+	field("op_return_value", NONE);
+#endif
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030E0000
+	field("op_return_const", (long)RETURN_CONST);
+	field("op_instrumented_return_value", (long)INSTRUMENTED_RETURN_VALUE);
+	field("op_instrumented_return_const", (long)INSTRUMENTED_RETURN_CONST);
+#else
+	field("op_return_const", NONE);
+	field("op_instrumented_return_value", NONE);
+	field("op_instrumented_return_const", NONE);
+#endif
 	/*
 	 * The owner of the frame each C-level eval call pushes first: 3.12
 	 * and 3.13 call it FRAME_OWNED_BY_CSTACK; 3.14 names it
@@ -460,6 +477,10 @@ int main(int argc, char **argv)
 	field("iframe_owner", NONE);
 	field("iframe_is_entry", NONE);
 	field("iframe_stacktop", NONE);
+	field("op_return_value", NONE);
+	field("op_return_const", NONE);
+	field("op_instrumented_return_value", NONE);
+	field("op_instrumented_return_const", NONE);
 	field("owner_cstack", NONE);
 	field("owner_thread", NONE);
 	field("owner_generator", NONE);

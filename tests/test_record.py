@@ -576,20 +576,37 @@ def test_record_threads(spyc, python, targets, tmp_path):
     assert share >= MIN_CHAIN_SHARE, format_stacks(stacks)
 
 
+# CPU seconds the launched program's start-up spends in a sitecustomize
+# of its own: long enough that the samples of start-up do not hang on how
+# soon a loaded machine lets spyc find the interpreter (a bare start-up
+# takes milliseconds), short beside the run.
+STARTUP_BURN = 0.3
+
+SITECUSTOMIZE = """import time
+t = time.process_time()
+while time.process_time() - t < %r:
+    pass
+""" % STARTUP_BURN
+
+
 def test_record_launch(spyc, python, tmp_path):
     """record -- PY hot.py 4: profile the whole run; the program's own
-    output is the same as without spyc.  Start-up (site, .pth files) is
-    sampled too, and must show, but take less than half the samples
-    (MAX_STARTUP_SHARE: a loaded machine can make it a good part of a
-    short run); at 4 s the run keeps it well under that."""
+    output is the same as without spyc.  Start-up (site, .pth files, and
+    here a sitecustomize that takes STARTUP_BURN) is sampled too, and must
+    show, but take less than half the samples (MAX_STARTUP_SHARE: a loaded
+    machine can make it a good part of a short run); at 4 s the run keeps
+    it well under that."""
     workdir = tmp_path / "work"
     workdir.mkdir()
     outdir = tmp_path / "out"
     outdir.mkdir()
+    sitedir = tmp_path / "site"
+    sitedir.mkdir()
+    (sitedir / "sitecustomize.py").write_text(SITECUSTOMIZE)
     out = str(outdir / "out.json")
     report = str(workdir / "report.json")
     hot = os.path.join(os.path.dirname(__file__), "targets", "hot.py")
-    env = target_env()
+    env = target_env({"PYTHONPATH": str(sitedir)})
     # The unprofiled run goes at the same time, to keep the suite fast.
     plain = subprocess.Popen([python.path, hot, "4"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -616,6 +633,12 @@ def test_record_launch(spyc, python, tmp_path):
     # Sampled from the first Python frame: the interpreter's start-up too.
     assert chain_share(stacks, info["chain"], False, True)[2] > 0, (
         format_stacks(stacks))
+    in_site = sum(weight for _, frames, weight in stacks
+                  if any(os.path.basename(f[1] or "") == "sitecustomize.py"
+                         for f in frames))
+    assert in_site > 0, (
+        "no sample in the sitecustomize that start-up spends %.1f s in\n%s"
+        % (STARTUP_BURN, format_stacks(stacks)))
 
 
 # --- stopping: signals and the target's own exit ---

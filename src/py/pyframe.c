@@ -921,6 +921,18 @@ static int iframe_live(struct py_sampler *ps, const unsigned char *f,
 }
 
 /*
+ * 3.13+: is code the trampoline that runs a class's __init__ (pycode's
+ * hidden), the one frame that calls from its first instruction?  Read
+ * once per code object, as the walk's resolve would.
+ */
+static int trampoline_code(struct py_sampler *ps, uint64_t code)
+{
+	const struct pycode *c = pycode_known(&ps->codes, code);
+
+	return c && c->hidden;
+}
+
+/*
  * Where interpreter frame f (running code) is: the byte offset of its
  * instruction in the code's bytecode (-1: unknown), with *tlbc 0.
  * Free-threaded, a frame may run its thread's own copy of the bytecode
@@ -1090,6 +1102,14 @@ static size_t pair_span(const struct py_offsets *off,
 	return (size_t)(c->callee - c->caller) + (size_t)off->iframe_size;
 }
 
+/* 3.11-3.13: is op (a code unit's first byte) one that returns? */
+static int returns_at(const struct py_offsets *off, uint8_t op)
+{
+	return op == off->op_return_value || op == off->op_return_const ||
+	       op == off->op_instrumented_return_value ||
+	       op == off->op_instrumented_return_const;
+}
+
 /*
  * Does span, a copy of the caller's frame up to the end of its callee's
  * (one iovec: copied at once, from low addresses up), show the call c,
@@ -1127,6 +1147,24 @@ static int call_holds(const struct py_offsets *off,
 			return 0;
 	}
 	/*
+	 * 3.11-3.13: a frame that returned keeps its bytes, its instruction
+	 * at the return, and no read of the top can tell it from a callee
+	 * caught there (the top moves on while the pair is copied).  So a
+	 * pair is not learnt from an innermost callee that the walk and this
+	 * read both found at a return (one that moved ran: it is no leftover;
+	 * up to 3.12 a frame that calls points past the call, into data, so
+	 * only the innermost, which points at an instruction, is judged), nor
+	 * on 3.13 from a caller at a return (it saves its stack depth there,
+	 * as it does to call, and then calls nothing).
+	 */
+	if (off->op_return_value != OFF_NONE &&
+	    ((c->callee_innermost &&
+	      load_u64(callee, off->iframe_instr) == c->callee_instr &&
+	      returns_at(off, c->callee_unit[0])) ||
+	     (off->hexversion >= 0x030d0000 &&
+	      returns_at(off, c->caller_unit[0]))))
+		return 0;
+	/*
 	 * A frame ends where its locals and stack do: a function with no
 	 * locals and no stack (3.11, 3.12: `while True: pass`) ends at
 	 * localsplus, before the end of the struct (localsplus[1]).
@@ -1147,8 +1185,9 @@ static int call_holds(const struct py_offsets *off,
  * never call each other.  So a pair of the newest chunk whose caller's
  * code was never seen calling the callee's is read again after the
  * walk, in one process_vm_readv: the thread's data-stack chunk and top,
- * each pair from the caller's frame to the end of its callee's, and the
- * top again (see call_holds).  A pair that holds is taken for the
+ * each pair from the caller's frame to the end of its callee's (3.11-3.13:
+ * and the code units at the two frames' instructions), and the top
+ * again (see call_holds).  A pair that holds is taken for the
  * samples after; a known call costs nothing more.
  *
  * A short call has most often returned by the time the walk is done:
@@ -1172,6 +1211,7 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 	size_t left = ps->nr_edge_checks, total = 0, n, i, w, poll, at;
 	/* Polled where two checks close together hold a pair (3.14+). */
 	size_t polls = ps->call_edges.window ? EDGE_POLLS : 1;
+	int ops = off->op_return_value != OFF_NONE;
 	long lo, hi;
 	unsigned char head[64], after[64];
 	uint64_t top_now, top_after;
@@ -1198,7 +1238,7 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 			return 0;
 		total += pair_span(off, c);
 	}
-	py_sampler_grow_iov(ps, left + 2);
+	py_sampler_grow_iov(ps, 3 * left + 2);
 	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf, total);
 	for (poll = 0; poll < polls && left; poll++) {
 		n = 0;
@@ -1211,6 +1251,17 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
 					   c->caller, len);
 			at += len;
+		}
+		/* The code units at the instructions, for call_holds. */
+		for (i = 0; ops && i < left; i++) {
+			struct py_edge_check *c = &ps->edge_checks[i];
+
+			py_sampler_set_iov(ps, n++, c->caller_unit,
+					   c->caller_instr,
+					   sizeof(c->caller_unit));
+			py_sampler_set_iov(ps, n++, c->callee_unit,
+					   c->callee_instr,
+					   sizeof(c->callee_unit));
 		}
 		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
 				   (size_t)(hi + 8 - lo));
@@ -1249,7 +1300,8 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
  */
 static void note_edge(struct py_sampler *ps, const unsigned char *f,
 		      uint64_t self, uint64_t code, uint64_t callee,
-		      uint64_t callee_code)
+		      uint64_t callee_code, uint64_t callee_instr,
+		      int callee_innermost)
 {
 	const struct py_offsets *off = ps->rt->off;
 	struct py_edge_check *c;
@@ -1267,6 +1319,8 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
 	c->edge = e;
 	c->caller_instr = load_u64(f, off->iframe_instr);
 	c->caller_previous = load_u64(f, off->iframe_previous);
+	c->callee_instr = callee_instr;
+	c->callee_innermost = callee_innermost;
 }
 
 /*
@@ -1303,7 +1357,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	size_t first = out->nr_frames;
 	const struct py_offsets *off = ps->rt->off;
 	struct iframe_seen callee = {0, -1, 0};
-	uint64_t callee_code = 0;
+	uint64_t callee_code = 0, callee_instr = 0;
 	/* 3.14+: frames that returned before they were copied (see there) */
 	int returned = 0, callee_returned = 0, returned_above = 1;
 	int callee_gen = 0; /* the callee is a generator's frame */
@@ -1402,12 +1456,20 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * no offset) before it runs and before the caller's
 			 * link to it is set: one read in that moment, under a
 			 * frame left above it by an older call, is no caller.
-			 * (3.13+ start a frame at its first instruction, where
-			 * the trampoline that runs __init__ for a class call
-			 * stays while it calls: no such check there.)
+			 * 3.13+ push a frame at its first instruction, where
+			 * only the trampoline that runs __init__ for a class
+			 * call stays while it calls (pycode's hidden): any
+			 * other frame there with a callee of its own, not one
+			 * reached through a shim (the eval breaker's calls
+			 * from RESUME), was just pushed over an older call's
+			 * bytes.
 			 */
 			if (callee.addr && addrq < 0 &&
 			    off->hexversion < 0x030d0000)
+				return DROP_INVALID;
+			if (off->hexversion >= 0x030d0000 && callee.addr &&
+			    self.direct && addrq == 0 &&
+			    !trampoline_code(ps, code))
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned
@@ -1420,7 +1482,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 */
 			if (running ||
 			    (callee.addr && (returned || callee_returned))) {
-				struct call_edge e = {code, callee_code};
+				struct call_edge e = {.code = code,
+						      .callee = callee_code};
 
 				if (!call_edges_has(&ps->call_edges, &e))
 					return DROP_INVALID;
@@ -1440,7 +1503,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			    callee.region == 0 && !running && !returned &&
 			    !callee_returned)
 				note_edge(ps, f, frame, code, callee.addr,
-					  callee_code);
+					  callee_code, callee_instr, depth == 1);
 			last_entry = off->iframe_is_entry != OFF_NONE &&
 				     f[off->iframe_is_entry];
 			if (!pywalk_past_limit(ps, depth)) {
@@ -1458,6 +1521,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 				     owner == off->owner_generator;
 			callee_code = code;
 			callee_returned = returned;
+			callee_instr = load_u64(f, off->iframe_instr);
 			ps->root_frame = frame;
 			ps->torn_at = 0;
 		}

@@ -444,6 +444,10 @@ struct py_sampler {
 		uint64_t caller, callee; /* the frames' addresses */
 		struct call_edge edge;
 		uint64_t caller_instr, caller_previous;
+		uint64_t callee_instr; /* as the walk found it */
+		int callee_innermost;  /* the walk's first frame */
+		/* 3.11-3.13: the code units at the two instructions */
+		uint8_t caller_unit[2], callee_unit[2];
 	} * edge_checks;
 	size_t nr_edge_checks, alloc_edge_checks;
 	unsigned char *edge_buf;
