@@ -1503,7 +1503,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			    callee.region == 0 && !running && !returned &&
 			    !callee_returned)
 				note_edge(ps, f, frame, code, callee.addr,
-					  callee_code, callee_instr, depth == 1);
+					  callee_code, callee_instr,
+					  depth == 1);
 			last_entry = off->iframe_is_entry != OFF_NONE &&
 				     f[off->iframe_is_entry];
 			if (!pywalk_past_limit(ps, depth)) {
