@@ -13,7 +13,7 @@
 #   make stress        spyc killed and stopped at random, hundreds of times
 #   make soak          an hour at 1 kHz on a churning target: RSS must plateau
 #   make demo          make deps-build, then profile a bundled example:
-#                      demo-out/demo.json and .svg
+#                      demo-out/demo.json, .html and .svg
 #   make offsets       regenerate offsets/ from installed CPython headers
 #   make install       spyc, its GPU agent, man page and shell completions
 #                      under PREFIX (default /usr/local), staged in DESTDIR
@@ -239,8 +239,9 @@ demo:
 	@$(MAKE) --no-print-directory spyc
 	@mkdir -p demo-out
 	./spyc record --rate 250 -o demo-out/demo.json -- $(PYTHON3) tests/targets/demo.py
+	./spyc record --rate 250 -o demo-out/demo.html -- $(PYTHON3) tests/targets/demo.py
 	./spyc record --rate 250 -o demo-out/demo.svg -- $(PYTHON3) tests/targets/demo.py
-	@echo "open demo-out/demo.json at https://www.speedscope.app, demo-out/demo.svg in a browser"
+	@echo "open demo-out/demo.json at https://www.speedscope.app, demo-out/demo.html and demo-out/demo.svg in a browser"
 
 offsets:
 	scripts/gen-offsets

@@ -65,6 +65,25 @@ class Page(object):
                 res["exceptionDetails"])))
         return res["result"].get("value")
 
+    def errors(self):
+        """Exceptions the page threw and errors it logged so far (a page
+        opened with watch=True)."""
+        self.evaluate("0")  # reads the events sent before this reply
+        out = []
+        for e in self.browser.events:
+            if e.get("sessionId") != self.session:
+                continue
+            p = e.get("params", {})
+            if e["method"] == "Runtime.exceptionThrown":
+                out.append(json.dumps(p.get("exceptionDetails"))[:500])
+            elif (e["method"] == "Runtime.consoleAPICalled" and
+                  p.get("type") == "error"):
+                out.append(json.dumps(p.get("args"))[:500])
+            elif (e["method"] == "Log.entryAdded" and
+                  p.get("entry", {}).get("level") == "error"):
+                out.append(json.dumps(p["entry"])[:500])
+        return out
+
     def wait_loaded(self, url):
         """Wait until url (not the blank page a tab starts with) has
         loaded."""
@@ -103,6 +122,7 @@ class Browser(object):
             raise RuntimeError("chromium did not start its DevTools")
         self.ws = websocket.create_connection(url, timeout=LOAD_TIMEOUT)
         self.ids = itertools.count(1)
+        self.events = []
 
     def call(self, method, params=None, session=None):
         msg = {"id": next(self.ids), "method": method,
@@ -112,17 +132,26 @@ class Browser(object):
         self.ws.send(json.dumps(msg))
         while True:
             reply = json.loads(self.ws.recv())
+            if "method" in reply:
+                self.events.append(reply)
+                continue
             if reply.get("id") == msg["id"]:
                 if "error" in reply:
                     raise RuntimeError("%s: %s" % (method, reply["error"]))
                 return reply["result"]
 
-    def open(self, url):
-        """A new tab at url, loaded."""
-        target = self.call("Target.createTarget", {"url": url})["targetId"]
+    def open(self, url, watch=False):
+        """A new tab at url, loaded.  With watch, the tab listens for
+        errors before it loads url (Page.errors)."""
+        target = self.call("Target.createTarget", {
+            "url": "about:blank" if watch else url})["targetId"]
         session = self.call("Target.attachToTarget", {
             "targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session)
+        if watch:
+            self.call("Runtime.enable", {}, session)
+            self.call("Log.enable", {}, session)
+            self.call("Page.navigate", {"url": url}, session)
         page.wait_loaded(url)
         return page
 

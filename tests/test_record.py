@@ -162,6 +162,41 @@ def parse_folded(path, threads=False):
     return stacks
 
 
+# The data an HTML page (src/out/html.c) holds, in its script element
+# spyc-data: {"samples", "threads": [label], "frames": [[name, file,
+# line]], "stacks": [[thread, count, [frame, ...root first]]]}.
+HTML_DATA_RE = re.compile(
+    r'<script id="spyc-data" type="application/json">(.*?)</script>',
+    re.S)
+
+
+def html_data(path):
+    """The profile data of an HTML page, as its viewer reads it."""
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    assert page.startswith("<!DOCTYPE html>"), "not an HTML page"
+    m = HTML_DATA_RE.search(page)
+    assert m, "the page holds no spyc-data script element"
+    return json.loads(m.group(1))
+
+
+def parse_html(path):
+    """An HTML page's stacks, like the other parsers: (thread label,
+    frames root first as (name, file, line), count)."""
+    data = html_data(path)
+    stacks = []
+    for thread, count, ids in data["stacks"]:
+        assert count > 0, "a stack with no samples: %r" % ids
+        frames = []
+        for i in ids:
+            name, file, line = data["frames"][i]
+            frames.append((name, file or None, line or None))
+        stacks.append((data["threads"][thread], frames, count))
+    assert sum(s[2] for s in stacks) == data["samples"], (
+        "the stacks' samples do not add up to the page's total")
+    return stacks
+
+
 # What spyc's SVG writer (src/out/svg.c) puts in each frame's box: a
 # <title> "LABEL \u2014 N samples (P%)", where LABEL is "name (file:line)"
 # ("name (file)" without a line, "name" without either), "all" for the
@@ -356,6 +391,8 @@ def check_profile(out, fmt, chain, summary, describe, full_filenames=False,
         _, stacks = parse_speedscope(out)
     elif fmt == "svg":
         stacks = parse_svg(out)
+    elif fmt == "html":
+        stacks = parse_html(out)
     else:
         stacks = parse_folded(out)
     if launched:
@@ -391,7 +428,8 @@ def check_profile(out, fmt, chain, summary, describe, full_filenames=False,
 
 FORMATS = [("speedscope", ".json", []),
            ("folded", ".txt", ["--full-filenames"]),
-           ("svg", ".svg", [])]
+           ("svg", ".svg", []),
+           ("html", ".html", [])]
 
 
 @pytest.mark.parametrize("fmt,ext,extra", FORMATS,

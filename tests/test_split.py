@@ -34,7 +34,7 @@ import accuracy
 import pyfind
 from conftest import SLOTS
 from test_accuracy import SHARE_POINTS, SHARE_SIGMAS, bound, check_kept
-from test_record import assert_exit_ok, parse_summary
+from test_record import assert_exit_ok, parse_html, parse_summary
 from test_report import parse_frame, read, report
 
 RATE = 1000
@@ -61,9 +61,11 @@ ATTEMPTS = 4
 
 # The formats, by the extension record and report know them by.
 FORMATS = {"speedscope": ".json", "folded": ".txt", "pprof": ".pb.gz",
-           "chrome": ".trace.json", "svg": ".svg"}
+           "chrome": ".trace.json", "svg": ".svg", "html": ".html"}
 # Not speedscope: test_split_every_slot records it on these slots too.
-MATRIX_FORMATS = ["folded", "pprof", "chrome", "svg"]
+MATRIX_FORMATS = ["folded", "pprof", "chrome", "svg", "html"]
+# What report does not read.
+UNREPORTED = ("svg", "html")
 
 
 def matrix_slots():
@@ -175,16 +177,18 @@ def record_split(spyc, target, path, fmt):
 
 def check_file_and_report(spyc, m, path, fmt, where):
     """The split as the file holds it, read here; then as report reads
-    it (but SVG, which report does not read)."""
+    it (but SVG and HTML, which report does not read)."""
     if fmt == "svg":
         stacks = read_svg(path)
+    elif fmt == "html":
+        stacks = parse_html(path)
     else:
         stacks, _ = read(path)
     leaves = [(frames[-1][:2] if frames else ("", ""), weight)
               for _, frames, weight in stacks]
     own, total = burner_times(leaves, m.burners)
     check_split(m, own, total, "%s, read here" % where)
-    if fmt == "svg":
+    if fmt in UNREPORTED:
         return
     doc = report(spyc, path, "--top", "0")
     assert len(doc["sections"]) == 1, doc.get("sections")

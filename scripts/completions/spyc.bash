@@ -43,7 +43,7 @@ _spyc()
 	-f|--format)
 		# report's -f is --function: a name, nothing to offer
 		[ "$cmd" = report ] && return
-		COMPREPLY=($(compgen -W "speedscope folded svg chrome pprof" -- "$cur"))
+		COMPREPLY=($(compgen -W "speedscope folded svg chrome pprof html" -- "$cur"))
 		return ;;
 	-o|--output|--program-output)
 		COMPREPLY=($(compgen -f -- "$cur"))

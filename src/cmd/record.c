@@ -75,12 +75,14 @@ static const char usage_text[] =
     "                        (from OMPI_COMM_WORLD_RANK, PMI_RANK,\n"
     "                        PMIX_RANK or SLURM_PROCID; an error if none\n"
     "                        is set), %h the host name, %% a '%'\n"
-    "  -f, --format FORMAT   speedscope, folded, svg, pprof or chrome\n"
+    "  -f, --format FORMAT   speedscope, folded, svg, pprof, chrome or html\n"
     "                        (default: from the output's extension: .json,\n"
     "                        .txt/.folded, .svg, .pb.gz/.pprof (pprof),\n"
     "                        .trace.json (Chrome trace: a timeline per\n"
     "                        thread; spyc keeps 16 bytes per sample and 4\n"
-    "                        per thread in it while sampling))\n"
+    "                        per thread in it while sampling), .html (a\n"
+    "                        page that opens from disk: flame graph and\n"
+    "                        icicle, zoom, search, threads, functions))\n"
     "  -r, --rate HZ         samples per second (default 100)\n"
     "  -d, --duration SECS   stop after this many seconds; a launched\n"
     "                        program is left to run to its end, and\n"
@@ -236,7 +238,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 				fprintf(
 				    stderr,
 				    "spyc: unknown format '%s' (speedscope, "
-				    "folded, svg, pprof or chrome)\n",
+				    "folded, svg, pprof, chrome or html)\n",
 				    optarg);
 				exit(EXIT_USAGE);
 			}
@@ -592,7 +594,8 @@ static void default_output(struct record_opts *o, pid_t pid, char *buf,
 					  [FORMAT_FOLDED] = "txt",
 					  [FORMAT_SVG] = "svg",
 					  [FORMAT_PPROF] = "pb.gz",
-					  [FORMAT_CHROME] = "trace.json"};
+					  [FORMAT_CHROME] = "trace.json",
+					  [FORMAT_HTML] = "html"};
 
 	snprintf(buf, size, "spyc-%d.%s", (int)pid, ext[o->format]);
 	o->output = buf;

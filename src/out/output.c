@@ -20,6 +20,7 @@ static const struct {
     {"svg", FORMAT_SVG},
     {"pprof", FORMAT_PPROF},
     {"chrome", FORMAT_CHROME},
+    {"html", FORMAT_HTML},
 };
 
 static const struct {
@@ -34,6 +35,8 @@ static const struct {
     {".svg", FORMAT_SVG},
     {".pb.gz", FORMAT_PPROF},
     {".pprof", FORMAT_PPROF},
+    {".html", FORMAT_HTML},
+    {".htm", FORMAT_HTML},
 };
 
 enum output_format output_format_parse(const char *name)
@@ -102,6 +105,9 @@ int output_write(const char *path, enum output_format fmt,
 		break;
 	case FORMAT_CHROME:
 		job.fn = out_chrome_write;
+		break;
+	case FORMAT_HTML:
+		job.fn = out_html_write;
 		break;
 	default:
 		return error("cannot write '%s': unknown output format %d",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Profile writers: speedscope JSON, folded stacks, SVG flame graph, pprof,
- * Chrome trace. */
+ * Chrome trace, HTML viewer. */
 #ifndef SPYC_OUTPUT_H
 #define SPYC_OUTPUT_H
 
@@ -71,6 +71,9 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 		     const struct profile_meta *meta);
 int out_svg_write(FILE *fp, const struct stacks *st,
 		  const struct profile_meta *meta);
+/* A self-contained HTML page with an interactive viewer (out/html.c). */
+int out_html_write(FILE *fp, const struct stacks *st,
+		   const struct profile_meta *meta);
 /*
  * A differential flame graph (spyc diff): st holds two profiles, BASE's
  * stacks as thread base_thread and NEW's as any other; NEW's are drawn,
@@ -95,16 +98,17 @@ enum output_format {
 	FORMAT_SVG,
 	FORMAT_PPROF,
 	FORMAT_CHROME,
+	FORMAT_HTML,
 };
 
 /*
- * Parse "speedscope", "folded", "svg", "pprof" or "chrome"; FORMAT_NONE
- * if unknown.
+ * Parse "speedscope", "folded", "svg", "pprof", "chrome" or "html";
+ * FORMAT_NONE if unknown.
  */
 enum output_format output_format_parse(const char *name);
 /*
  * Guess from a file name: .json, .txt/.folded, .svg, .pb.gz/.pprof,
- * .trace.json; FORMAT_NONE if none.
+ * .trace.json, .html/.htm; FORMAT_NONE if none.
  */
 enum output_format output_format_from_path(const char *path);
 /* Write st to path in fmt, atomically.  0, or -1 after reporting. */

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A self-contained HTML page: the profile as JSON inside the page, and a
+ * viewer that draws it (an icicle, root on top, or a flame graph; zoom
+ * by a click, search, a thread or all of them, a table of functions by
+ * own and total samples).  Nothing is fetched: it opens from disk, on a
+ * machine without spyc or a network.
+ */
+#include "out/output.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "util.h"
+
+/*
+ * The page around the data.  The viewer finds the data in the element
+ * spyc-data; window.spyc lets a test drive it as a user would.
+ */
+static const char page_head[] =
+    "<!DOCTYPE html>\n"
+    "<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta name=\"generator\" content=\"spyc\">\n"
+    "<title>spyc profile</title>\n"
+    "<style>\n"
+    "body { font: 13px sans-serif; margin: 0; color: #222; }\n"
+    "#bar { position: sticky; top: 0; z-index: 2; background: #eee;\n"
+    "  padding: 6px 8px; display: flex; flex-wrap: wrap; gap: 8px;\n"
+    "  align-items: center; border-bottom: 1px solid #ccc; }\n"
+    "#info, #matched { color: #555; }\n"
+    "#graph { position: relative; margin: 6px 8px; }\n"
+    ".n { position: absolute; height: 17px; line-height: 17px;\n"
+    "  box-sizing: border-box; border: 1px solid #fff; padding: 0 3px;\n"
+    "  overflow: hidden; white-space: nowrap; text-overflow: ellipsis;\n"
+    "  font: 11px monospace; cursor: pointer; }\n"
+    ".n.match { background: #d6f !important; }\n"
+    ".n.above { opacity: 0.6; }\n"
+    "#table { border-collapse: collapse; margin: 8px; }\n"
+    "#table th { cursor: pointer; text-align: left; background: #eee; }\n"
+    "#table th, #table td { padding: 2px 10px; }\n"
+    "#table td.num { text-align: right; font-variant-numeric: "
+    "tabular-nums; }\n"
+    "#table tbody tr { cursor: pointer; }\n"
+    "#table tbody tr:hover { background: #f4f0ff; }\n"
+    "</style></head><body>\n"
+    "<div id=\"bar\"><b id=\"title\"></b>\n"
+    "<select id=\"thread\" title=\"Thread\"></select>\n"
+    "<button id=\"reset\">Reset zoom</button>\n"
+    "<button id=\"mode\">Flame graph</button>\n"
+    "<input id=\"search\" size=\"30\" placeholder=\"Search (regular "
+    "expression)\">\n"
+    "<span id=\"matched\"></span><span id=\"info\"></span></div>\n"
+    "<div id=\"graph\"></div>\n"
+    "<table id=\"table\"><thead><tr><th data-k=\"name\">Function</th>"
+    "<th data-k=\"file\">File</th><th data-k=\"self\">Own</th>"
+    "<th data-k=\"self\">Own %</th><th data-k=\"total\">Total</th>"
+    "<th data-k=\"total\">Total %</th></tr></thead><tbody></tbody>"
+    "</table>\n"
+    "<script id=\"spyc-data\" type=\"application/json\">";
+
+static const char page_tail[] =
+    "</script>\n"
+    "<script>\n"
+    "(function () {\n"
+    "'use strict';\n"
+    "var data = JSON.parse(document.getElementById('spyc-data')"
+    ".textContent);\n"
+    "var ROW = 18, MIN_PX = 0.5, TABLE_ROWS = 300;\n"
+    "var thread = -1, root = null, view = null, icicle = true;\n"
+    "var query = null, sortKey = 'self', sortDesc = true;\n"
+    "var $ = function (id) { return document.getElementById(id); };\n"
+    "function fkey(f) { return f[0] + '\\u0000' + f[1]; }\n"
+    "function text(n) { return n.file ? n.name + ' (' + n.file + ')' : "
+    "n.name; }\n"
+    "function pct(v, of) { return of ? (100 * v / of).toFixed(1) + '%' : "
+    "'0%'; }\n"
+    "function stacks() {\n"
+    "  return data.stacks.filter(function (s) {\n"
+    "    return thread < 0 || s[0] === thread; });\n"
+    "}\n"
+    /* Functions merged per path; each node keeps its lines' samples. */
+    "function build() {\n"
+    "  var r = {name: 'all', file: '', key: null, n: 0, kids: new Map(),\n"
+    "           parent: null, depth: 0, lines: {}};\n"
+    "  stacks().forEach(function (s) {\n"
+    "    var node = r;\n"
+    "    r.n += s[1];\n"
+    "    s[2].forEach(function (id) {\n"
+    "      var f = data.frames[id], k = fkey(f), c = node.kids.get(k);\n"
+    "      if (!c) {\n"
+    "        c = {name: f[0], file: f[1], key: k, n: 0, kids: new Map(),\n"
+    "             parent: node, depth: node.depth + 1, lines: {}};\n"
+    "        node.kids.set(k, c);\n"
+    "      }\n"
+    "      c.n += s[1];\n"
+    "      c.lines[f[2]] = (c.lines[f[2]] || 0) + s[1];\n"
+    "      node = c;\n"
+    "    });\n"
+    "  });\n"
+    "  return r;\n"
+    "}\n"
+    "function colour(n) {\n"
+    "  if (!n.key) return '#ccc';\n"
+    "  if (n.name.charAt(0) === '<' && !n.file) return '#aab';\n"
+    "  var h = 0, i;\n"
+    "  for (i = 0; i < n.name.length; i++)\n"
+    "    h = (h * 31 + n.name.charCodeAt(i)) >>> 0;\n"
+    "  return 'hsl(' + (h % 50) + ',' + (60 + h % 30) + '%,' +\n"
+    "         (55 + (h >> 8) % 15) + '%)';\n"
+    "}\n"
+    "function tooltip(n) {\n"
+    "  var lines = Object.keys(n.lines).filter(function (l) {\n"
+    "    return +l > 0; }).sort(function (a, b) {\n"
+    "    return n.lines[b] - n.lines[a]; }).slice(0, 5);\n"
+    "  return text(n) + '\\n' + n.n + ' samples (' + pct(n.n, root.n) +\n"
+    "    ' of all, ' + pct(n.n, view.n) + ' of the view)' +\n"
+    "    lines.map(function (l) {\n"
+    "      return '\\n  line ' + l + ': ' + n.lines[l]; }).join('');\n"
+    "}\n"
+    "function matches(n) { return query && n.key && "
+    "query.test(text(n)); }\n"
+    /* Boxes: the view's callers across the width, the view's callees
+     * within it; those under MIN_PX wide are left out. */
+    "function render() {\n"
+    "  var g = $('graph'), width = g.clientWidth, boxes = [], deepest = 0;\n"
+    "  for (var a = view; a; a = a.parent)\n"
+    "    boxes.push({node: a, x: 0, w: width, above: a !== view});\n"
+    "  (function walk(node, x, w) {\n"
+    "    var kids = Array.from(node.kids.values()).sort(function (a, b) {\n"
+    "      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });\n"
+    "    kids.forEach(function (c) {\n"
+    "      var cw = w * c.n / node.n;\n"
+    "      if (cw >= MIN_PX) {\n"
+    "        boxes.push({node: c, x: x, w: cw});\n"
+    "        walk(c, x, cw);\n"
+    "      }\n"
+    "      x += cw;\n"
+    "    });\n"
+    "  })(view, 0, width);\n"
+    "  boxes.forEach(function (b) { deepest = Math.max(deepest, "
+    "b.node.depth); });\n"
+    "  g.textContent = '';\n"
+    "  g.style.height = (deepest + 1) * ROW + 'px';\n"
+    "  var frag = document.createDocumentFragment();\n"
+    "  boxes.forEach(function (b) {\n"
+    "    var d = document.createElement('div'), n = b.node;\n"
+    "    d.className = 'n' + (b.above ? ' above' : '') +\n"
+    "                  (matches(n) ? ' match' : '');\n"
+    "    d.style.left = b.x + 'px';\n"
+    "    d.style.width = b.w + 'px';\n"
+    "    d.style.top = (icicle ? n.depth : deepest - n.depth) * ROW + "
+    "'px';\n"
+    "    d.style.background = colour(n);\n"
+    "    if (b.w > 24) d.textContent = text(n);\n"
+    "    d.title = tooltip(n);\n"
+    "    d.spycNode = n;\n"
+    "    d.addEventListener('click', function () { zoom(n); });\n"
+    "    frag.appendChild(d);\n"
+    "  });\n"
+    "  g.appendChild(frag);\n"
+    "  $('reset').disabled = view === root;\n"
+    "  $('mode').textContent = icicle ? 'Flame graph' : 'Icicle';\n"
+    "}\n"
+    "function zoom(n) { view = n; render(); }\n"
+    /* The share of the samples in a matching function: a match under
+     * another match is not counted twice. */
+    "function search(s) {\n"
+    "  $('search').value = s;\n"
+    "  query = null;\n"
+    "  if (s) {\n"
+    "    try { query = new RegExp(s); }\n"
+    "    catch (e) { query = new RegExp(s.replace(/[.*+?^${}()|[\\]\\\\]/g,"
+    " '\\\\$&')); }\n"
+    "  }\n"
+    "  var hit = 0;\n"
+    "  (function walk(n) {\n"
+    "    if (matches(n)) { hit += n.n; return; }\n"
+    "    n.kids.forEach(walk);\n"
+    "  })(root);\n"
+    "  $('matched').textContent = query ? 'Matched: ' + pct(hit, root.n) "
+    ": '';\n"
+    "  render();\n"
+    "  return root.n ? hit / root.n : 0;\n"
+    "}\n"
+    "function functions() {\n"
+    "  var by = new Map();\n"
+    "  stacks().forEach(function (s) {\n"
+    "    var seen = new Set();\n"
+    "    s[2].forEach(function (id, i) {\n"
+    "      var f = data.frames[id], k = fkey(f), e = by.get(k);\n"
+    "      if (!e) by.set(k, e = {name: f[0], file: f[1], self: 0, "
+    "total: 0});\n"
+    "      if (!seen.has(k)) { seen.add(k); e.total += s[1]; }\n"
+    "      if (i === s[2].length - 1) e.self += s[1];\n"
+    "    });\n"
+    "  });\n"
+    "  return Array.from(by.values());\n"
+    "}\n"
+    "function table() {\n"
+    "  var rows = functions(), body = $('table').tBodies[0];\n"
+    "  rows.sort(function (a, b) {\n"
+    "    var x = a[sortKey], y = b[sortKey];\n"
+    "    var c = x < y ? -1 : x > y ? 1 : 0;\n"
+    "    return sortDesc ? -c : c;\n"
+    "  });\n"
+    "  body.textContent = '';\n"
+    "  rows.slice(0, TABLE_ROWS).forEach(function (r) {\n"
+    "    var tr = body.insertRow();\n"
+    "    [r.name, r.file, r.self, pct(r.self, root.n), r.total,\n"
+    "     pct(r.total, root.n)].forEach(function (v, i) {\n"
+    "      var td = tr.insertCell();\n"
+    "      td.textContent = v;\n"
+    "      if (i > 1) td.className = 'num';\n"
+    "    });\n"
+    "    tr.addEventListener('click', function () {\n"
+    "      search('^' + (r.name + (r.file ? ' (' + r.file + ')' : ''))\n"
+    "        .replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&') + '$');\n"
+    "    });\n"
+    "  });\n"
+    "}\n"
+    "function sortBy(k) {\n"
+    "  if (k === sortKey) sortDesc = !sortDesc;\n"
+    "  else { sortKey = k; sortDesc = k === 'self' || k === 'total'; }\n"
+    "  table();\n"
+    "}\n"
+    "function choose(t) {\n"
+    "  thread = t;\n"
+    "  $('thread').value = String(t);\n"
+    "  root = view = build();\n"
+    "  search($('search').value);\n"
+    "  table();\n"
+    "}\n"
+    "document.title = data.title || document.title;\n"
+    "$('title').textContent = data.title || 'spyc profile';\n"
+    "$('info').textContent = [data.samples +\n"
+    "  (data.threads.length > 1 ? ' samples of threads' : ' samples'),\n"
+    "  data.duration_s ? data.duration_s.toFixed(2) + ' s' : '',\n"
+    "  data.rate_hz ? data.rate_hz + ' Hz' : '',\n"
+    "  data.python ? 'Python ' + data.python : ''].filter(Boolean)"
+    ".join(', ');\n"
+    "var sel = $('thread');\n"
+    "sel.add(new Option('All threads', '-1'));\n"
+    "data.threads.forEach(function (t, i) { sel.add(new Option(t, "
+    "String(i))); });\n"
+    "sel.addEventListener('change', function () { choose(+sel.value); });\n"
+    "$('reset').addEventListener('click', function () { zoom(root); });\n"
+    "$('mode').addEventListener('click', function () {\n"
+    "  icicle = !icicle; render(); });\n"
+    "$('search').addEventListener('input', function () {\n"
+    "  search($('search').value); });\n"
+    "Array.prototype.forEach.call(document.querySelectorAll('#table th'),\n"
+    "  function (th) { th.addEventListener('click', function () {\n"
+    "    sortBy(th.getAttribute('data-k')); }); });\n"
+    "window.addEventListener('resize', function () { render(); });\n"
+    "choose(-1);\n"
+    "window.spyc = {data: data, zoom: zoom, search: search, sortBy: "
+    "sortBy,\n"
+    "  choose: choose, root: function () { return root; },\n"
+    "  view: function () { return view; } };\n"
+    "})();\n"
+    "</script>\n"
+    "</body></html>\n";
+
+/* Add s (valid UTF-8 made of it) to arr as a string; 0 or -1. */
+static int add_string(cJSON *arr, const char *s, struct strbuf *tmp)
+{
+	cJSON *v = cJSON_CreateString(output_utf8(s ? s : "", tmp));
+
+	return v && cJSON_AddItemToArray(arr, v) ? 0 : -1;
+}
+
+/* The profile as the viewer reads it; NULL out of memory. */
+static cJSON *page_data(const struct stacks *st,
+			const struct profile_meta *meta)
+{
+	cJSON *doc = cJSON_CreateObject(), *threads, *frames, *stacks;
+	struct strbuf tmp = STRBUF_INIT;
+	char label[512];
+	size_t i, j;
+	int bad = !doc;
+
+	if (bad)
+		return NULL;
+	if (meta && meta->title)
+		bad |= !cJSON_AddStringToObject(doc, "title",
+						output_utf8(meta->title, &tmp));
+	if (meta && meta->python_version)
+		bad |= !cJSON_AddStringToObject(doc, "python",
+						meta->python_version);
+	bad |=
+	    !cJSON_AddNumberToObject(doc, "rate_hz", meta ? meta->rate_hz : 0);
+	bad |= !cJSON_AddNumberToObject(doc, "duration_s",
+					meta ? meta->duration_s : 0);
+	bad |=
+	    !cJSON_AddNumberToObject(doc, "samples", (double)st->total_samples);
+	bad |= !(threads = cJSON_AddArrayToObject(doc, "threads"));
+	bad |= !(frames = cJSON_AddArrayToObject(doc, "frames"));
+	bad |= !(stacks = cJSON_AddArrayToObject(doc, "stacks"));
+	for (i = 0; !bad && i < st->nr_threads; i++) {
+		stacks_thread_full_label(&st->threads[i], label, sizeof(label));
+		bad |= add_string(threads, label, &tmp);
+	}
+	for (i = 0; !bad && i < st->nr_frames; i++) {
+		const struct stack_frame *f = &st->frames[i];
+		cJSON *fr = cJSON_CreateArray();
+
+		bad |= !fr || !cJSON_AddItemToArray(frames, fr) ||
+		       add_string(fr, f->name, &tmp) ||
+		       add_string(fr, f->file, &tmp) ||
+		       !cJSON_AddItemToArray(fr, cJSON_CreateNumber(f->line));
+	}
+	for (i = 0; !bad && i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+		cJSON *s, *ids;
+
+		if (!e->count)
+			continue;
+		s = cJSON_CreateArray();
+		ids = cJSON_CreateArray();
+		bad |=
+		    !s || !ids || !cJSON_AddItemToArray(stacks, s) ||
+		    !cJSON_AddItemToArray(s, cJSON_CreateNumber(e->thread)) ||
+		    !cJSON_AddItemToArray(
+			s, cJSON_CreateNumber((double)e->count)) ||
+		    !cJSON_AddItemToArray(s, ids);
+		for (j = 0; !bad && j < e->depth; j++)
+			bad |= !cJSON_AddItemToArray(
+			    ids, cJSON_CreateNumber(e->frames[j]));
+	}
+	strbuf_release(&tmp);
+	if (bad) {
+		cJSON_Delete(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/*
+ * Write json into the page's script element: '<' as \u003c, so that no
+ * "</script>" in a frame's name or file ends the element early.
+ */
+static int write_json(FILE *fp, const char *json)
+{
+	const char *p = json, *lt;
+
+	while ((lt = strchr(p, '<'))) {
+		if (fwrite(p, 1, (size_t)(lt - p), fp) != (size_t)(lt - p) ||
+		    fputs("\\u003c", fp) == EOF)
+			return -EIO;
+		p = lt + 1;
+	}
+	return fputs(p, fp) == EOF ? -EIO : 0;
+}
+
+int out_html_write(FILE *fp, const struct stacks *st,
+		   const struct profile_meta *meta)
+{
+	cJSON *doc = page_data(st, meta);
+	char *json;
+	int ret;
+
+	if (!doc)
+		return -ENOMEM;
+	json = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	if (!json)
+		return -ENOMEM;
+	ret = fputs(page_head, fp) == EOF ? -EIO : write_json(fp, json);
+	if (!ret && fputs(page_tail, fp) == EOF)
+		ret = -EIO;
+	free(json);
+	return ret;
+}
