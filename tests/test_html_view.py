@@ -2,9 +2,10 @@
 """The HTML page (-o profile.html) as a user opens it, in headless
 Chromium: it loads from disk with no error, opens on the root and the
 work under it (an icicle, even when start-up left a tower far deeper than
-the rest), and its zoom, search, thread list and table show what the
-page's data says (which test_record and test_split hold to the target's
-truth)."""
+the rest), and its zoom, search, thread list, table and source view (of
+sources the page took along: the script is gone when it opens) show what
+the page's data says, which test_record and test_split hold to the
+target's truth."""
 
 import os
 import re
@@ -38,6 +39,10 @@ work()
 side.join()
 """
 WINDOW = (1200, 700)
+# The line of TARGET where work() spends its time.
+WORK_LINE = 13
+assert TARGET.splitlines()[WORK_LINE - 1] == "    spin(1.5)" and \
+    TARGET.splitlines()[WORK_LINE - 2] == "def work():"
 
 # Each box of the graph: its text, position and the node it draws.
 BOXES = """Array.from(document.querySelectorAll('#graph .n')).map(function (d) {
@@ -52,6 +57,13 @@ CLICK = """(function (name) {
     if (ds[i].spycNode.name === name) { ds[i].click(); return true; }
   return false;
 })(%r)"""
+SOURCE = """(function () {
+  return {title: document.getElementById('source-title').textContent,
+          lines: Array.from(document.querySelectorAll('#source .l')).map(
+            function (r) { return {line: +r.getAttribute('data-line'),
+                                   n: +r.getAttribute('data-n'),
+                                   text: r.textContent}; })};
+})()"""
 TABLE = """Array.from(document.querySelector('#table tbody').rows).map(
   function (r) { return Array.from(r.cells).map(function (c) {
     return c.textContent; }); })"""
@@ -70,6 +82,8 @@ def page_file(spyc, any_python, tmp_path):
                    timeout=60)
     res.assert_ok()
     summary = parse_summary(res.stderr, res.describe())
+    # The page holds its sources: it opens where they are not.
+    script.unlink()
     return out, summary
 
 
@@ -115,6 +129,15 @@ def test_html_page(page_file):
         assert abs(work[0]["width"] - graph_width) < 1, work
         assert all(x["name"] != "side_work" for x in zoomed), (
             "a function beside the zoomed one is still drawn")
+        # The function's source, each line with its samples: work's
+        # time is in its call of spin (line WORK_LINE).
+        rows = page.evaluate(SOURCE)
+        assert rows["title"].startswith("work ("), rows
+        busiest = max(rows["lines"], key=lambda r: r["n"])
+        assert busiest["line"] == WORK_LINE, rows
+        assert busiest["text"].endswith(TARGET.splitlines()[WORK_LINE - 1]), (
+            busiest)
+        assert busiest["n"] == work[0]["n"], (busiest, work)
         page.evaluate("document.getElementById('reset').click()")
         assert page.evaluate("spyc.view().depth") == 0
 
@@ -160,3 +183,40 @@ def test_html_page(page_file):
         root = [x for x in boxes if x["depth"] == 0][0]
         assert root["top"] == max(x["top"] for x in boxes)
         assert page.errors() == []
+
+
+# A function whose file name is markup that would end the page's script
+# element and inject an element of its own, were the data not escaped.
+HOSTILE_FILE = '</script><b id="injected">x</b><script>'
+HOSTILE = """\
+import time
+src = '''def burn():
+    t = time.time()
+    while time.time() - t < 1:
+        pass
+'''
+exec(compile(src, %r, "exec"))
+burn()
+""" % HOSTILE_FILE
+
+
+def test_html_page_markup_in_names(spyc, any_python, tmp_path):
+    """Names and files are data, never markup: the page loads with no
+    error and shows the file name as text."""
+    why = browser.missing()
+    if why:
+        pytest.skip(why)
+    script = tmp_path / "hostile.py"
+    script.write_text(HOSTILE)
+    out = str(tmp_path / "hostile.html")
+    res = spyc.run(["record", "--rate", "250", "-o", out, "--",
+                    any_python.path, str(script)], env=target_env(),
+                   timeout=60)
+    res.assert_ok()
+    with browser.Browser(*WINDOW) as b:
+        page = b.open("file://" + os.path.abspath(out), watch=True)
+        assert page.errors() == []
+        assert page.evaluate("document.getElementById('injected')") is None
+        files = set(x["file"] for x in page.evaluate(BOXES)
+                    if x["name"] == "burn")
+        assert files == {HOSTILE_FILE}, files

@@ -17,6 +17,7 @@
 #include "cmd/options.h"
 #include "out/output.h"
 #include "profile/profile-read.h"
+#include "profile/source.h"
 #include "profile/stacks.h"
 #include "profile/tally.h"
 #include "util.h"
@@ -161,55 +162,13 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 	o->path = argv[optind];
 }
 
-/*
- * path opened for reading if it is a regular file of a sane size (a name
- * in a profile may be anything, a FIFO or a device that would never
- * end), else NULL.
- */
-static FILE *open_source(const char *path)
-{
-	struct stat sbuf;
-	FILE *fp;
-	int fd = *path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &sbuf) || !S_ISREG(sbuf.st_mode) ||
-	    sbuf.st_size > MAX_SOURCE_SIZE || !(fp = fdopen(fd, "rb"))) {
-		close(fd);
-		return NULL;
-	}
-	return fp;
-}
-
-/*
- * file as named, else a short name under one of the directories record
- * took off the names (the profile's source roots, in order).
- */
-static FILE *find_source(const struct report *r, const char *file)
-{
-	struct strbuf path = STRBUF_INIT;
-	FILE *fp = open_source(file);
-	size_t i;
-
-	for (i = 0; !fp && *file && *file != '/' && i < r->prof.nr_roots;
-	     i++) {
-		strbuf_reset(&path);
-		strbuf_addf(&path, "%s/%s", r->prof.roots[i], file);
-		fp = open_source(path.buf);
-	}
-	strbuf_release(&path);
-	return fp;
-}
-
 /* The source of file, read on first use; its text is NULL if unreadable. */
 static const struct source *get_source(struct report *r, const char *file)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct source *s;
-	char buf[65536], *p, *nl;
+	char *p, *nl;
 	size_t i, n, alloc = 0;
-	FILE *fp;
 
 	for (i = 0; i < r->nr_sources; i++)
 		if (!strcmp(r->sources[i].file, file))
@@ -218,20 +177,12 @@ static const struct source *get_source(struct report *r, const char *file)
 	s = &r->sources[r->nr_sources++];
 	memset(s, 0, sizeof(*s));
 	s->file = file;
-	fp = find_source(r, file);
-	if (!fp)
-		return s;
-	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0 &&
-	       sb.len <= MAX_SOURCE_SIZE)
-		strbuf_add(&sb, buf, n);
-	if (ferror(fp) || sb.len > MAX_SOURCE_SIZE ||
-	    memchr(sb.buf, '\0', sb.len)) {
-		/* Not text: no source to show. */
-		fclose(fp);
+	/* Not found, or not text: no source to show. */
+	if (source_read(file, r->prof.roots, r->prof.nr_roots, NULL,
+			MAX_SOURCE_SIZE, &sb)) {
 		strbuf_release(&sb);
 		return s;
 	}
-	fclose(fp);
 	s->text = strbuf_detach(&sb);
 	for (p = s->text; *p; p = nl + 1) {
 		ALLOC_GROW(s->lines, s->nr_lines + 1, alloc);

@@ -11,10 +11,20 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "profile/source.h"
+#include "py/framename.h"
 #include "util.h"
+
+/*
+ * Most bytes of one source file, and of all of them, put in a page: the
+ * files are taken busiest first (by the samples with a frame in them).
+ */
+#define SOURCE_FILE_MAX (1u << 20)
+#define SOURCES_MAX (8u << 20)
 
 /*
  * The page around the data.  The viewer finds the data in the element
@@ -38,6 +48,13 @@ static const char page_head[] =
     "  font: 11px monospace; cursor: pointer; }\n"
     ".n.match { background: #d6f !important; }\n"
     ".n.above { opacity: 0.6; }\n"
+    "#source { margin: 8px; }\n"
+    "#source pre { margin: 0; font: 12px monospace; }\n"
+    "#source .l { display: block; white-space: pre; }\n"
+    "#source .no { display: inline-block; width: 5em; color: #888; "
+    "text-align: right; padding-right: 1em; }\n"
+    "#source .hits { display: inline-block; width: 6em; color: #555; "
+    "text-align: right; padding-right: 1em; }\n"
     "#table { border-collapse: collapse; margin: 8px; }\n"
     "#table th { cursor: pointer; text-align: left; background: #eee; }\n"
     "#table th, #table td { padding: 2px 10px; }\n"
@@ -54,6 +71,8 @@ static const char page_head[] =
     "expression)\">\n"
     "<span id=\"matched\"></span><span id=\"info\"></span></div>\n"
     "<div id=\"graph\"></div>\n"
+    "<div id=\"source\"><b id=\"source-title\"></b>"
+    "<pre id=\"source-lines\"></pre></div>\n"
     "<table id=\"table\"><thead><tr><th data-k=\"name\">Function</th>"
     "<th data-k=\"file\">File</th><th data-k=\"self\">Own</th>"
     "<th data-k=\"self\">Own %</th><th data-k=\"total\">Total</th>"
@@ -164,7 +183,66 @@ static const char page_tail[] =
     "  $('reset').disabled = view === root;\n"
     "  $('mode').textContent = icicle ? 'Flame graph' : 'Icicle';\n"
     "}\n"
-    "function zoom(n) { view = n; render(); }\n"
+    "function zoom(n) {\n"
+    "  view = n;\n"
+    "  render();\n"
+    "  if (n.key) showSource(n.name, n.file, n.lines);\n"
+    "  else showSource(null);\n"
+    "}\n"
+    /* A function's lines around those sampled, each with its samples
+     * and a heat to match; the text as the page captured it. */
+    "function showSource(name, file, lines) {\n"
+    "  var pre = $('source-lines'), title = $('source-title');\n"
+    "  pre.textContent = '';\n"
+    "  title.textContent = '';\n"
+    "  if (!name) return;\n"
+    "  var nums = Object.keys(lines).map(Number).filter(function (l) {\n"
+    "    return l > 0; });\n"
+    "  var text = data.sources && data.sources[file];\n"
+    "  title.textContent = name + (file ? ' (' + file + ')' : '') +\n"
+    "    (text ? '' : nums.length ? ': its source is not in the page' : "
+    "'');\n"
+    "  if (!nums.length) return;\n"
+    "  var src = text ? text.split('\\n') : [];\n"
+    "  var lo = Math.max(1, Math.min.apply(null, nums) - 5);\n"
+    "  var hi = Math.max.apply(null, nums) + 5;\n"
+    "  if (src.length) hi = Math.min(hi, src.length);\n"
+    "  var most = Math.max.apply(null, nums.map(function (l) {\n"
+    "    return lines[l]; }));\n"
+    "  for (var l = lo; l <= hi; l++) {\n"
+    "    var row = document.createElement('span'), h = lines[l] || 0;\n"
+    "    row.className = 'l';\n"
+    "    row.setAttribute('data-line', l);\n"
+    "    row.setAttribute('data-n', h);\n"
+    "    if (h) row.style.background = 'rgba(255,60,0,' +\n"
+    "      (0.1 + 0.6 * h / most).toFixed(2) + ')';\n"
+    "    var no = document.createElement('span');\n"
+    "    no.className = 'no';\n"
+    "    no.textContent = l;\n"
+    "    var hits = document.createElement('span');\n"
+    "    hits.className = 'hits';\n"
+    "    hits.textContent = h ? h + ' ' + pct(h, root.n) : '';\n"
+    "    row.appendChild(no);\n"
+    "    row.appendChild(hits);\n"
+    "    row.appendChild(document.createTextNode(src[l - 1] || ''));\n"
+    "    pre.appendChild(row);\n"
+    "  }\n"
+    "}\n"
+    /* The samples at each line of a function, over all its paths: a
+     * stack counts once at a line. */
+    "function functionLines(k) {\n"
+    "  var lines = {};\n"
+    "  stacks().forEach(function (s) {\n"
+    "    var seen = {};\n"
+    "    s[2].forEach(function (id) {\n"
+    "      var f = data.frames[id];\n"
+    "      if (fkey(f) !== k || seen[f[2]]) return;\n"
+    "      seen[f[2]] = true;\n"
+    "      lines[f[2]] = (lines[f[2]] || 0) + s[1];\n"
+    "    });\n"
+    "  });\n"
+    "  return lines;\n"
+    "}\n"
     /* The share of the samples in a matching function: a match under
      * another match is not counted twice. */
     "function search(s) {\n"
@@ -218,6 +296,8 @@ static const char page_tail[] =
     "    tr.addEventListener('click', function () {\n"
     "      search('^' + (r.name + (r.file ? ' (' + r.file + ')' : ''))\n"
     "        .replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&') + '$');\n"
+    "      showSource(r.name, r.file, functionLines(r.name + "
+    "'\\u0000' + r.file));\n"
     "    });\n"
     "  });\n"
     "}\n"
@@ -230,6 +310,7 @@ static const char page_tail[] =
     "  thread = t;\n"
     "  $('thread').value = String(t);\n"
     "  root = view = build();\n"
+    "  showSource(null);\n"
     "  search($('search').value);\n"
     "  table();\n"
     "}\n"
@@ -270,6 +351,102 @@ static int add_string(cJSON *arr, const char *s, struct strbuf *tmp)
 	cJSON *v = cJSON_CreateString(output_utf8(s ? s : "", tmp));
 
 	return v && cJSON_AddItemToArray(arr, v) ? 0 : -1;
+}
+
+/* A file name and the samples with a frame in it. */
+struct file_use {
+	const char *file;
+	uint64_t samples;
+	size_t stamp; /* the last entry counted + 1 */
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct file_use *x = a, *y = b;
+
+	return strcmp(x->file, y->file);
+}
+
+static int busiest_first(const void *a, const void *b)
+{
+	const struct file_use *x = a, *y = b;
+
+	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+}
+
+/*
+ * Add to doc the member "sources": {file: text} for the files of st's
+ * frames, busiest first, up to SOURCES_MAX bytes, found as report finds
+ * them (through the target's root first while it runs: its own files,
+ * in a container too).  A file not found is left out.  0 or -1.
+ */
+static int add_sources(cJSON *doc, const struct stacks *st,
+		       const struct profile_meta *meta)
+{
+	struct file_use *use = xcalloc(st->nr_frames + 1, sizeof(*use));
+	size_t *of = xcalloc(st->nr_frames + 1, sizeof(*of));
+	struct strbuf text = STRBUF_INIT, tmp = STRBUF_INIT, tmp2 = STRBUF_INIT;
+	char prefix[64] = "", *const *roots = NULL;
+	size_t i, j, nr = 0, total = 0, nr_roots = 0;
+	struct stat sbuf;
+	cJSON *sources = cJSON_AddObjectToObject(doc, "sources");
+	int bad = !sources;
+
+	/* The files, once each (frames name each many times). */
+	for (i = 0; i < st->nr_frames; i++)
+		use[i].file = st->frames[i].file ? st->frames[i].file : "";
+	qsort(use, st->nr_frames, sizeof(*use), by_name);
+	for (i = 0; i < st->nr_frames; i++)
+		if (!nr || strcmp(use[nr - 1].file, use[i].file))
+			use[nr++] = use[i];
+	for (i = 0; i < st->nr_frames; i++) {
+		struct file_use key = {
+		    st->frames[i].file ? st->frames[i].file : "", 0, 0};
+		struct file_use *u =
+		    bsearch(&key, use, nr, sizeof(*use), by_name);
+
+		of[i] = (size_t)(u - use);
+	}
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+
+		for (j = 0; j < e->depth; j++) {
+			struct file_use *u = &use[of[e->frames[j]]];
+
+			if (u->stamp != i + 1) {
+				u->stamp = i + 1;
+				u->samples += e->count;
+			}
+		}
+	}
+	qsort(use, nr, sizeof(*use), busiest_first);
+	if (meta && meta->pid > 0) {
+		snprintf(prefix, sizeof(prefix), "/proc/%ld/root", meta->pid);
+		if (stat(prefix, &sbuf))
+			prefix[0] = '\0';
+	}
+	if (meta && meta->source_roots) {
+		roots = meta->source_roots->dirs;
+		nr_roots = meta->source_roots->nr;
+	}
+	for (i = 0; !bad && i < nr && use[i].samples; i++) {
+		if (!*use[i].file || *use[i].file == '<' ||
+		    source_read(use[i].file, roots, nr_roots,
+				*prefix ? prefix : NULL, SOURCE_FILE_MAX,
+				&text) ||
+		    total + text.len > SOURCES_MAX)
+			continue;
+		total += text.len;
+		bad |= !cJSON_AddStringToObject(sources,
+						output_utf8(use[i].file, &tmp),
+						output_utf8(text.buf, &tmp2));
+	}
+	strbuf_release(&text);
+	strbuf_release(&tmp);
+	strbuf_release(&tmp2);
+	free(use);
+	free(of);
+	return bad ? -1 : 0;
 }
 
 /* The profile as the viewer reads it; NULL out of memory. */
@@ -331,7 +508,7 @@ static cJSON *page_data(const struct stacks *st,
 			    ids, cJSON_CreateNumber(e->frames[j]));
 	}
 	strbuf_release(&tmp);
-	if (bad) {
+	if (bad || add_sources(doc, st, meta)) {
 		cJSON_Delete(doc);
 		return NULL;
 	}
