@@ -19,8 +19,10 @@ import time
 
 import pytest
 
+import browser
 from conftest import SpycResult, assert_running, decode, target_env
 from fakegpu import FAKE, PROLOGUE, START, build, needs_agent
+from test_record import html_data
 
 pytestmark = needs_agent
 
@@ -231,6 +233,52 @@ def test_fake_gpu_chrome_and_folded(spyc, fake_cuda, any_python, tmp_path):
             assert stack.startswith("[GPU time"), line
             gemm_us += int(weight)
     assert gemm_us == 200 * launched["gemm_kernel"]
+
+
+def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
+    """An HTML page of a --gpu run holds the GPU time by the launching
+    Python stack beside the CPU samples: every kernel's nanoseconds as the
+    fake CUPTI made them (200 us each), under the line that launched it;
+    in a browser, the page's GPU profile shows the same."""
+    program = write_program(tmp_path)
+    report = str(tmp_path / "launched.json")
+    out = tmp_path / "out.html"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", out, "--",
+                     any_python.path, program, FAKE, "launch", "1", report])
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        launched = json.load(f)
+    data = html_data(str(out))
+    assert data["stacks"] and data["gpu"]["stacks"], data.keys()
+    gemm_ns = 0
+    gemm_line = line_of(PROGRAM, "# GEMM LINE")
+    for _, ns, ids in data["gpu"]["stacks"]:
+        frames = [data["frames"][i] for i in ids]
+        if frames[-1][0] == "gemm_kernel":
+            assert frames[0][0].startswith("[GPU time"), frames
+            gemm_ns += ns
+            python = [f for f in frames if f[1]]
+            if python:
+                assert python[-1][:1] == ["forward"], frames
+                assert python[-1][2] == gemm_line, frames
+    assert gemm_ns == 200000 * launched["gemm_kernel"]
+    why = browser.missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    with browser.Browser(1200, 700) as b:
+        page = b.open("file://" + str(out), watch=True)
+        page.evaluate("""(function () {
+            var p = document.getElementById('profile');
+            p.value = 'gpu'; p.dispatchEvent(new Event('change')); })()""")
+        rows = page.evaluate("""Array.from(document.querySelector(
+            '#table tbody').rows).map(function (r) {
+            return Array.from(r.cells).map(function (c) {
+              return c.textContent; }); })""")
+        own = dict((r[0], r[2]) for r in rows)
+        assert own["gemm_kernel"] == "%.3f ms" % (gemm_ns / 1e6), rows
+        assert page.evaluate("spyc.root().n") == sum(
+            s[1] for s in data["gpu"]["stacks"])
+        assert page.errors() == []
 
 
 def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "gpu/gpuprof.h"
 #include "profile/source.h"
 #include "py/framename.h"
 #include "util.h"
@@ -64,6 +65,7 @@ static const char page_head[] =
     "#table tbody tr:hover { background: #f4f0ff; }\n"
     "</style></head><body>\n"
     "<div id=\"bar\"><b id=\"title\"></b>\n"
+    "<select id=\"profile\" title=\"Profile\" hidden></select>\n"
     "<select id=\"thread\" title=\"Thread\"></select>\n"
     "<button id=\"reset\">Reset zoom</button>\n"
     "<button id=\"mode\">Flame graph</button>\n"
@@ -89,7 +91,7 @@ static const char page_tail[] =
     ".textContent);\n"
     "var ROW = 18, MIN_PX = 0.5, TABLE_ROWS = 300;\n"
     "var thread = -1, root = null, view = null, icicle = true;\n"
-    "var query = null, sortKey = 'self', sortDesc = true;\n"
+    "var query = null, sortKey = 'self', sortDesc = true, gpu = false;\n"
     "var $ = function (id) { return document.getElementById(id); };\n"
     "function fkey(f) { return f[0] + '\\u0000' + f[1]; }\n"
     "function text(n) { return n.file ? n.name + ' (' + n.file + ')' : "
@@ -97,8 +99,13 @@ static const char page_tail[] =
     "function pct(v, of) { return of ? (100 * v / of).toFixed(1) + '%' : "
     "'0%'; }\n"
     "function stacks() {\n"
+    "  if (gpu) return data.gpu.stacks;\n"
     "  return data.stacks.filter(function (s) {\n"
     "    return thread < 0 || s[0] === thread; });\n"
+    "}\n"
+    /* A weight: samples, or with the GPU profile nanoseconds. */
+    "function amount(v) {\n"
+    "  return gpu ? (v / 1e6).toFixed(3) + ' ms' : String(v);\n"
     "}\n"
     /* Functions merged per path; each node keeps its lines' samples. */
     "function build() {\n"
@@ -134,10 +141,12 @@ static const char page_tail[] =
     "  var lines = Object.keys(n.lines).filter(function (l) {\n"
     "    return +l > 0; }).sort(function (a, b) {\n"
     "    return n.lines[b] - n.lines[a]; }).slice(0, 5);\n"
-    "  return text(n) + '\\n' + n.n + ' samples (' + pct(n.n, root.n) +\n"
+    "  return text(n) + '\\n' + amount(n.n) + (gpu ? '' : ' samples') +\n"
+    "    ' (' + pct(n.n, root.n) +\n"
     "    ' of all, ' + pct(n.n, view.n) + ' of the view)' +\n"
     "    lines.map(function (l) {\n"
-    "      return '\\n  line ' + l + ': ' + n.lines[l]; }).join('');\n"
+    "      return '\\n  line ' + l + ': ' + amount(n.lines[l]); })"
+    ".join('');\n"
     "}\n"
     "function matches(n) { return query && n.key && "
     "query.test(text(n)); }\n"
@@ -221,7 +230,7 @@ static const char page_tail[] =
     "    no.textContent = l;\n"
     "    var hits = document.createElement('span');\n"
     "    hits.className = 'hits';\n"
-    "    hits.textContent = h ? h + ' ' + pct(h, root.n) : '';\n"
+    "    hits.textContent = h ? amount(h) + ' ' + pct(h, root.n) : '';\n"
     "    row.appendChild(no);\n"
     "    row.appendChild(hits);\n"
     "    row.appendChild(document.createTextNode(src[l - 1] || ''));\n"
@@ -287,7 +296,8 @@ static const char page_tail[] =
     "  body.textContent = '';\n"
     "  rows.slice(0, TABLE_ROWS).forEach(function (r) {\n"
     "    var tr = body.insertRow();\n"
-    "    [r.name, r.file, r.self, pct(r.self, root.n), r.total,\n"
+    "    [r.name, r.file, amount(r.self), pct(r.self, root.n), "
+    "amount(r.total),\n"
     "     pct(r.total, root.n)].forEach(function (v, i) {\n"
     "      var td = tr.insertCell();\n"
     "      td.textContent = v;\n"
@@ -322,6 +332,20 @@ static const char page_tail[] =
     "  data.rate_hz ? data.rate_hz + ' Hz' : '',\n"
     "  data.python ? 'Python ' + data.python : ''].filter(Boolean)"
     ".join(', ');\n"
+    "if (data.gpu) {\n"
+    "  var prof = $('profile');\n"
+    "  prof.add(new Option('CPU samples', 'cpu'));\n"
+    "  prof.add(new Option(data.gpu.name, 'gpu'));\n"
+    "  prof.hidden = false;\n"
+    "  prof.addEventListener('change', function () {\n"
+    "    gpu = prof.value === 'gpu';\n"
+    "    $('thread').disabled = gpu;\n"
+    "    choose(gpu ? -1 : thread);\n"
+    "  });\n"
+    "  var ns = data.gpu.stacks.reduce(function (a, s) { return a + s[1]; "
+    "}, 0);\n"
+    "  $('info').textContent += ', GPU ' + (ns / 1e6).toFixed(1) + ' ms';\n"
+    "}\n"
     "var sel = $('thread');\n"
     "sel.add(new Option('All threads', '-1'));\n"
     "data.threads.forEach(function (t, i) { sel.add(new Option(t, "
@@ -449,14 +473,47 @@ static int add_sources(cJSON *doc, const struct stacks *st,
 	return bad ? -1 : 0;
 }
 
+/*
+ * Add st's stacks to arr as [thread, count, [frame, ...]] (thread 0 for
+ * all with one_thread); 0 or -1.
+ */
+static int add_entries(cJSON *arr, const struct stacks *st, int one_thread)
+{
+	size_t i, j;
+	int bad = 0;
+
+	for (i = 0; !bad && i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+		cJSON *s, *ids;
+
+		if (!e->count)
+			continue;
+		s = cJSON_CreateArray();
+		ids = cJSON_CreateArray();
+		bad |= !s || !ids || !cJSON_AddItemToArray(arr, s) ||
+		       !cJSON_AddItemToArray(
+			   s, cJSON_CreateNumber(one_thread ? 0 : e->thread)) ||
+		       !cJSON_AddItemToArray(
+			   s, cJSON_CreateNumber((double)e->count)) ||
+		       !cJSON_AddItemToArray(s, ids);
+		for (j = 0; !bad && j < e->depth; j++)
+			bad |= !cJSON_AddItemToArray(
+			    ids, cJSON_CreateNumber(e->frames[j]));
+	}
+	return bad ? -1 : 0;
+}
+
 /* The profile as the viewer reads it; NULL out of memory. */
 static cJSON *page_data(const struct stacks *st,
 			const struct profile_meta *meta)
 {
+	const struct gpuprof *gpu = meta ? meta->gpu : NULL;
+	/* With GPU stacks, whose frames include the CPU ones: all of them. */
+	const struct stacks *fst = gpu ? &gpu->stacks : st;
 	cJSON *doc = cJSON_CreateObject(), *threads, *frames, *stacks;
 	struct strbuf tmp = STRBUF_INIT;
 	char label[512];
-	size_t i, j;
+	size_t i;
 	int bad = !doc;
 
 	if (bad)
@@ -480,8 +537,8 @@ static cJSON *page_data(const struct stacks *st,
 		stacks_thread_full_label(&st->threads[i], label, sizeof(label));
 		bad |= add_string(threads, label, &tmp);
 	}
-	for (i = 0; !bad && i < st->nr_frames; i++) {
-		const struct stack_frame *f = &st->frames[i];
+	for (i = 0; !bad && i < fst->nr_frames; i++) {
+		const struct stack_frame *f = &fst->frames[i];
 		cJSON *fr = cJSON_CreateArray();
 
 		bad |= !fr || !cJSON_AddItemToArray(frames, fr) ||
@@ -489,23 +546,15 @@ static cJSON *page_data(const struct stacks *st,
 		       add_string(fr, f->file, &tmp) ||
 		       !cJSON_AddItemToArray(fr, cJSON_CreateNumber(f->line));
 	}
-	for (i = 0; !bad && i < st->nr_entries; i++) {
-		const struct stack_entry *e = &st->entries[i];
-		cJSON *s, *ids;
+	bad |= !bad && add_entries(stacks, st, 0);
+	if (!bad && gpu) {
+		cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
 
-		if (!e->count)
-			continue;
-		s = cJSON_CreateArray();
-		ids = cJSON_CreateArray();
-		bad |=
-		    !s || !ids || !cJSON_AddItemToArray(stacks, s) ||
-		    !cJSON_AddItemToArray(s, cJSON_CreateNumber(e->thread)) ||
-		    !cJSON_AddItemToArray(
-			s, cJSON_CreateNumber((double)e->count)) ||
-		    !cJSON_AddItemToArray(s, ids);
-		for (j = 0; !bad && j < e->depth; j++)
-			bad |= !cJSON_AddItemToArray(
-			    ids, cJSON_CreateNumber(e->frames[j]));
+		bad |= !g ||
+		       !cJSON_AddStringToObject(g, "name",
+						gpuprof_stacks_name(gpu)) ||
+		       !(stacks = cJSON_AddArrayToObject(g, "stacks")) ||
+		       add_entries(stacks, &gpu->stacks, 1);
 	}
 	strbuf_release(&tmp);
 	if (bad || add_sources(doc, st, meta)) {
