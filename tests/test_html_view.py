@@ -170,7 +170,7 @@ def test_html_page(page_file):
         assert len(side) == 1, data["threads"]
         page.evaluate("""(function () {
             var s = document.getElementById('thread');
-            s.value = '%d'; s.dispatchEvent(new Event('change')); })()"""
+            s.value = 't%d'; s.dispatchEvent(new Event('change')); })()"""
                       % side[0])
         want = sum(c for t, c, _ in data["stacks"] if t == side[0])
         assert page.evaluate("spyc.root().n") == want

@@ -18,8 +18,9 @@ import time
 
 import pytest
 
+import browser
 from conftest import TARGETS, target_env, wait_gone
-from test_record import assert_exit_ok, parse_summary
+from test_record import assert_exit_ok, html_data, parse_summary
 
 FAMILY = os.path.join(TARGETS, "family.py")
 PROCESS_RE = re.compile(r"^(?P<cmd>.*) \(pid (?P<pid>\d+)\)$")
@@ -367,3 +368,40 @@ def test_svg_process_then_thread(spyc, any_python, tmp_path):
     # A process's box comes right before its threads' (depth first).
     first = titles.index(processes[0])
     assert re.search(r"\(tid \d+\)$", titles[first + 1]), titles[:5]
+
+
+def test_html_process_then_thread(spyc, any_python, tmp_path):
+    """An HTML page of a process tree: each process once, each thread
+    named alone and said to be of its process; in a browser, choosing a
+    process draws the samples of its threads, and only those."""
+    report = str(tmp_path / "report.json")
+    out, res = record_tree(spyc, ["--", any_python.path, FAMILY, report,
+                                  "pool", "fork"], tmp_path, "pool.html")
+    assert_exit_ok(res.returncode, parse_summary(res.stderr,
+                                                 res.describe()),
+                   res.describe())
+    workers = read_report(report)["roles"]["pool"]
+    data = html_data(out)
+    pids = [int(PROCESS_RE.match(p).group("pid")) for p in data["processes"]]
+    assert len(set(pids)) == len(pids) and set(workers) <= set(pids), (
+        workers, data["processes"])
+    assert len(data["thread_process"]) == len(data["threads"])
+    assert all(0 <= k < len(pids) for k in data["thread_process"]), data
+    assert not any("(pid " in t for t in data["threads"]), data["threads"]
+    why = browser.missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    k = pids.index(workers[0])
+    want = sum(c for t, c, _ in data["stacks"]
+               if data["thread_process"][t] == k)
+    with browser.Browser(1200, 700) as b:
+        page = b.open("file://" + os.path.abspath(out), watch=True)
+        groups = page.evaluate(
+            "document.querySelectorAll('#thread optgroup').length")
+        assert groups == len(pids)
+        page.evaluate("""(function () {
+            var s = document.getElementById('thread');
+            s.value = 'p%d'; s.dispatchEvent(new Event('change')); })()"""
+                      % k)
+        assert page.evaluate("spyc.root().n") == want > 0
+        assert page.errors() == []

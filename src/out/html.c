@@ -90,7 +90,7 @@ static const char page_tail[] =
     "var data = JSON.parse(document.getElementById('spyc-data')"
     ".textContent);\n"
     "var ROW = 18, MIN_PX = 0.5, TABLE_ROWS = 300;\n"
-    "var thread = -1, root = null, view = null, icicle = true;\n"
+    "var pick = 'a', root = null, view = null, icicle = true;\n"
     "var query = null, sortKey = 'self', sortDesc = true, gpu = false;\n"
     "var $ = function (id) { return document.getElementById(id); };\n"
     "function fkey(f) { return f[0] + '\\u0000' + f[1]; }\n"
@@ -101,7 +101,8 @@ static const char page_tail[] =
     "function stacks() {\n"
     "  if (gpu) return data.gpu.stacks;\n"
     "  return data.stacks.filter(function (s) {\n"
-    "    return thread < 0 || s[0] === thread; });\n"
+    "    return pick === 'a' || (pick.charAt(0) === 't' ? s[0] :\n"
+    "      data.thread_process[s[0]]) === +pick.slice(1); });\n"
     "}\n"
     /* A weight: samples, or with the GPU profile nanoseconds. */
     "function amount(v) {\n"
@@ -316,9 +317,10 @@ static const char page_tail[] =
     "  else { sortKey = k; sortDesc = k === 'self' || k === 'total'; }\n"
     "  table();\n"
     "}\n"
-    "function choose(t) {\n"
-    "  thread = t;\n"
-    "  $('thread').value = String(t);\n"
+    /* 'a': every thread; 'tN': thread N; 'pN': process N's threads. */
+    "function choose(p) {\n"
+    "  pick = p;\n"
+    "  $('thread').value = p;\n"
     "  root = view = build();\n"
     "  showSource(null);\n"
     "  search($('search').value);\n"
@@ -340,17 +342,28 @@ static const char page_tail[] =
     "  prof.addEventListener('change', function () {\n"
     "    gpu = prof.value === 'gpu';\n"
     "    $('thread').disabled = gpu;\n"
-    "    choose(gpu ? -1 : thread);\n"
+    "    choose(gpu ? 'a' : pick);\n"
     "  });\n"
     "  var ns = data.gpu.stacks.reduce(function (a, s) { return a + s[1]; "
     "}, 0);\n"
     "  $('info').textContent += ', GPU ' + (ns / 1e6).toFixed(1) + ' ms';\n"
     "}\n"
     "var sel = $('thread');\n"
-    "sel.add(new Option('All threads', '-1'));\n"
-    "data.threads.forEach(function (t, i) { sel.add(new Option(t, "
-    "String(i))); });\n"
-    "sel.addEventListener('change', function () { choose(+sel.value); });\n"
+    "sel.add(new Option('All threads', 'a'));\n"
+    "data.threads.forEach(function (t, i) {\n"
+    "  if (data.thread_process[i] < 0) sel.add(new Option(t, 't' + i)); "
+    "});\n"
+    "data.processes.forEach(function (p, k) {\n"
+    "  var g = document.createElement('optgroup');\n"
+    "  g.label = p;\n"
+    "  g.appendChild(new Option('All of this process', 'p' + k));\n"
+    "  data.threads.forEach(function (t, i) {\n"
+    "    if (data.thread_process[i] === k) g.appendChild(new Option(t, "
+    "'t' + i));\n"
+    "  });\n"
+    "  sel.appendChild(g);\n"
+    "});\n"
+    "sel.addEventListener('change', function () { choose(sel.value); });\n"
     "$('reset').addEventListener('click', function () { zoom(root); });\n"
     "$('mode').addEventListener('click', function () {\n"
     "  icicle = !icicle; render(); });\n"
@@ -360,7 +373,7 @@ static const char page_tail[] =
     "  function (th) { th.addEventListener('click', function () {\n"
     "    sortBy(th.getAttribute('data-k')); }); });\n"
     "window.addEventListener('resize', function () { render(); });\n"
-    "choose(-1);\n"
+    "choose('a');\n"
     "window.spyc = {data: data, zoom: zoom, search: search, sortBy: "
     "sortBy,\n"
     "  choose: choose, root: function () { return root; },\n"
@@ -511,9 +524,11 @@ static cJSON *page_data(const struct stacks *st,
 	/* With GPU stacks, whose frames include the CPU ones: all of them. */
 	const struct stacks *fst = gpu ? &gpu->stacks : st;
 	cJSON *doc = cJSON_CreateObject(), *threads, *frames, *stacks;
+	cJSON *processes, *of;
 	struct strbuf tmp = STRBUF_INIT;
+	const char **procs;
 	char label[512];
-	size_t i;
+	size_t i, nr_procs = 0;
 	int bad = !doc;
 
 	if (bad)
@@ -531,12 +546,32 @@ static cJSON *page_data(const struct stacks *st,
 	bad |=
 	    !cJSON_AddNumberToObject(doc, "samples", (double)st->total_samples);
 	bad |= !(threads = cJSON_AddArrayToObject(doc, "threads"));
+	bad |= !(processes = cJSON_AddArrayToObject(doc, "processes"));
+	bad |= !(of = cJSON_AddArrayToObject(doc, "thread_process"));
 	bad |= !(frames = cJSON_AddArrayToObject(doc, "frames"));
 	bad |= !(stacks = cJSON_AddArrayToObject(doc, "stacks"));
+	/*
+	 * Following several processes, each thread is named alone and
+	 * said to be of its process (labels are interned: one pointer).
+	 */
+	procs = xcalloc(st->nr_threads + 1, sizeof(*procs));
 	for (i = 0; !bad && i < st->nr_threads; i++) {
-		stacks_thread_full_label(&st->threads[i], label, sizeof(label));
+		const struct stack_thread *t = &st->threads[i];
+		size_t k;
+
+		stacks_thread_label(t, label, sizeof(label));
 		bad |= add_string(threads, label, &tmp);
+		for (k = 0;
+		     t->process && k < nr_procs && procs[k] != t->process; k++)
+			;
+		if (t->process && k == nr_procs) {
+			procs[nr_procs++] = t->process;
+			bad |= add_string(processes, t->process, &tmp);
+		}
+		bad |= !cJSON_AddItemToArray(
+		    of, cJSON_CreateNumber(t->process ? (double)k : -1));
 	}
+	free(procs);
 	for (i = 0; !bad && i < fst->nr_frames; i++) {
 		const struct stack_frame *f = &fst->frames[i];
 		cJSON *fr = cJSON_CreateArray();
