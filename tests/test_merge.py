@@ -18,7 +18,7 @@ import socket
 import pytest
 
 from conftest import TARGETS, target_env
-from test_record import parse_speedscope
+from test_record import html_data, parse_speedscope
 
 RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 
@@ -532,3 +532,33 @@ def test_merge_keeps_evented_profiles(spyc, two_runs, tmp_path):
               if p["type"] == "sampled")
     assert abs(proc["total"] - cpu) < 1e-6
     assert_merge_report(json.loads(res.stdout), [short, str(gpu)])
+
+
+def test_merge_html(spyc, two_runs, tmp_path):
+    """merge -o merged.html: a page of every input's CPU samples, a
+    process per input named as the report names it, a thread per CPU
+    profile, each stack the input's, its weight in samples again (the
+    seconds record wrote times the rate)."""
+    short, long_ = two_runs
+    out = str(tmp_path / "merged.html")
+    res = spyc.run(["merge", short, long_, "-o", out])
+    res.assert_ok()
+    data = html_data(out)
+    inputs = [parse_speedscope(p)[0] for p in (short, long_)]
+    labels = ["pid %d" % d["spyc_process"]["pid"] for d in inputs]
+    assert data["processes"] == labels
+    got = {}
+    for thread, count, ids in data["stacks"]:
+        key = (data["processes"][data["thread_process"][thread]],
+               data["threads"][thread])
+        got.setdefault(key, []).append((tuple(
+            (data["frames"][i][0], data["frames"][i][1] or None,
+             data["frames"][i][2] or None) for i in ids), count))
+    want = {}
+    for d, label in zip(inputs, labels):
+        rate = d["spyc_process"]["rate_hz"]
+        for name, st in stacks_by_name(d).items():
+            want[(label, name)] = [(frames, int(round(w * rate)))
+                                   for frames, w in st]
+    assert dict((k, sorted(v)) for k, v in got.items()) == \
+        dict((k, sorted(v)) for k, v in want.items())

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "cmd/commands.h"
+#include "out/output.h"
 #include "profile/imbalance.h"
 #include "profile/merge-read.h"
 #include "profile/stacks.h"
@@ -34,7 +35,9 @@ static const char usage_text[] =
     "\n"
     "  -o, --output OUT  also write one speedscope file with every input's\n"
     "                    profiles, each named for its process, e.g.\n"
-    "                    'rank 2 (pid 123): MainThread (tid 123)'\n"
+    "                    'rank 2 (pid 123): MainThread (tid 123)'; named\n"
+    "                    .html, a page of their CPU samples with a group\n"
+    "                    of threads per process\n"
     "      --top N       report the N most imbalanced functions (default\n"
     "                    20; 0: all)\n"
     "      --json        print the report as JSON\n"
@@ -284,6 +287,14 @@ oom:
 	return NULL;
 }
 
+/* The label of u's process: "rank 2 (pid 123)", "pid 123" or a file's. */
+static void process_label(const struct unit *u, struct strbuf *sb)
+{
+	strbuf_addstr(sb, u->label);
+	if (u->in.has_rank && u->in.pid)
+		strbuf_addf(sb, " (pid %ld)", u->in.pid);
+}
+
 /* A copy of profile prof of u, renamed for its process, frames remapped. */
 static cJSON *merged_profile(const struct unit *u, const cJSON *prof)
 {
@@ -293,9 +304,7 @@ static cJSON *merged_profile(const struct unit *u, const cJSON *prof)
 	if (!copy)
 		return NULL;
 	name = cJSON_GetObjectItemCaseSensitive(copy, "name");
-	strbuf_addstr(&sb, u->label);
-	if (u->in.has_rank && u->in.pid)
-		strbuf_addf(&sb, " (pid %ld)", u->in.pid);
+	process_label(u, &sb);
 	if (cJSON_GetStringValue(name))
 		strbuf_addf(&sb, ": %s", cJSON_GetStringValue(name));
 	cJSON_DeleteItemFromObjectCaseSensitive(copy, "name");
@@ -403,6 +412,75 @@ static cJSON *merged_json(const struct unit *u, size_t n,
 oom:
 	cJSON_Delete(root);
 	return NULL;
+}
+
+/*
+ * The inputs' CPU samples as one set of stacks, for an HTML page: each
+ * input a process, each of its CPU profiles a thread of it.  A weight
+ * of seconds is made samples again at the input's rate (as record
+ * wrote them); any other unit is taken as samples.
+ */
+static void merged_stacks(const struct unit *u, size_t n, struct stacks *st)
+{
+	struct strbuf label = STRBUF_INIT;
+	uint32_t *ids = NULL, *map;
+	size_t alloc = 0, i, f, p;
+
+	for (i = 0; i < n; i++) {
+		const struct merge_input *in = &u[i].in;
+		int seconds =
+		    in->unit && !strcmp(in->unit, "seconds") && in->rate_hz > 0;
+		const cJSON *prof;
+
+		strbuf_reset(&label);
+		process_label(&u[i], &label);
+		map = xmalloc((in->nr_frames + 1) * sizeof(*map));
+		for (f = 0; f < in->nr_frames; f++)
+			map[f] = stacks_frame(st, in->frame_names[f],
+					      in->frame_files[f],
+					      in->frame_lines[f]);
+		p = 0;
+		cJSON_ArrayForEach(prof, in->profiles)
+		{
+			const cJSON *s, *w, *fr;
+			uint32_t thread;
+
+			if (p++ == in->cpu_profiles)
+				break;
+			thread = stacks_thread_in(
+			    st, label.buf, p, 0,
+			    cJSON_GetStringValue(
+				cJSON_GetObjectItemCaseSensitive(prof,
+								 "name")));
+			w = cJSON_GetObjectItemCaseSensitive(prof, "weights")
+				->child;
+			cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(
+						  prof, "samples"))
+			{
+				double v = seconds
+					       ? w->valuedouble * in->rate_hz
+					       : w->valuedouble;
+				size_t depth = 0;
+
+				ALLOC_GROW(ids,
+					   (size_t)cJSON_GetArraySize(s) + 1,
+					   alloc);
+				cJSON_ArrayForEach(fr, s)
+				{
+					ids[depth++] =
+					    map[(size_t)fr->valuedouble];
+				}
+				if (v > 0)
+					stacks_add(st, thread, ids, depth,
+						   v < 1 ? 1
+							 : (uint64_t)(v + 0.5));
+				w = w->next;
+			}
+		}
+		free(map);
+	}
+	free(ids);
+	strbuf_release(&label);
 }
 
 static int write_json(FILE *fp, void *data)
@@ -615,7 +693,23 @@ int cmd_merge(int argc, char **argv)
 		if (!unit)
 			unit = u[k].in.unit;
 	}
-	if (opts.output) {
+	if (opts.output &&
+	    output_format_from_path(opts.output) == FORMAT_HTML) {
+		struct stacks all;
+		struct profile_meta meta;
+		char title[64];
+
+		snprintf(title, sizeof(title), "spyc merge of %zu profiles",
+			 opts.nr_files);
+		memset(&meta, 0, sizeof(meta));
+		meta.title = title;
+		stacks_init(&all);
+		merged_stacks(u, opts.nr_files, &all);
+		ret = output_write(opts.output, FORMAT_HTML, &all, &meta);
+		stacks_release(&all);
+		if (ret)
+			exit(EXIT_FAILED);
+	} else if (opts.output) {
 		doc = merged_json(u, opts.nr_files, &frames);
 		if (!doc)
 			die("out of memory building '%s'", opts.output);
