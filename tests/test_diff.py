@@ -9,9 +9,14 @@ and diff must say so of both.
 """
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
+import browser
+from test_record import html_data
 from test_report import record
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -75,6 +80,41 @@ def test_diff_finds_the_shift(spyc, any_python, tmp_path):
     assert marked and not marked[0].startswith(" ~"), text.describe()
     assert "Functions: " in text.stdout and "Lines: " in text.stdout
     check_flame_graph(spyc, base, new, tmp_path)
+    check_page(spyc, base, new, tmp_path, rows)
+
+
+def check_page(spyc, base, new, tmp_path, rows):
+    """diff -o diff.html: BASE's and NEW's stacks in the page; in a
+    browser, NEW's drawn, alpha's box blue and beta's red, each with the
+    change diff --json gives it, beyond chance; the root unchanged."""
+    path = str(tmp_path / "diff.html")
+    spyc.run(["diff", "-o", path, base, new]).assert_ok()
+    data = html_data(path)
+    assert data["diff"] is True and data["threads"] == ["BASE", "NEW"]
+    why = browser.missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    with browser.Browser(1200, 700) as b:
+        page = b.open("file://" + os.path.abspath(path), watch=True)
+        boxes = page.evaluate("""Array.from(document.querySelectorAll(
+            '#graph .n')).map(function (d) {
+            return {name: d.spycNode.name, depth: d.spycNode.depth,
+                    change: +d.getAttribute('data-change'),
+                    chance: d.classList.contains('chance'),
+                    colour: getComputedStyle(d).backgroundColor}; })""")
+        assert page.errors() == []
+    root = [x for x in boxes if x["depth"] == 0][0]
+    assert root["change"] == 0, root
+    for name, sign in (("alpha", -1), ("beta", 1)):
+        box = max((x for x in boxes if x["name"] == name),
+                  key=lambda x: abs(x["change"]))
+        # The function's one place in shift.py: the change diff gives.
+        assert abs(box["change"] - rows[name]["change"]) < 0.5, (box,
+                                                                 rows[name])
+        assert not box["chance"], box
+        rgb = [int(c) for c in re.findall(r"\d+", box["colour"])][:3]
+        assert (rgb[0] > rgb[2]) == (sign > 0) and abs(rgb[0] - rgb[2]) > 100, (
+            name, box)
 
 
 def check_flame_graph(spyc, base, new, tmp_path):

@@ -51,7 +51,7 @@ static const char usage_text[] =
     "  -o, --output FILE also draw a differential flame graph, an SVG:\n"
     "                    NEW's stacks, each coloured by how its share\n"
     "                    changed (red: larger than in BASE, blue:\n"
-    "                    smaller)\n"
+    "                    smaller); named .html, the same in a page\n"
     "  -n, --top N       rows in each table (default 20; 0: all)\n"
     "  -s, --sort KEY    own (default) or total\n"
     "      --gpu         the GPU profiles of spyc record --gpu instead\n"
@@ -455,6 +455,18 @@ static int write_flame(FILE *fp, void *data)
 	return out_svg_write_diff(fp, j, 0, &meta);
 }
 
+/* The same as an HTML page: joint_stacks puts BASE first. */
+static int write_page(FILE *fp, void *data)
+{
+	const struct stacks *j = data;
+	struct profile_meta meta;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.title = "spyc diff";
+	meta.diff = 1;
+	return out_html_write(fp, j, &meta);
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_opts o;
@@ -487,7 +499,12 @@ int cmd_diff(int argc, char **argv)
 
 		stacks_init(&j);
 		joint_stacks(&j, s);
-		if (write_file_atomic(o.output, write_flame, &j))
+		if (write_file_atomic(o.output,
+				      output_format_from_path(o.output) ==
+					      FORMAT_HTML
+					  ? write_page
+					  : write_flame,
+				      &j))
 			ret = EXIT_FAILED;
 		stacks_release(&j);
 		if (ret)

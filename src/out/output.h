@@ -48,6 +48,11 @@ struct profile_meta {
 	uint64_t start_unix_ns;	    /* sampling began (CLOCK_REALTIME); 0 */
 	int idle;		    /* idle threads kept: time is wall time */
 	/*
+	 * spyc diff's HTML page: thread 0's stacks are BASE's, the other
+	 * thread's NEW's, drawn coloured by the change (out/html.c).
+	 */
+	int diff;
+	/*
 	 * The samples in time order (cmd/record.c keeps it for the Chrome
 	 * trace only, which cannot be written without it), else NULL.
 	 */
