@@ -20,7 +20,7 @@ import pytest
 
 from conftest import SLOTS, TARGETS, newest_python, target_env
 from test_formats import decode_pprof
-from test_record import assert_exit_ok, parse_summary
+from test_record import assert_exit_ok, html_data, parse_summary
 
 # The frame text of folded files: "name (file:line)", "name (file)", "name".
 FRAME_RE = re.compile(r"^(.*?) \((.*)\)$")
@@ -284,7 +284,7 @@ def hot_profiles(spyc, newest, tmp_path_factory):
     pprof."""
     d = tmp_path_factory.mktemp("hot")
     paths = {}
-    for fmt in ("json", "txt", "pb.gz", "trace.json"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json", "html"):
         paths[fmt] = str(d / ("hot." + fmt))
         record(spyc, newest, paths[fmt], "hot.py", 1.5,
                extra=["--full-filenames"])
@@ -300,7 +300,7 @@ def callgraph_profiles(spyc, newest, tmp_path_factory):
     spyc has learnt its call pairs."""
     d = tmp_path_factory.mktemp("callgraph")
     paths = {}
-    for fmt in ("json", "txt", "pb.gz", "trace.json"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json", "html"):
         paths[fmt] = str(d / ("cg." + fmt))
         record(spyc, newest, paths[fmt], "callgraph.py",
                str(d / ("report-%s.json" % fmt)), duration=6,
@@ -346,7 +346,23 @@ def read_chrome(path):
     return out
 
 
+def read_html(path):
+    """An HTML page's data as stacks: its thread labels as report gives
+    them ("process: thread" in a process tree)."""
+    data = html_data(path)
+    out = []
+    for thread, count, ids in data["stacks"]:
+        label = data["threads"][thread]
+        k = data["thread_process"][thread]
+        if k >= 0:
+            label = "%s: %s" % (data["processes"][k], label)
+        out.append((label, [tuple(data["frames"][i]) for i in ids], count))
+    return out
+
+
 def read(path, prefixed=False, process=False):
+    if path.endswith(".html"):
+        return read_html(path), "samples"
     if path.endswith(".trace.json"):
         return read_chrome(path), "seconds"
     if path.endswith(".json"):
@@ -356,7 +372,8 @@ def read(path, prefixed=False, process=False):
     return read_folded(path, prefixed, process), "samples"
 
 
-@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz", "trace.json"])
+@pytest.mark.parametrize("fmt", ["json", "txt", "pb.gz", "trace.json",
+                                 "html"])
 def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     path = hot_profiles[fmt]
     stacks, unit = read(path)
@@ -364,7 +381,8 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
     doc = report(spyc, path)
     assert doc["unit"] == unit
     assert doc["format"] == {"json": "speedscope", "txt": "folded",
-                             "pb.gz": "pprof", "trace.json": "chrome"}[fmt]
+                             "pb.gz": "pprof", "trace.json": "chrome",
+                             "html": "html"}[fmt]
     assert to_count(doc["total"], unit) == exp["total"]
     assert len(doc["sections"]) == 1 and doc["sections"][0]["thread"] is None
     sec = doc["sections"][0]
@@ -392,7 +410,7 @@ def test_hot_matches_the_file(spyc, hot_profiles, fmt):
 def test_recursion_counts_once(spyc, callgraph_profiles):
     """callgraph.py's cg_rec and cg_pingpong recurse: a stack holds them
     several times, and total time still counts each sample once."""
-    for fmt in ("json", "txt", "pb.gz", "trace.json"):
+    for fmt in ("json", "txt", "pb.gz", "trace.json", "html"):
         path = callgraph_profiles[fmt]
         stacks, unit = read(path)
         repeated = [frames for _, frames, _ in stacks
@@ -794,6 +812,24 @@ def test_bad_files(spyc, hot_profiles, tmp_path):
     short.write_bytes(data[:len(data) // 2])
     spyc.run(["report", str(short)]).assert_error(2, str(short),
                                                   "not a profile")
+    # An HTML page without spyc's data, one whose data is cut short, and
+    # one whose stack names a frame the page does not have.
+    with open(hot_profiles["html"]) as f:
+        page = f.read()
+    plain = tmp_path / "plain.html"
+    plain.write_text("<!DOCTYPE html><html><body>hello</body></html>\n")
+    spyc.run(["report", str(plain)]).assert_error(2, str(plain),
+                                                  "not a profile")
+    cut = tmp_path / "cut.html"
+    cut.write_text(page[:page.index('"stacks"') + 20] + "</script>")
+    spyc.run(["report", str(cut)]).assert_error(2, str(cut), "not a profile")
+    data = html_data(hot_profiles["html"])
+    data["stacks"][0][2].append(len(data["frames"]) + 7)
+    stray = tmp_path / "stray.html"
+    stray.write_text(page.replace(
+        re.search(r'<script id="spyc-data" type="application/json">(.*?)'
+                  r'</script>', page, re.S).group(1), json.dumps(data)))
+    spyc.run(["report", str(stray)]).assert_error(2, str(stray), "frame")
     # pprof holds no GPU profiles.
     spyc.run(["report", "--gpu", hot_profiles["pb.gz"]]).assert_error(
         2, hot_profiles["pb.gz"], "CPU samples only")

@@ -65,7 +65,7 @@ FORMATS = {"speedscope": ".json", "folded": ".txt", "pprof": ".pb.gz",
 # Not speedscope: test_split_every_slot records it on these slots too.
 MATRIX_FORMATS = ["folded", "pprof", "chrome", "svg", "html"]
 # What report does not read.
-UNREPORTED = ("svg", "html")
+UNREPORTED = ("svg",)
 
 
 def matrix_slots():
@@ -177,7 +177,7 @@ def record_split(spyc, target, path, fmt):
 
 def check_file_and_report(spyc, m, path, fmt, where):
     """The split as the file holds it, read here; then as report reads
-    it (but SVG and HTML, which report does not read)."""
+    it (but SVG, which report does not read)."""
     if fmt == "svg":
         stacks = read_svg(path)
     elif fmt == "html":

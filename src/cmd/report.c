@@ -38,13 +38,13 @@ static const char usage_text[] =
     "usage: spyc report [options] FILE\n"
     "\n"
     "Print a report of a profile spyc record wrote, speedscope JSON\n"
-    "(-o out.json), folded stacks (-o out.txt), pprof (-o out.pb.gz) or\n"
-    "a Chrome trace (-o out.trace.json): the functions with the most own\n"
-    "time (innermost frame) and total time (anywhere on the stack, once\n"
-    "per sample), then line by line the hottest functions, with their\n"
-    "source where the file can be read.  Times are seconds where the\n"
-    "profile has them (speedscope, pprof, Chrome), else samples\n"
-    "(folded).\n"
+    "(-o out.json), folded stacks (-o out.txt), pprof (-o out.pb.gz),\n"
+    "a Chrome trace (-o out.trace.json) or an HTML page (-o out.html):\n"
+    "the functions with the most own time (innermost frame) and total\n"
+    "time (anywhere on the stack, once per sample), then line by line\n"
+    "the hottest functions, with their source where the file can be\n"
+    "read.  Times are seconds where the profile has them (speedscope,\n"
+    "pprof, Chrome), else samples (folded, HTML).\n"
     "\n"
     "  -n, --top N          functions in the table (default 20; 0: all)\n"
     "  -s, --sort KEY       own (default) or total\n"
@@ -642,6 +642,8 @@ static const char *source_name(const struct profile *p)
 		return "pprof";
 	case PROFILE_CHROME:
 		return "chrome";
+	case PROFILE_HTML:
+		return "html";
 	default:
 		return "folded";
 	}

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1006,6 +1007,198 @@ out:
 	return ret;
 }
 
+/* Where spyc's HTML page holds its data (out/html.c). */
+#define HTML_DATA_OPEN "<script id=\"spyc-data\" type=\"application/json\">"
+
+/* A whole number in [0, below) at item, else -1. */
+static double html_index(const cJSON *item, double below)
+{
+	double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
+
+	return v >= 0 && v < below && v == (double)(uint64_t)v ? v : -1;
+}
+
+/*
+ * The stacks of an HTML page's data: [thread, count, [frame, ...]],
+ * threads and frames mapped by tmap and fmap; 0 or -1 after reporting.
+ */
+static int read_html_stacks(struct profile *p, const char *name,
+			    const cJSON *stacks, const uint32_t *tmap,
+			    size_t nr_threads, const uint32_t *fmap,
+			    size_t nr_frames)
+{
+	const cJSON *s, *f;
+	uint32_t *ids = NULL;
+	size_t alloc = 0, n = 0, depth;
+	int ret = -1;
+
+	if (!cJSON_IsArray(stacks))
+		return error("'%s' is not a profile: the page's stacks are "
+			     "not a list",
+			     name);
+	cJSON_ArrayForEach(s, stacks)
+	{
+		const cJSON *th = cJSON_GetArrayItem(s, 0);
+		const cJSON *count = cJSON_GetArrayItem(s, 1);
+		const cJSON *frames = cJSON_GetArrayItem(s, 2);
+		double t = html_index(th, (double)nr_threads);
+		double c = html_index(count, 1e18);
+
+		if (!cJSON_IsArray(s) || t < 0 || c < 0 ||
+		    !cJSON_IsArray(frames)) {
+			error("'%s' is not a profile: the page's stack %zu is "
+			      "not [thread, count, [frame, ...]]",
+			      name, n);
+			goto out;
+		}
+		depth = 0;
+		ALLOC_GROW(ids, (size_t)cJSON_GetArraySize(frames) + 1, alloc);
+		cJSON_ArrayForEach(f, frames)
+		{
+			double id = html_index(f, (double)nr_frames);
+
+			if (id < 0) {
+				error("'%s' is not a profile: the page's stack "
+				      "%zu names no frame of the page",
+				      name, n);
+				goto out;
+			}
+			ids[depth++] = fmap[(size_t)id];
+		}
+		if (c > 0)
+			stacks_add(&p->stacks, tmap[(size_t)t], ids, depth,
+				   (uint64_t)c);
+		n++;
+	}
+	ret = 0;
+out:
+	free(ids);
+	return ret;
+}
+
+/*
+ * spyc's HTML page (-o FILE.html): the profile is the JSON in its
+ * spyc-data element.  Its CPU stacks count samples; with flags asking
+ * for GPU profiles only, its GPU stacks (nanoseconds) are read instead.
+ */
+static int read_html(struct profile *p, const char *name, const char *data,
+		     size_t len)
+{
+	size_t open_len = strlen(HTML_DATA_OPEN), i, nr_threads, nr_frames;
+	const char *at = memmem(data, len, HTML_DATA_OPEN, open_len), *end;
+	const cJSON *threads, *frames, *procs, *of, *item, *stacks, *gpu;
+	uint32_t *tmap = NULL, *fmap = NULL;
+	cJSON *root;
+	int ret = -1;
+
+	p->source = PROFILE_HTML;
+	if (!at)
+		return error("'%s' is not a profile: an HTML page without "
+			     "spyc's data",
+			     name);
+	at += open_len;
+	end = memmem(at, len - (size_t)(at - data), "</script>", 9);
+	root = end ? cJSON_ParseWithLength(at, (size_t)(end - at)) : NULL;
+	if (!root)
+		return error("'%s' is not a profile: the page's data is not "
+			     "valid JSON",
+			     name);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "diff"))) {
+		error("'%s' is spyc diff's page, not a profile", name);
+		goto out;
+	}
+	threads = cJSON_GetObjectItemCaseSensitive(root, "threads");
+	frames = cJSON_GetObjectItemCaseSensitive(root, "frames");
+	procs = cJSON_GetObjectItemCaseSensitive(root, "processes");
+	of = cJSON_GetObjectItemCaseSensitive(root, "thread_process");
+	if (!cJSON_IsArray(threads) || !cJSON_IsArray(frames)) {
+		error("'%s' is not a profile: the page's data has no threads "
+		      "and frames",
+		      name);
+		goto out;
+	}
+	item = cJSON_GetObjectItemCaseSensitive(root, "title");
+	if (cJSON_IsString(item))
+		p->title = xstrdup(item->valuestring);
+	item = cJSON_GetObjectItemCaseSensitive(root, "rate_hz");
+	if (cJSON_IsNumber(item) && item->valuedouble > 0)
+		p->rate_hz = item->valuedouble;
+	nr_frames = (size_t)cJSON_GetArraySize(frames);
+	fmap = xmalloc((nr_frames + 1) * sizeof(*fmap));
+	i = 0;
+	cJSON_ArrayForEach(item, frames)
+	{
+		const cJSON *fname = cJSON_GetArrayItem(item, 0);
+		const cJSON *file = cJSON_GetArrayItem(item, 1);
+		const cJSON *line = cJSON_GetArrayItem(item, 2);
+
+		if (!cJSON_IsString(fname) || !cJSON_IsString(file) ||
+		    !cJSON_IsNumber(line) || line->valuedouble < 0 ||
+		    line->valuedouble > INT_MAX) {
+			error("'%s' is not a profile: the page's frame %zu is "
+			      "not [name, file, line]",
+			      name, i);
+			goto out;
+		}
+		fmap[i++] =
+		    stacks_frame(&p->stacks, fname->valuestring,
+				 file->valuestring, (int)line->valuedouble);
+	}
+	nr_threads = (size_t)cJSON_GetArraySize(threads);
+	tmap = xmalloc((nr_threads + 1) * sizeof(*tmap));
+	i = 0;
+	cJSON_ArrayForEach(item, threads)
+	{
+		double k = html_index(cJSON_GetArrayItem(of, (int)i),
+				      (double)cJSON_GetArraySize(procs));
+		const cJSON *proc =
+		    k >= 0 ? cJSON_GetArrayItem(procs, (int)k) : NULL;
+
+		if (!cJSON_IsString(item)) {
+			error("'%s' is not a profile: the page's thread %zu "
+			      "has no name",
+			      name, i);
+			goto out;
+		}
+		tmap[i] = add_thread_label(
+		    &p->stacks, cJSON_IsString(proc) ? proc->valuestring : NULL,
+		    item->valuestring, strlen(item->valuestring), i + 1);
+		i++;
+	}
+	gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+	if (!p->html_gpu) {
+		stacks = cJSON_GetObjectItemCaseSensitive(root, "stacks");
+		p->unit = PROFILE_UNIT_SAMPLES;
+		p->nr_skipped = cJSON_IsObject(gpu);
+	} else if (!cJSON_IsObject(gpu)) {
+		/* No GPU profile: profile_read_mem says so. */
+		p->nr_skipped = 1;
+		ret = 0;
+		goto out;
+	} else {
+		uint32_t all;
+
+		/* All threads together, as the page draws them. */
+		item = cJSON_GetObjectItemCaseSensitive(gpu, "name");
+		all = add_profile_thread(&p->stacks, cJSON_IsString(item)
+							 ? item->valuestring
+							 : "GPU");
+		for (i = 0; i < nr_threads; i++)
+			tmap[i] = all;
+		stacks = cJSON_GetObjectItemCaseSensitive(gpu, "stacks");
+		p->unit = PROFILE_UNIT_SECONDS;
+		p->rate_hz = 0;
+	}
+	p->nr_profiles = 1;
+	ret = read_html_stacks(p, name, stacks, tmap, nr_threads, fmap,
+			       nr_frames);
+out:
+	free(tmap);
+	free(fmap);
+	cJSON_Delete(root);
+	return ret;
+}
+
 /* Most bytes a gzipped pprof profile may inflate to. */
 #define PPROF_MAX_BYTES (1ul << 30)
 
@@ -1250,6 +1443,13 @@ int profile_read_mem(struct profile *p, const char *name, const char *data,
 			return -1;
 	} else if (data[i] == '{') {
 		if (read_speedscope(p, name, data, len, flags))
+			return -1;
+	} else if ((len - i >= 14 &&
+		    !strncasecmp(data + i, "<!doctype html", 14)) ||
+		   (len - i >= 5 && !strncasecmp(data + i, "<html", 5))) {
+		/* (A folded line may begin with "<module>": not a page.) */
+		p->html_gpu = !(flags & PROFILE_READ_CPU);
+		if (read_html(p, name, data + i, len - i))
 			return -1;
 	} else if (read_folded(p, name, data, len)) {
 		return -1;

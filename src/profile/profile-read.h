@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Reading a profile spyc wrote (speedscope JSON or folded stacks) back into
- * struct stacks, for commands that work on files: report, merge. */
+/* Reading a profile spyc wrote (speedscope JSON, folded stacks, pprof, a
+ * Chrome trace or an HTML page) back into struct stacks, for commands that
+ * work on files: report, diff. */
 #ifndef SPYC_PROFILE_READ_H
 #define SPYC_PROFILE_READ_H
 
@@ -24,6 +25,7 @@ enum profile_source {
 	PROFILE_FOLDED,
 	PROFILE_PPROF,
 	PROFILE_CHROME,
+	PROFILE_HTML, /* spyc's HTML page: the data inside it */
 };
 
 /*
@@ -69,6 +71,7 @@ struct profile {
 	 */
 	double rate_hz;
 	size_t nr_profiles; /* speedscope: profiles read */
+	int html_gpu;	    /* an HTML page: its GPU stacks are read */
 	size_t nr_skipped;  /* speedscope: profiles not selected by flags */
 	/*
 	 * The directories spyc record took off the file names (what it
