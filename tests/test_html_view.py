@@ -69,22 +69,29 @@ TABLE = """Array.from(document.querySelector('#table tbody').rows).map(
     return c.textContent; }); })"""
 
 
-@pytest.fixture
-def page_file(spyc, any_python, tmp_path):
+def record_page(spyc, python, tmp_path, name, text):
+    """The script text (as name.py) run and recorded into name.html, the
+    script then deleted (a page holds its sources: it opens where they
+    are not); (the page's path, record's summary).  Skips without a
+    browser."""
     why = browser.missing()
     if why:
         pytest.skip(why)
-    script = tmp_path / "target.py"
-    script.write_text(TARGET)
-    out = str(tmp_path / "profile.html")
+    script = tmp_path / (name + ".py")
+    script.write_text(text)
+    out = str(tmp_path / (name + ".html"))
     res = spyc.run(["record", "--rate", "250", "-o", out, "--",
-                    any_python.path, str(script)], env=target_env(),
+                    python.path, str(script)], env=target_env(),
                    timeout=60)
     res.assert_ok()
     summary = parse_summary(res.stderr, res.describe())
-    # The page holds its sources: it opens where they are not.
     script.unlink()
     return out, summary
+
+
+@pytest.fixture
+def page_file(spyc, any_python, tmp_path):
+    return record_page(spyc, any_python, tmp_path, "profile", TARGET)
 
 
 def samples_with(data, thread, pattern):
@@ -203,16 +210,7 @@ burn()
 def test_html_page_markup_in_names(spyc, any_python, tmp_path):
     """Names and files are data, never markup: the page loads with no
     error and shows the file name as text."""
-    why = browser.missing()
-    if why:
-        pytest.skip(why)
-    script = tmp_path / "hostile.py"
-    script.write_text(HOSTILE)
-    out = str(tmp_path / "hostile.html")
-    res = spyc.run(["record", "--rate", "250", "-o", out, "--",
-                    any_python.path, str(script)], env=target_env(),
-                   timeout=60)
-    res.assert_ok()
+    out, _ = record_page(spyc, any_python, tmp_path, "hostile", HOSTILE)
     with browser.Browser(*WINDOW) as b:
         page = b.open("file://" + os.path.abspath(out), watch=True)
         assert page.errors() == []

@@ -1082,7 +1082,7 @@ out:
  * for GPU profiles only, its GPU stacks (nanoseconds) are read instead.
  */
 static int read_html(struct profile *p, const char *name, const char *data,
-		     size_t len)
+		     size_t len, int gpu_only)
 {
 	size_t open_len = strlen(HTML_DATA_OPEN), i, nr_threads, nr_frames;
 	const char *at = memmem(data, len, HTML_DATA_OPEN, open_len), *end;
@@ -1166,7 +1166,7 @@ static int read_html(struct profile *p, const char *name, const char *data,
 		i++;
 	}
 	gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
-	if (!p->html_gpu) {
+	if (!gpu_only) {
 		stacks = cJSON_GetObjectItemCaseSensitive(root, "stacks");
 		p->unit = PROFILE_UNIT_SAMPLES;
 		p->nr_skipped = cJSON_IsObject(gpu);
@@ -1448,8 +1448,8 @@ int profile_read_mem(struct profile *p, const char *name, const char *data,
 		    !strncasecmp(data + i, "<!doctype html", 14)) ||
 		   (len - i >= 5 && !strncasecmp(data + i, "<html", 5))) {
 		/* (A folded line may begin with "<module>": not a page.) */
-		p->html_gpu = !(flags & PROFILE_READ_CPU);
-		if (read_html(p, name, data + i, len - i))
+		if (read_html(p, name, data + i, len - i,
+			      !(flags & PROFILE_READ_CPU)))
 			return -1;
 	} else if (read_folded(p, name, data, len)) {
 		return -1;

@@ -71,7 +71,6 @@ struct profile {
 	 */
 	double rate_hz;
 	size_t nr_profiles; /* speedscope: profiles read */
-	int html_gpu;	    /* an HTML page: its GPU stacks are read */
 	size_t nr_skipped;  /* speedscope: profiles not selected by flags */
 	/*
 	 * The directories spyc record took off the file names (what it
