@@ -9,6 +9,7 @@ and diff must say so of both.
 """
 
 import json
+import math
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -30,6 +31,11 @@ SHIFT_SLACK = 15.0
 # decides (both pairs showing one, about 1 in 1000 with a calibrated
 # error, means the error is too small).
 SAME_TRIES = 2
+# report's summary line on the size of a real difference.
+REAL_RE = re.compile(
+    r"^Real difference \(95%\) from a profile as large: ([\d.]+) points on "
+    r"a 50% share, ([\d.]+) on 10%, ([\d.]+) on 1%; 1 point on 10% needs "
+    r"(\d+) samples a profile$")
 
 
 def shift_profile(spyc, python, tmp_path, name, share, fmt="json"):
@@ -211,3 +217,61 @@ def test_diff_bad_input(spyc, tmp_path):
         64, "--top")
     spyc.run(["diff", "--sort", "self", missing, missing]).assert_error(
         64, "--sort")
+
+
+def folded(path, n, k):
+    """A folded profile of n samples, k of them in f() and the rest in
+    g(), both under main()."""
+    with open(path, "w") as f:
+        f.write("main (m.py:1);f (m.py:5) %d\nmain (m.py:1);g (m.py:9) %d\n"
+                % (k, n - k))
+    return str(path)
+
+
+def test_report_says_what_diff_calls_real(spyc, tmp_path):
+    """report's summary says how large a difference from a profile as
+    large is real, and how many samples a point needs: diff, given two
+    such profiles, calls a change a little over that size real and a
+    little under it chance.  The sizes are the report's; the verdicts,
+    diff's own test of the two profiles' counts."""
+    n = 20000
+    base = folded(tmp_path / "base.folded", n, n // 10)
+    res = spyc.run(["report", "--json", base])
+    res.assert_ok()
+    sec = json.loads(res.stdout)["sections"][0]
+    assert sec["samples"] == n, res.stdout[:2000]
+    need = sec["real_difference_pct"]
+    for share, key in ((0.5, "50"), (0.1, "10"), (0.01, "1")):
+        # The half-width of the 95% interval of the difference of two
+        # shares p of n samples each.
+        want = 100 * 1.96 * math.sqrt(2 * share * (1 - share) / n)
+        assert abs(need[key] - want) < 1e-6, (key, need)
+
+    def verdict(path_new):
+        doc, res = diff(spyc, base, path_new)
+        rows = dict((r["name"], r) for r in doc["functions"])
+        return rows["f"]["real"], res
+
+    for factor, real in ((1.2, True), (0.8, False)):
+        k = int(round(n * (0.1 + factor * need["10"] / 100)))
+        got, res = verdict(folded(tmp_path / ("new%s.folded" % factor),
+                                  n, k))
+        assert got is real, (factor, k, need["10"], res.describe())
+    # The text: the same sizes, and the samples a profile needs for a
+    # point on a 10% share, which diff bears out at that size.
+    res = spyc.run(["report", base])
+    res.assert_ok()
+    m = [REAL_RE.match(l) for l in res.stdout.splitlines()]
+    m = [x for x in m if x]
+    assert len(m) == 1, res.stdout
+    for key, got in zip(("50", "10", "1"), m[0].groups()[:3]):
+        assert abs(float(got) - need[key]) <= 0.051, (key, m[0].group(0))
+    each = int(m[0].group(4))
+    for factor, real in ((1.3, True), (0.7, False)):
+        size = int(each * factor) // 10 * 10
+        base2 = folded(tmp_path / ("b%s.folded" % factor), size, size // 10)
+        new2 = folded(tmp_path / ("n%s.folded" % factor), size,
+                      size // 10 + size // 100)
+        doc, res = diff(spyc, base2, new2)
+        rows = dict((r["name"], r) for r in doc["functions"])
+        assert rows["f"]["real"] is real, (factor, size, res.describe())

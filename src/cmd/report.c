@@ -466,6 +466,14 @@ static void print_section(struct report *r, const char *label)
 		    "on a 50%% share, \u00b1%.1f on 10%%, \u00b1%.1f on 1%%\n",
 		    tally_samples(&r->t), share_error(r, 0.5),
 		    share_error(r, 0.1), share_error(r, 0.01));
+	if (share_error(r, 0.5) >= 0)
+		printf("Real difference (95%%) from a profile as large: "
+		       "%.1f points on a 50%% share, %.1f on 10%%, %.1f on "
+		       "1%%; 1 point on 10%% needs %.0f samples a profile\n",
+		       M_SQRT2 * share_error(r, 0.5),
+		       M_SQRT2 * share_error(r, 0.1),
+		       M_SQRT2 * share_error(r, 0.01),
+		       ceil(tally_samples_for_difference(0.1, 0.01)));
 	printf("\nFunctions by %s time (%zu of %zu):\n",
 	       r->opts->sort == SORT_TOTAL ? "total" : "own",
 	       n < r->opts->top ? n : r->opts->top, n);
@@ -499,6 +507,29 @@ static cJSON *add_value(cJSON *obj, const char *key, const struct report *r,
 {
 	return cJSON_AddNumberToObject(obj, key,
 				       profile_value(&r->prof, count));
+}
+
+/*
+ * JSON: the smallest real difference (95%) from a profile of as many
+ * samples, in points, on a 50%, 10% and 1% share ("real_difference_pct",
+ * null where the samples are not known); 0 or -1.
+ */
+static int add_difference(cJSON *sec, const struct report *r)
+{
+	static const double shares[] = {0.5, 0.1, 0.01};
+	static const char *const keys[] = {"50", "10", "1"};
+	cJSON *d;
+	size_t i;
+
+	if (share_error(r, 0.5) < 0)
+		return cJSON_AddNullToObject(sec, "real_difference_pct") ? 0
+									 : -1;
+	d = cJSON_AddObjectToObject(sec, "real_difference_pct");
+	for (i = 0; d && i < ARRAY_SIZE(shares); i++)
+		if (!cJSON_AddNumberToObject(
+			d, keys[i], M_SQRT2 * share_error(r, shares[i])))
+			return -1;
+	return d ? 0 : -1;
 }
 
 /* JSON: a share's sampling error (pct_error), null where there is none. */
@@ -608,7 +639,8 @@ static int add_section_json(cJSON *sections, struct report *r,
 		  ? cJSON_AddNumberToObject(sec, "samples",
 					    tally_samples(&r->t))
 		  : cJSON_AddNullToObject(sec, "samples")) ||
-	    !cJSON_AddNumberToObject(sec, "nr_functions", (double)n))
+	    !cJSON_AddNumberToObject(sec, "nr_functions", (double)n) ||
+	    add_difference(sec, r))
 		return -1;
 	funcs = cJSON_AddArrayToObject(sec, "functions");
 	if (!funcs)

@@ -100,3 +100,8 @@ double tally_share_variance(double p, double n)
 {
 	return n < 1 ? -1.0 : p * (1.0 - p) / n;
 }
+
+double tally_samples_for_difference(double p, double d)
+{
+	return 2.0 * TALLY_Z95 * TALLY_Z95 * p * (1.0 - p) / (d * d);
+}

@@ -45,5 +45,12 @@ double tally_share(const struct tally *t, uint64_t count);
  * the program runs in step with them.)  Negative where n is not known.
  */
 double tally_share_variance(double p, double n);
+/*
+ * The samples each of two profiles needs for a difference of d (0 to 1)
+ * in a share p to be real (95%): d beyond TALLY_Z95 times the error of
+ * the difference of two such shares, 2 Z^2 p (1 - p) / d^2 (as spyc
+ * diff judges a change of many samples).
+ */
+double tally_samples_for_difference(double p, double d);
 
 #endif
