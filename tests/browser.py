@@ -84,6 +84,15 @@ class Page(object):
                 out.append(json.dumps(p["entry"])[:500])
         return out
 
+    def click(self, x, y):
+        """A click of the mouse's left button at (x, y) of the page's
+        viewport, as a user's: the page gets its events with their
+        coordinates."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.browser.call("Input.dispatchMouseEvent", {
+                "type": kind, "x": x, "y": y, "button": "left",
+                "clickCount": 1}, self.session)
+
     def wait_loaded(self, url):
         """Wait until url (not the blank page a tab starts with) has
         loaded."""

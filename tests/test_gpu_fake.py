@@ -262,6 +262,7 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
                 assert python[-1][:1] == ["forward"], frames
                 assert python[-1][2] == gemm_line, frames
     assert gemm_ns == 200000 * launched["gemm_kernel"]
+    check_gpu_rows(data, launched)
     why = browser.missing()
     if why:
         pytest.skip("the page's data is checked; not shown: " + why)
@@ -279,6 +280,57 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
         assert page.evaluate("spyc.root().n") == sum(
             s[1] for s in data["gpu"]["stacks"])
         assert page.errors() == []
+    # The rows: a click on the first GEMM shows the kernel's share of the
+    # GPU time in the GPU profile, with the CPU profile chosen before.
+    with browser.Browser(1200, 700) as b:
+        page = b.open("file://" + str(out), watch=True)
+        labels = page.evaluate("""Array.from(document.querySelectorAll(
+            '#gpu-rows .gl')).map(function (l) { return l.textContent; })""")
+        assert labels == ["GPU 0, stream 3", "GPU 0, stream 7"], labels
+        first = [r for r in data["gpu"]["rows"] if r["stream"] == 7][0][
+            "spans"][0]
+        box = page.evaluate("""(function () {
+            var c = document.querySelectorAll('#gpu-rows canvas')[1];
+            c.scrollIntoView({block: 'center'});
+            var r = c.getBoundingClientRect();
+            return [r.left, r.top, r.width, r.height]; })()""")
+        x = box[0] + (first[0] + first[1] / 2) / data["gpu"]["span_s"] * \
+            box[2]
+        page.click(x, box[1] + box[3] / 2)
+        assert page.evaluate("document.getElementById('profile').value") \
+            == "gpu"
+        total = sum(s[1] for s in data["gpu"]["stacks"])
+        assert page.evaluate(
+            "document.getElementById('matched').textContent") == \
+            "Matched: %.1f%%" % (100.0 * gemm_ns / total)
+        assert "gemm_kernel" in page.evaluate(
+            "document.getElementById('gpu-summary').textContent")
+        assert page.errors() == []
+
+
+def check_gpu_rows(data, launched):
+    """The page's GPU rows: the copies on stream 3 and the GEMMs on stream
+    7 (the streams the program chose), each one the program made, for the
+    time the fake CUPTI gave it (100 us a copy, 200 us a GEMM), one after
+    another within the time the rows cover; and the GPU summary."""
+    g = data["gpu"]
+    rows = dict((r["stream"], r) for r in g["rows"])
+    assert sorted(rows) == [3, 7], g["rows"]
+    for stream, name, count, seconds in (
+            (3, "[memcpy HtoD]", launched["copies"], 100e-6),
+            (7, "gemm_kernel", launched["gemm_kernel"], 200e-6)):
+        r = rows[stream]
+        assert r["device"] == 0 and r["count"] == count == len(r["spans"]), (
+            stream, r["count"], count)
+        assert r["busy_ns"] == round(count * seconds * 1e9), r["busy_ns"]
+        end = -1.0
+        for start, dur, frame in r["spans"]:
+            assert data["frames"][frame][0] == name, data["frames"][frame]
+            assert abs(dur - seconds) < 1e-9, dur
+            assert start >= end - 1e-9 and start + dur <= g["span_s"], (
+                start, end, g["span_s"])
+            end = start + dur
+    assert "gemm_kernel" in g["summary"], g["summary"]
 
 
 def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):

@@ -57,6 +57,13 @@ static const char page_head[] =
     "#source .hits { display: inline-block; width: 6em; color: #555; "
     "text-align: right; padding-right: 1em; }\n"
     "#graph .n.chance { border-style: dashed; border-color: #999; }\n"
+    "#gpu { margin: 6px 8px; }\n"
+    "#gpu .gr { display: flex; align-items: center; height: 16px; }\n"
+    "#gpu .gl { width: 14em; flex: none; font: 11px monospace; "
+    "color: #555; }\n"
+    "#gpu canvas { flex: 1; min-width: 0; height: 14px; "
+    "background: #f2f2f2; cursor: pointer; }\n"
+    "#gpu pre { font: 12px monospace; }\n"
     "#table { border-collapse: collapse; margin: 8px; }\n"
     "#table th { cursor: pointer; text-align: left; background: #eee; }\n"
     "#table th, #table td { padding: 2px 10px; }\n"
@@ -73,6 +80,9 @@ static const char page_head[] =
     "<input id=\"search\" size=\"30\" placeholder=\"Search (regular "
     "expression)\">\n"
     "<span id=\"matched\"></span><span id=\"info\"></span></div>\n"
+    "<div id=\"gpu\" hidden><div id=\"gpu-rows\"></div>\n"
+    "<details><summary id=\"gpu-span\"></summary>"
+    "<pre id=\"gpu-summary\"></pre></details></div>\n"
     "<div id=\"graph\"></div>\n"
     "<div id=\"source\"><b id=\"source-title\"></b>"
     "<pre id=\"source-lines\"></pre></div>\n"
@@ -403,6 +413,87 @@ static const char page_tail[] =
     "}, 0);\n"
     "  $('info').textContent += ', GPU ' + (ns / 1e6).toFixed(1) + ' ms';\n"
     "}\n"
+    /* --gpu: a row per device and stream, each kernel and copy where
+     * it ran (or in a long run how busy the stream was); a click on one
+     * shows its time in the GPU profile. */
+    "function gpuRows() {\n"
+    "  var box = $('gpu-rows'), g = data.gpu;\n"
+    "  if (!g.rows) return;\n"
+    "  $('gpu').hidden = false;\n"
+    "  $('gpu-span').textContent = g.rows.length + ' GPU stream' +\n"
+    "    (g.rows.length === 1 ? '' : 's') + ' over ' + "
+    "g.span_s.toFixed(2) +\n"
+    "    ' s from the start of sampling; the GPU summary';\n"
+    "  $('gpu-summary').textContent = g.summary;\n"
+    "  g.rows.forEach(function (r) {\n"
+    "    var line = document.createElement('div');\n"
+    "    var label = document.createElement('span');\n"
+    "    var c = document.createElement('canvas');\n"
+    "    line.className = 'gr';\n"
+    "    label.className = 'gl';\n"
+    "    label.textContent = 'GPU ' + r.device + ', stream ' + r.stream;\n"
+    "    label.title = r.count + ' kernels and copies, ' +\n"
+    "      (r.busy_ns / 1e6).toFixed(3) + ' ms busy';\n"
+    "    c.spycRow = r;\n"
+    "    c.addEventListener('mousemove', function (e) {\n"
+    "      var a = spanAt(c, e.offsetX);\n"
+    "      c.title = a ? data.frames[a[2]][0] + '\\n' +\n"
+    "        (a[1] * 1e3).toFixed(3) + ' ms at ' + a[0].toFixed(6) + ' s' "
+    ":\n"
+    "        label.title;\n"
+    "    });\n"
+    "    c.addEventListener('click', function (e) {\n"
+    "      var a = spanAt(c, e.offsetX);\n"
+    "      if (a) showActivity(data.frames[a[2]]);\n"
+    "    });\n"
+    "    line.appendChild(label);\n"
+    "    line.appendChild(c);\n"
+    "    box.appendChild(line);\n"
+    "  });\n"
+    "  drawRows();\n"
+    "}\n"
+    "function drawRows() {\n"
+    "  var span = data.gpu.span_s || 1;\n"
+    "  Array.prototype.forEach.call($('gpu-rows').querySelectorAll("
+    "'canvas'),\n"
+    "    function (c) {\n"
+    "      var r = c.spycRow, w = c.width = c.clientWidth, x = c.getContext("
+    "'2d');\n"
+    "      c.height = 14;\n"
+    "      if (r.bins) r.bins.forEach(function (b, i) {\n"
+    "        x.fillStyle = 'rgba(200,70,0,' + (b / 1000).toFixed(3) + ')';\n"
+    "        x.fillRect(i * w / r.bins.length, 0, w / r.bins.length + 0.5, "
+    "14);\n"
+    "      });\n"
+    "      if (r.spans) r.spans.forEach(function (a) {\n"
+    "        var f = data.frames[a[2]];\n"
+    "        x.fillStyle = colour({key: 1, name: f[0], file: f[1]});\n"
+    "        x.fillRect(a[0] / span * w, 0, Math.max(1, a[1] / span * w), "
+    "14);\n"
+    "      });\n"
+    "    });\n"
+    "}\n"
+    /* The span under x px of a row's canvas, or the nearest within 2 px. */
+    "function spanAt(c, px) {\n"
+    "  var r = c.spycRow, span = data.gpu.span_s || 1, best = null, d = 3;\n"
+    "  var t = px / c.clientWidth * span, slack = 2 / c.clientWidth * span;\n"
+    "  (r.spans || []).forEach(function (a) {\n"
+    "    var e = t < a[0] ? a[0] - t : t > a[0] + a[1] ? t - a[0] - a[1] : "
+    "0;\n"
+    "    if (e <= slack && e / slack * 2 < d) { best = a; d = e / slack * 2; "
+    "}\n"
+    "  });\n"
+    "  return best;\n"
+    "}\n"
+    "function showActivity(f) {\n"
+    "  if (!gpu) {\n"
+    "    $('profile').value = 'gpu';\n"
+    "    $('profile').dispatchEvent(new Event('change'));\n"
+    "  }\n"
+    "  search('^' + text({name: f[0], file: f[1]})\n"
+    "    .replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&') + '$');\n"
+    "}\n"
+    "if (data.gpu) gpuRows();\n"
     "var sel = $('thread');\n"
     "if (data.diff) sel.hidden = true;\n"
     "sel.add(new Option('All threads', 'a'));\n"
@@ -428,11 +519,15 @@ static const char page_tail[] =
     "Array.prototype.forEach.call(document.querySelectorAll('#table th'),\n"
     "  function (th) { th.addEventListener('click', function () {\n"
     "    sortBy(th.getAttribute('data-k')); }); });\n"
-    "window.addEventListener('resize', function () { render(); });\n"
+    "window.addEventListener('resize', function () {\n"
+    "  render();\n"
+    "  if (data.gpu) drawRows();\n"
+    "});\n"
     "choose('a');\n"
     "window.spyc = {data: data, zoom: zoom, search: search, sortBy: "
     "sortBy,\n"
-    "  choose: choose, root: function () { return root; },\n"
+    "  choose: choose, root: function () { return root; }, spanAt: "
+    "spanAt,\n"
     "  view: function () { return view; } };\n"
     "})();\n"
     "</script>\n"
@@ -572,6 +667,133 @@ static int add_entries(cJSON *arr, const struct stacks *st, int one_thread)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Most GPU activities a page draws one by one; a run with more has each
+ * stream drawn by how busy it was in each of GPU_BINS spans of time.
+ */
+#define GPU_SPANS_MAX 50000
+#define GPU_BINS 1000
+/* Rows of kernels in the GPU summary the page shows. */
+#define GPU_SUMMARY_ROWS 20
+
+/* A GPU time on spyc's clock, in seconds from the start of sampling. */
+static double gpu_seconds(const struct gpuprof *gp, uint64_t cupti_ns)
+{
+	return (double)(int64_t)(gpuprof_to_monotonic(gp, cupti_ns) -
+				 gp->t0_ns) /
+	       1e9;
+}
+
+/* Add to row the per mille of each bin of [0, span_s) row i..j ran in. */
+static int add_bins(cJSON *row, const struct gpuprof *gp,
+		    const uint32_t *order, size_t i, size_t j, double span_s)
+{
+	double busy[GPU_BINS] = {0}, bin = span_s / GPU_BINS;
+	cJSON *bins = cJSON_AddArrayToObject(row, "bins");
+	size_t b;
+
+	for (; bins && i < j; i++) {
+		uint64_t start, end;
+		double t0, t1;
+
+		gpuprof_activity_times(&gp->acts[order[i]], &start, &end);
+		t0 = gpu_seconds(gp, start);
+		t1 = gpu_seconds(gp, end);
+		for (b = t0 > 0 ? (size_t)(t0 / bin) : 0;
+		     b < GPU_BINS && b * bin < t1; b++) {
+			double lo = b * bin, hi = lo + bin;
+
+			busy[b] += (t1 < hi ? t1 : hi) - (t0 > lo ? t0 : lo);
+		}
+	}
+	for (b = 0; bins && b < GPU_BINS; b++) {
+		double pm = 1000.0 * busy[b] / bin;
+
+		if (!cJSON_AddItemToArray(
+			bins, cJSON_CreateNumber(pm > 1000 ? 1000 : (int)pm)))
+			return -1;
+	}
+	return bins ? 0 : -1;
+}
+
+/*
+ * Add to g "rows": a row per device and stream, {device, stream, count,
+ * busy_ns, and "spans": [[start_s, seconds, frame], ...] by start (frame:
+ * the activity's name, an id of the page's frames) or "bins"}, "span_s"
+ * (the time the rows cover, from the start of sampling) and "summary"
+ * (the GPU summary's text).  0 or -1.
+ */
+static int add_gpu_rows(cJSON *g, const struct gpuprof *gp, double duration_s)
+{
+	uint32_t *order = gpuprof_timeline(gp);
+	struct strbuf sb = STRBUF_INIT, tmp = STRBUF_INIT;
+	double span_s = duration_s;
+	cJSON *rows = cJSON_AddArrayToObject(g, "rows");
+	size_t i, j;
+	int bad = !rows;
+
+	for (i = 0; order && i < gp->nr_acts; i++) {
+		uint64_t start, end;
+
+		gpuprof_activity_times(&gp->acts[i], &start, &end);
+		if (gpu_seconds(gp, end) > span_s)
+			span_s = gpu_seconds(gp, end);
+	}
+	bad |= !cJSON_AddNumberToObject(g, "span_s", span_s);
+	for (i = 0; !bad && order && i < gp->nr_acts; i = j) {
+		const struct gpu_interval *iv =
+		    gpu_record_interval(&gp->acts[order[i]]);
+		uint64_t busy = 0;
+		cJSON *row = cJSON_CreateObject(), *spans = NULL;
+
+		for (j = i; j < gp->nr_acts; j++) {
+			const struct gpu_interval *jv =
+			    gpu_record_interval(&gp->acts[order[j]]);
+			uint64_t start, end;
+
+			if (jv->device != iv->device ||
+			    jv->stream != iv->stream)
+				break;
+			gpuprof_activity_times(&gp->acts[order[j]], &start,
+					       &end);
+			busy += end - start;
+		}
+		bad |= !row || !cJSON_AddItemToArray(rows, row) ||
+		       !cJSON_AddNumberToObject(row, "device", iv->device) ||
+		       !cJSON_AddNumberToObject(row, "stream", iv->stream) ||
+		       !cJSON_AddNumberToObject(row, "count", (double)(j - i)) ||
+		       !cJSON_AddNumberToObject(row, "busy_ns", (double)busy);
+		if (!bad && gp->nr_acts > GPU_SPANS_MAX) {
+			bad |= add_bins(row, gp, order, i, j, span_s);
+			continue;
+		}
+		bad |= !bad && !(spans = cJSON_AddArrayToObject(row, "spans"));
+		for (; !bad && i < j; i++) {
+			uint64_t start, end;
+			cJSON *sp = cJSON_CreateArray();
+
+			gpuprof_activity_times(&gp->acts[order[i]], &start,
+					       &end);
+			bad |= !sp || !cJSON_AddItemToArray(spans, sp) ||
+			       !cJSON_AddItemToArray(
+				   sp, cJSON_CreateNumber(
+					   gpu_seconds(gp, start))) ||
+			       !cJSON_AddItemToArray(
+				   sp, cJSON_CreateNumber(
+					   (double)(end - start) / 1e9)) ||
+			       !cJSON_AddItemToArray(
+				   sp, cJSON_CreateNumber(gp->leaf[order[i]]));
+		}
+	}
+	free(order);
+	gpuprof_summary(gp, GPU_SUMMARY_ROWS, &sb);
+	bad |= !bad && !cJSON_AddStringToObject(
+			   g, "summary", output_utf8(sb.buf ? sb.buf : "", &tmp));
+	strbuf_release(&sb);
+	strbuf_release(&tmp);
+	return bad ? -1 : 0;
+}
+
 /* The profile as the viewer reads it; NULL out of memory. */
 static cJSON *page_data(const struct stacks *st,
 			const struct profile_meta *meta)
@@ -647,7 +869,9 @@ static cJSON *page_data(const struct stacks *st,
 		       !cJSON_AddStringToObject(g, "name",
 						gpuprof_stacks_name(gpu)) ||
 		       !(stacks = cJSON_AddArrayToObject(g, "stacks")) ||
-		       add_entries(stacks, &gpu->stacks, 1);
+		       add_entries(stacks, &gpu->stacks, 1) ||
+		       (gpu->leaf &&
+			add_gpu_rows(g, gpu, meta ? meta->duration_s : 0));
 	}
 	strbuf_release(&tmp);
 	if (bad || add_sources(doc, st, meta)) {
