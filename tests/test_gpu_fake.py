@@ -336,10 +336,13 @@ def check_gpu_rows(data, launched):
 def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):
     """A burst of 300000 launches at the end, far more than the ring holds
     at once: what does not fit is counted as lost, the rest is reported,
-    and spyc and the program finish as they should."""
+    and spyc and the program finish as they should.  The HTML page of so
+    many has every kernel and copy kept on its stream's row, which adds
+    up to the time of its kernels and copies (tests/unit/test-gpuprof.c
+    checks a page of more than it draws one by one)."""
     program = write_program(tmp_path)
     report = str(tmp_path / "launched.json")
-    out = tmp_path / "out.json"
+    out = tmp_path / "out.html"
     res = run(spyc, ["record", "--gpu", "--rate", "100", "-o", out, "--",
                      any_python.path, program, FAKE, "launch", "0.2", report,
                      "300000"], timeout=300)
@@ -354,7 +357,14 @@ def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):
     assert kernels + lost >= launched["gemm_kernel"] + launched["flood"], (
         kernels, lost, launched)
     assert kernels <= launched["gemm_kernel"] + launched["flood"]
-    assert json.load(open(out))["profiles"]
+    g = html_data(str(out))["gpu"]
+    assert sum(r["count"] for r in g["rows"]) == kernels + int(re.search(
+        r"(\d+) copies", res.stderr).group(1)), g["rows"]
+    for r in g["rows"]:
+        assert len(r["spans"]) == r["count"], sorted(r)
+        busy = sum(dur for _, dur, _ in r["spans"])
+        assert abs(busy - r["busy_ns"] / 1e9) < 1e-9 * r["count"], (
+            busy, r["busy_ns"])
 
 
 EXIT_MIDWAY = PROLOGUE + r"""

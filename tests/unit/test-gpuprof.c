@@ -981,6 +981,73 @@ static void test_correlation_wrap(void)
 	stacks_release(&cpu);
 }
 
+/*
+ * The HTML page of a run with more kernels than it draws one by one:
+ * 60000 kernels of 500 ns, one every 1000 ns over the 60 ms of the run,
+ * so that each of the stream's 1000 bins of 60 us was busy half of it.
+ */
+static void test_html_bins(void)
+{
+	struct stacks cpu;
+	struct gpuprof gp;
+	struct profile_meta meta = {.title = "python train.py (pid 1)",
+				    .rate_hz = RATE_HZ,
+				    .duration_s = 0.06};
+	char path[] = "/tmp/spyc-test-gpuprof-XXXXXX";
+	const char *tag = "<script id=\"spyc-data\" type=\"application/json\">";
+	const cJSON *rows, *row, *bins, *b;
+	cJSON *root = NULL;
+	char *text = NULL, *json, *end;
+	int fd, i, off = 0;
+
+	stacks_init(&cpu);
+	gpuprof_init(&gp);
+	for (i = 0; i < 60000; i++) {
+		struct gpu_record r =
+		    kernel((uint32_t)i + 1, "k", 1000ULL * (uint64_t)i,
+			   1000ULL * (uint64_t)i + 500, 1);
+
+		gpuprof_add(&gp, &r);
+	}
+	gpuprof_attribute(&gp, &cpu);
+	meta.gpu = &gp;
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		close(fd);
+		CHECK(output_write(path, FORMAT_HTML, &cpu, &meta) == 0);
+		text = read_file_all(path);
+		unlink(path);
+	}
+	json = text ? strstr(text, tag) : NULL;
+	end = json ? strstr(json, "</script>") : NULL;
+	CHECK(json && end);
+	if (json && end) {
+		*end = '\0';
+		root = cJSON_Parse(json + strlen(tag));
+	}
+	rows = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "gpu"), "rows");
+	CHECK(cJSON_GetArraySize(rows) == 1);
+	row = cJSON_GetArrayItem(rows, 0);
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(row, "count")) == 60000);
+	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(row, "busy_ns")) ==
+	      60000 * 500.0);
+	CHECK(cJSON_GetObjectItem(row, "spans") == NULL);
+	bins = cJSON_GetObjectItem(row, "bins");
+	CHECK(cJSON_GetArraySize(bins) == 1000);
+	cJSON_ArrayForEach(b, bins)
+	{
+		double v = cJSON_GetNumberValue(b);
+
+		off += v < 499 || v > 500;
+	}
+	CHECK(off == 0);
+	cJSON_Delete(root);
+	free(text);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+}
+
 int main(void)
 {
 	test_correlation_wrap();
@@ -994,5 +1061,6 @@ int main(void)
 	test_names();
 	test_long_names();
 	test_clock_step();
+	test_html_bins();
 	return failed;
 }
