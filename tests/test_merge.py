@@ -17,6 +17,7 @@ import socket
 
 import pytest
 
+import browser
 from conftest import TARGETS, target_env
 from test_record import html_data, parse_speedscope
 
@@ -562,3 +563,27 @@ def test_merge_html(spyc, two_runs, tmp_path):
                                    for frames, w in st]
     assert dict((k, sorted(v)) for k, v in got.items()) == \
         dict((k, sorted(v)) for k, v in want.items())
+    # In a browser: a group of the thread list per input, named as the
+    # data names it, each drawing its own samples alone.
+    why = browser.missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    with browser.Browser(1200, 700) as b:
+        page = b.open("file://" + out, watch=True)
+        groups = page.evaluate("""Array.from(document.querySelectorAll(
+            '#thread optgroup')).map(function (g) { return [g.label,
+            Array.from(g.children).map(function (o) {
+              return o.value; })]; })""")
+        assert [g[0] for g in groups] == labels, groups
+        for k, (label, values) in enumerate(groups):
+            threads = [i for i, p in enumerate(data["thread_process"])
+                       if p == k]
+            assert values == ["p%d" % k] + ["t%d" % i for i in threads], (
+                label, values)
+            page.evaluate("""(function () {
+                var s = document.getElementById('thread');
+                s.value = 'p%d'; s.dispatchEvent(new Event('change'));
+                })()""" % k)
+            assert page.evaluate("spyc.root().n") == sum(
+                c for t, c, _ in data["stacks"] if t in threads), label
+        assert page.errors() == []
