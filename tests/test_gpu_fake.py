@@ -308,11 +308,67 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
         assert page.errors() == []
 
 
-def check_gpu_rows(data, launched):
+def test_fake_gpu_merged_html(spyc, fake_cuda, any_python, tmp_path):
+    """spyc merge -o all.html of two --gpu runs (as of two MPI ranks): the
+    page's GPU profile puts each run's GPU time under its process, each
+    the time of the kernels and copies its program made; its rows are
+    each run's streams, named by its process; in a browser, the GPU
+    profile's first level is the two processes with their times."""
+    program = write_program(tmp_path)
+    runs = []
+    for i, seconds in enumerate(("0.5", "0.3")):
+        report = str(tmp_path / ("launched%d.json" % i))
+        out = str(tmp_path / ("run%d.json" % i))
+        res = run(spyc, ["record", "--gpu", "--rate", "200", "-o", out, "--",
+                         any_python.path, program, FAKE, "launch", seconds,
+                         report])
+        assert res.returncode == 0, res.describe()
+        with open(report) as f:
+            launched = json.load(f)
+        with open(out) as f:
+            pid = json.load(f)["spyc_process"]["pid"]
+        runs.append((out, "pid %d" % pid, launched))
+    page = str(tmp_path / "all.html")
+    res = spyc.run(["merge", runs[0][0], runs[1][0], "-o", page])
+    res.assert_ok()
+    data = html_data(page)
+    g = data["gpu"]
+    assert data["processes"] == [r[1] for r in runs], data["processes"]
+    by_process = {}
+    for _, ns, ids in g["stacks"]:
+        root = data["frames"][ids[0]][0]
+        by_process[root] = by_process.get(root, 0) + ns
+    want = dict((label, 200000 * launched["gemm_kernel"] +
+                 100000 * launched["copies"]) for _, label, launched in runs)
+    assert by_process == want, (by_process, want)
+    for k, (_, label, launched) in enumerate(runs):
+        rows = [r for r in g["rows"] if r["process"] == k]
+        check_gpu_rows(dict(data, gpu=dict(g, rows=rows)), launched,
+                       summary=False)
+    why = browser.missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    with browser.Browser(1200, 700) as b:
+        pg = b.open("file://" + page, watch=True)
+        labels = pg.evaluate("""Array.from(document.querySelectorAll(
+            '#gpu-rows .gl')).map(function (l) { return l.textContent; })""")
+        assert labels == ["%s: GPU 0, stream %d" % (label, stream)
+                          for _, label, _ in runs for stream in (3, 7)], labels
+        pg.evaluate("""(function () {
+            var p = document.getElementById('profile');
+            p.value = 'gpu'; p.dispatchEvent(new Event('change')); })()""")
+        kids = pg.evaluate("""Array.from(spyc.root().kids.values()).map(
+            function (k) { return [k.name, k.n]; })""")
+        assert dict(kids) == want, kids
+        assert pg.errors() == []
+
+
+def check_gpu_rows(data, launched, summary=True):
     """The page's GPU rows: the copies on stream 3 and the GEMMs on stream
     7 (the streams the program chose), each one the program made, for the
     time the fake CUPTI gave it (100 us a copy, 200 us a GEMM), one after
-    another within the time the rows cover; and the GPU summary."""
+    another within the time the rows cover; and the GPU summary (a page of
+    one run's, not a merged one's)."""
     g = data["gpu"]
     rows = dict((r["stream"], r) for r in g["rows"])
     assert sorted(rows) == [3, 7], g["rows"]
@@ -330,7 +386,10 @@ def check_gpu_rows(data, launched):
             assert start >= end - 1e-9 and start + dur <= g["span_s"], (
                 start, end, g["span_s"])
             end = start + dur
-    assert "gemm_kernel" in g["summary"], g["summary"]
+    if summary:
+        assert "gemm_kernel" in g["summary"], g["summary"]
+    else:
+        assert "summary" not in g, g["summary"]
 
 
 def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):

@@ -37,7 +37,8 @@ static const char usage_text[] =
     "                    profiles, each named for its process, e.g.\n"
     "                    'rank 2 (pid 123): MainThread (tid 123)'; named\n"
     "                    .html, a page of their CPU samples with a group\n"
-    "                    of threads per process\n"
+    "                    of threads per process, and of --gpu runs' GPU\n"
+    "                    time and streams by process\n"
     "      --top N       report the N most imbalanced functions (default\n"
     "                    20; 0: all)\n"
     "      --json        print the report as JSON\n"
@@ -483,6 +484,131 @@ static void merged_stacks(const struct unit *u, size_t n, struct stacks *st)
 	strbuf_release(&label);
 }
 
+/*
+ * The inputs' GPU profiles (spyc record --gpu's), for an HTML page: in
+ * gst, the frames of cpu (with their ids) and each input's GPU time by
+ * launching stack under a root frame named as its process (nanoseconds);
+ * in pg, a row of each input's GPU streams, a span per activity.
+ * Whether any input had GPU profiles.
+ */
+static int merged_gpu(const struct unit *u, size_t n, const struct stacks *cpu,
+		      struct stacks *gst, struct html_gpu *pg,
+		      struct strbuf *labels)
+{
+	uint32_t *ids = NULL, *map;
+	size_t alloc = 0, i, f, *label_at;
+	int any = 0;
+
+	for (f = 0; f < cpu->nr_frames; f++)
+		stacks_frame(gst, cpu->frames[f].name, cpu->frames[f].file,
+			     cpu->frames[f].line);
+	label_at = xcalloc(n + 1, sizeof(*label_at));
+	for (i = 0; i < n; i++) {
+		label_at[i] = labels->len;
+		process_label(&u[i], labels);
+		strbuf_addch(labels, '\0');
+	}
+	for (i = 0; i < n; i++) {
+		const struct merge_input *in = &u[i].in;
+		const char *label = labels->buf + label_at[i];
+		const cJSON *prof;
+		size_t p = 0;
+		uint32_t thread = stacks_thread(gst, 0, 0, NULL);
+
+		map = xmalloc((in->nr_frames + 1) * sizeof(*map));
+		for (f = 0; f < in->nr_frames; f++)
+			map[f] = stacks_frame(gst, in->frame_names[f],
+					      in->frame_files[f],
+					      in->frame_lines[f]);
+		cJSON_ArrayForEach(prof, in->profiles)
+		{
+			const char *name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(prof, "name"));
+			const char *type = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(prof, "type"));
+			const cJSON *s, *w, *fr, *ev;
+			unsigned device, stream;
+			struct html_gpu_row *r;
+			double open_at = -1;
+
+			if (p++ < in->cpu_profiles || !name || !type)
+				continue;
+			if (!strcmp(type, "sampled") &&
+			    !strncmp(name, "GPU time", 8)) {
+				any = 1;
+				w = cJSON_GetObjectItemCaseSensitive(prof,
+								     "weights")
+					->child;
+				cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(
+							  prof, "samples"))
+				{
+					size_t depth = 0;
+
+					ALLOC_GROW(
+					    ids,
+					    (size_t)cJSON_GetArraySize(s) + 2,
+					    alloc);
+					ids[depth++] = stacks_frame(
+					    gst, label, "", 0);
+					cJSON_ArrayForEach(fr, s)
+					    ids[depth++] =
+						map[(size_t)fr->valuedouble];
+					if (w && w->valuedouble > 0)
+						stacks_add(gst, thread, ids,
+							   depth,
+							   (uint64_t)(w->valuedouble *
+									  1e9 +
+								      0.5));
+					w = w ? w->next : NULL;
+				}
+				continue;
+			}
+			if (strcmp(type, "evented") ||
+			    sscanf(name, "GPU %u stream %u", &device,
+				   &stream) != 2)
+				continue;
+			any = 1;
+			ALLOC_GROW(pg->rows, pg->nr_rows + 1, pg->alloc_rows);
+			r = &pg->rows[pg->nr_rows++];
+			memset(r, 0, sizeof(*r));
+			r->process = label;
+			r->device = device;
+			r->stream = stream;
+			cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(
+						   prof, "events"))
+			{
+				const char *t = cJSON_GetStringValue(
+				    cJSON_GetObjectItemCaseSensitive(ev,
+								     "type"));
+				double at = cJSON_GetNumberValue(
+				    cJSON_GetObjectItemCaseSensitive(ev, "at"));
+				double frame = cJSON_GetNumberValue(
+				    cJSON_GetObjectItemCaseSensitive(ev,
+								     "frame"));
+
+				if (t && !strcmp(t, "O")) {
+					open_at = at;
+				} else if (t && !strcmp(t, "C") &&
+					   open_at >= 0 && frame >= 0 &&
+					   frame < (double)in->nr_frames) {
+					html_gpu_span(pg, r, open_at,
+						      at - open_at,
+						      map[(size_t)frame]);
+					r->busy_ns += (uint64_t)(
+					    (at - open_at) * 1e9 + 0.5);
+					open_at = -1;
+				}
+			}
+		}
+		free(map);
+	}
+	free(ids);
+	free(label_at);
+	pg->stacks = gst;
+	pg->name = "GPU time by launching stack, by process";
+	return any;
+}
+
 static int write_json(FILE *fp, void *data)
 {
 	char *text = cJSON_PrintUnformatted(data);
@@ -695,7 +821,9 @@ int cmd_merge(int argc, char **argv)
 	}
 	if (opts.output &&
 	    output_format_from_path(opts.output) == FORMAT_HTML) {
-		struct stacks all;
+		struct stacks all, gst;
+		struct html_gpu pg = {0};
+		struct strbuf labels = STRBUF_INIT;
 		struct profile_meta meta;
 		char title[64];
 
@@ -704,8 +832,14 @@ int cmd_merge(int argc, char **argv)
 		memset(&meta, 0, sizeof(meta));
 		meta.title = title;
 		stacks_init(&all);
+		stacks_init(&gst);
 		merged_stacks(u, opts.nr_files, &all);
+		if (merged_gpu(u, opts.nr_files, &all, &gst, &pg, &labels))
+			meta.html_gpu = &pg;
 		ret = output_write(opts.output, FORMAT_HTML, &all, &meta);
+		html_gpu_release(&pg);
+		strbuf_release(&labels);
+		stacks_release(&gst);
 		stacks_release(&all);
 		if (ret)
 			exit(EXIT_FAILED);

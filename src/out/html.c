@@ -59,8 +59,9 @@ static const char page_head[] =
     "#graph .n.chance { border-style: dashed; border-color: #999; }\n"
     "#gpu { margin: 6px 8px; }\n"
     "#gpu .gr { display: flex; align-items: center; height: 16px; }\n"
-    "#gpu .gl { width: 14em; flex: none; font: 11px monospace; "
-    "color: #555; }\n"
+    "#gpu .gl { width: 22em; flex: none; font: 11px monospace; "
+    "color: #555;\n"
+    "  overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }\n"
     "#gpu canvas { flex: 1; min-width: 0; height: 14px; "
     "background: #f2f2f2; cursor: pointer; }\n"
     "#gpu pre { font: 12px monospace; }\n"
@@ -423,15 +424,18 @@ static const char page_tail[] =
     "  $('gpu-span').textContent = g.rows.length + ' GPU stream' +\n"
     "    (g.rows.length === 1 ? '' : 's') + ' over ' + "
     "g.span_s.toFixed(2) +\n"
-    "    ' s from the start of sampling; the GPU summary';\n"
-    "  $('gpu-summary').textContent = g.summary;\n"
+    "    ' s from the start of sampling' + (g.summary ? '; the GPU summary' : "
+    "'');\n"
+    "  $('gpu-summary').textContent = g.summary || '';\n"
     "  g.rows.forEach(function (r) {\n"
     "    var line = document.createElement('div');\n"
     "    var label = document.createElement('span');\n"
     "    var c = document.createElement('canvas');\n"
     "    line.className = 'gr';\n"
     "    label.className = 'gl';\n"
-    "    label.textContent = 'GPU ' + r.device + ', stream ' + r.stream;\n"
+    "    label.textContent = (r.process >= 0 ? data.processes[r.process] + "
+    "': ' : '') +\n"
+    "      'GPU ' + r.device + ', stream ' + r.stream;\n"
     "    label.title = r.count + ' kernels and copies, ' +\n"
     "      (r.busy_ns / 1e6).toFixed(3) + ' ms busy';\n"
     "    c.spycRow = r;\n"
@@ -684,21 +688,76 @@ static double gpu_seconds(const struct gpuprof *gp, uint64_t cupti_ns)
 	       1e9;
 }
 
-/* Add to row the per mille of each bin of [0, span_s) row i..j ran in. */
-static int add_bins(cJSON *row, const struct gpuprof *gp,
-		    const uint32_t *order, size_t i, size_t j, double span_s)
+/*
+ * The page's GPU part of a --gpu run: its stacks, and a row per device
+ * and stream of its activities in timeline order (html_gpu_release()
+ * frees the rows), its summary's text in summary.
+ */
+static void gpu_from_gpuprof(struct html_gpu *pg, const struct gpuprof *gp,
+			     struct strbuf *summary)
+{
+	uint32_t *order = gpuprof_timeline(gp);
+	size_t i;
+
+	memset(pg, 0, sizeof(*pg));
+	pg->stacks = &gp->stacks;
+	pg->name = gpuprof_stacks_name(gp);
+	for (i = 0; order && i < gp->nr_acts; i++) {
+		const struct gpu_record *act = &gp->acts[order[i]];
+		const struct gpu_interval *iv = gpu_record_interval(act);
+		struct html_gpu_row *r = pg->nr_rows ? &pg->rows[pg->nr_rows - 1]
+						     : NULL;
+		uint64_t start, end;
+
+		if (!r || r->device != iv->device || r->stream != iv->stream) {
+			ALLOC_GROW(pg->rows, pg->nr_rows + 1, pg->alloc_rows);
+			r = &pg->rows[pg->nr_rows++];
+			memset(r, 0, sizeof(*r));
+			r->device = iv->device;
+			r->stream = iv->stream;
+		}
+		gpuprof_activity_times(act, &start, &end);
+		html_gpu_span(pg, r, gpu_seconds(gp, start),
+			      (double)(end - start) / 1e9, gp->leaf[order[i]]);
+		r->busy_ns += end - start;
+	}
+	free(order);
+	gpuprof_summary(gp, GPU_SUMMARY_ROWS, summary);
+	pg->summary = summary->buf;
+}
+
+void html_gpu_span(struct html_gpu *pg, struct html_gpu_row *r, double start,
+		   double seconds, uint32_t frame)
+{
+	ALLOC_GROW(r->spans, r->nr_spans + 1, r->alloc_spans);
+	r->spans[r->nr_spans].start = start;
+	r->spans[r->nr_spans].seconds = seconds;
+	r->spans[r->nr_spans++].frame = frame;
+	pg->nr_spans++;
+	if (start + seconds > pg->span_s)
+		pg->span_s = start + seconds;
+}
+
+void html_gpu_release(struct html_gpu *pg)
+{
+	size_t i;
+
+	for (i = 0; i < pg->nr_rows; i++)
+		free(pg->rows[i].spans);
+	free(pg->rows);
+	memset(pg, 0, sizeof(*pg));
+}
+
+/* Add to row the per mille of each bin of [0, span_s) r's spans ran in. */
+static int add_bins(cJSON *row, const struct html_gpu_row *r, double span_s)
 {
 	double busy[GPU_BINS] = {0}, bin = span_s / GPU_BINS;
 	cJSON *bins = cJSON_AddArrayToObject(row, "bins");
-	size_t b;
+	size_t i, b;
 
-	for (; bins && i < j; i++) {
-		uint64_t start, end;
-		double t0, t1;
+	for (i = 0; bins && bin > 0 && i < r->nr_spans; i++) {
+		double t0 = r->spans[i].start, t1 = t0 + r->spans[i].seconds;
 
-		gpuprof_activity_times(&gp->acts[order[i]], &start, &end);
-		t0 = gpu_seconds(gp, start);
-		t1 = gpu_seconds(gp, end);
 		for (b = t0 > 0 ? (size_t)(t0 / bin) : 0;
 		     b < GPU_BINS && b * bin < t1; b++) {
 			double lo = b * bin, hi = lo + bin;
@@ -707,7 +766,7 @@ static int add_bins(cJSON *row, const struct gpuprof *gp,
 		}
 	}
 	for (b = 0; bins && b < GPU_BINS; b++) {
-		double pm = 1000.0 * busy[b] / bin;
+		double pm = bin > 0 ? 1000.0 * busy[b] / bin : 0;
 
 		if (!cJSON_AddItemToArray(
 			bins, cJSON_CreateNumber(pm > 1000 ? 1000 : (int)pm)))
@@ -717,79 +776,62 @@ static int add_bins(cJSON *row, const struct gpuprof *gp,
 }
 
 /*
- * Add to g "rows": a row per device and stream, {device, stream, count,
- * busy_ns, and "spans": [[start_s, seconds, frame], ...] by start (frame:
- * the activity's name, an id of the page's frames) or "bins"}, "span_s"
- * (the time the rows cover, from the start of sampling) and "summary"
- * (the GPU summary's text).  0 or -1.
+ * Add to g "rows": a row per process, device and stream, {process (an
+ * index of the page's processes, -1 for the target), device, stream,
+ * count, busy_ns, and "spans": [[start_s, seconds, frame], ...] by start
+ * (frame: the activity's name, an id of the page's frames) or "bins"},
+ * "span_s" (the time the rows cover, from the start of sampling) and
+ * "summary" (the GPU summary's text).  0 or -1.
  */
-static int add_gpu_rows(cJSON *g, const struct gpuprof *gp, double duration_s)
+static int add_gpu_rows(cJSON *g, const struct html_gpu *pg, double duration_s,
+			cJSON *processes)
 {
-	uint32_t *order = gpuprof_timeline(gp);
-	struct strbuf sb = STRBUF_INIT, tmp = STRBUF_INIT;
-	double span_s = duration_s;
+	struct strbuf tmp = STRBUF_INIT;
+	double span_s = pg->span_s > duration_s ? pg->span_s : duration_s;
 	cJSON *rows = cJSON_AddArrayToObject(g, "rows");
 	size_t i, j;
-	int bad = !rows;
+	int bad = !rows || !cJSON_AddNumberToObject(g, "span_s", span_s);
 
-	for (i = 0; order && i < gp->nr_acts; i++) {
-		uint64_t start, end;
-
-		gpuprof_activity_times(&gp->acts[i], &start, &end);
-		if (gpu_seconds(gp, end) > span_s)
-			span_s = gpu_seconds(gp, end);
-	}
-	bad |= !cJSON_AddNumberToObject(g, "span_s", span_s);
-	for (i = 0; !bad && order && i < gp->nr_acts; i = j) {
-		const struct gpu_interval *iv =
-		    gpu_record_interval(&gp->acts[order[i]]);
-		uint64_t busy = 0;
+	for (i = 0; !bad && i < pg->nr_rows; i++) {
+		const struct html_gpu_row *r = &pg->rows[i];
 		cJSON *row = cJSON_CreateObject(), *spans = NULL;
+		int k = -1, n;
 
-		for (j = i; j < gp->nr_acts; j++) {
-			const struct gpu_interval *jv =
-			    gpu_record_interval(&gp->acts[order[j]]);
-			uint64_t start, end;
-
-			if (jv->device != iv->device ||
-			    jv->stream != iv->stream)
-				break;
-			gpuprof_activity_times(&gp->acts[order[j]], &start,
-					       &end);
-			busy += end - start;
-		}
+		for (n = 0; r->process && n < cJSON_GetArraySize(processes);
+		     n++)
+			if (!strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(
+					processes, n)),
+				    output_utf8(r->process, &tmp)))
+				k = n;
 		bad |= !row || !cJSON_AddItemToArray(rows, row) ||
-		       !cJSON_AddNumberToObject(row, "device", iv->device) ||
-		       !cJSON_AddNumberToObject(row, "stream", iv->stream) ||
-		       !cJSON_AddNumberToObject(row, "count", (double)(j - i)) ||
-		       !cJSON_AddNumberToObject(row, "busy_ns", (double)busy);
-		if (!bad && gp->nr_acts > GPU_SPANS_MAX) {
-			bad |= add_bins(row, gp, order, i, j, span_s);
+		       !cJSON_AddNumberToObject(row, "process", k) ||
+		       !cJSON_AddNumberToObject(row, "device", r->device) ||
+		       !cJSON_AddNumberToObject(row, "stream", r->stream) ||
+		       !cJSON_AddNumberToObject(row, "count",
+						(double)r->nr_spans) ||
+		       !cJSON_AddNumberToObject(row, "busy_ns",
+						(double)r->busy_ns);
+		if (!bad && pg->nr_spans > GPU_SPANS_MAX) {
+			bad |= add_bins(row, r, span_s);
 			continue;
 		}
 		bad |= !bad && !(spans = cJSON_AddArrayToObject(row, "spans"));
-		for (; !bad && i < j; i++) {
-			uint64_t start, end;
+		for (j = 0; !bad && j < r->nr_spans; j++) {
 			cJSON *sp = cJSON_CreateArray();
 
-			gpuprof_activity_times(&gp->acts[order[i]], &start,
-					       &end);
 			bad |= !sp || !cJSON_AddItemToArray(spans, sp) ||
 			       !cJSON_AddItemToArray(
-				   sp, cJSON_CreateNumber(
-					   gpu_seconds(gp, start))) ||
+				   sp, cJSON_CreateNumber(r->spans[j].start)) ||
 			       !cJSON_AddItemToArray(
-				   sp, cJSON_CreateNumber(
-					   (double)(end - start) / 1e9)) ||
+				   sp,
+				   cJSON_CreateNumber(r->spans[j].seconds)) ||
 			       !cJSON_AddItemToArray(
-				   sp, cJSON_CreateNumber(gp->leaf[order[i]]));
+				   sp, cJSON_CreateNumber(r->spans[j].frame));
 		}
 	}
-	free(order);
-	gpuprof_summary(gp, GPU_SUMMARY_ROWS, &sb);
-	bad |= !bad && !cJSON_AddStringToObject(
-			   g, "summary", output_utf8(sb.buf ? sb.buf : "", &tmp));
-	strbuf_release(&sb);
+	if (!bad && pg->summary)
+		bad |= !cJSON_AddStringToObject(g, "summary",
+						output_utf8(pg->summary, &tmp));
 	strbuf_release(&tmp);
 	return bad ? -1 : 0;
 }
@@ -798,9 +840,12 @@ static int add_gpu_rows(cJSON *g, const struct gpuprof *gp, double duration_s)
 static cJSON *page_data(const struct stacks *st,
 			const struct profile_meta *meta)
 {
-	const struct gpuprof *gpu = meta ? meta->gpu : NULL;
+	const struct gpuprof *gp = meta ? meta->gpu : NULL;
+	struct html_gpu own;
+	const struct html_gpu *gpu = meta ? meta->html_gpu : NULL;
+	struct strbuf summary = STRBUF_INIT;
 	/* With GPU stacks, whose frames include the CPU ones: all of them. */
-	const struct stacks *fst = gpu ? &gpu->stacks : st;
+	const struct stacks *fst;
 	cJSON *doc = cJSON_CreateObject(), *threads, *frames, *stacks;
 	cJSON *processes, *of;
 	struct strbuf tmp = STRBUF_INIT;
@@ -811,6 +856,12 @@ static cJSON *page_data(const struct stacks *st,
 
 	if (bad)
 		return NULL;
+	memset(&own, 0, sizeof(own));
+	if (gp && gp->leaf) {
+		gpu_from_gpuprof(&own, gp, &summary);
+		gpu = &own;
+	}
+	fst = gpu ? gpu->stacks : st;
 	if (meta && meta->title)
 		bad |= !cJSON_AddStringToObject(doc, "title",
 						output_utf8(meta->title, &tmp));
@@ -867,12 +918,14 @@ static cJSON *page_data(const struct stacks *st,
 
 		bad |= !g ||
 		       !cJSON_AddStringToObject(g, "name",
-						gpuprof_stacks_name(gpu)) ||
+						output_utf8(gpu->name, &tmp)) ||
 		       !(stacks = cJSON_AddArrayToObject(g, "stacks")) ||
-		       add_entries(stacks, &gpu->stacks, 1) ||
-		       (gpu->leaf &&
-			add_gpu_rows(g, gpu, meta ? meta->duration_s : 0));
+		       add_entries(stacks, gpu->stacks, 1) ||
+		       add_gpu_rows(g, gpu, meta ? meta->duration_s : 0,
+				    processes);
 	}
+	html_gpu_release(&own);
+	strbuf_release(&summary);
 	strbuf_release(&tmp);
 	if (bad || add_sources(doc, st, meta)) {
 		cJSON_Delete(doc);

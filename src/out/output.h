@@ -42,6 +42,8 @@ struct profile_meta {
 	 * every weight in microseconds.
 	 */
 	const struct gpuprof *gpu;
+	/* HTML: the GPU part of a page where gpu is NULL (spyc merge's). */
+	const struct html_gpu *html_gpu;
 	/* Speedscope: who was profiled, for spyc merge; NULL: not said. */
 	const struct profile_process *process;
 	long pid;		    /* the target's; 0 when unknown */
@@ -76,6 +78,42 @@ int out_folded_write(FILE *fp, const struct stacks *st,
 		     const struct profile_meta *meta);
 int out_svg_write(FILE *fp, const struct stacks *st,
 		  const struct profile_meta *meta);
+/*
+ * The GPU part of an HTML page: GPU time by stack (counts nanoseconds;
+ * frames the CPU stacks' first, with the same ids, then the GPU ones;
+ * all threads are drawn as one), and a row per process, device and
+ * stream of the activities, each a span of time named by a frame of
+ * those stacks.
+ */
+struct html_gpu_span {
+	double start, seconds; /* from the start of sampling */
+	uint32_t frame;
+};
+
+struct html_gpu_row {
+	const char *process; /* a thread's process label; NULL: the target */
+	uint32_t device, stream;
+	uint64_t busy_ns;
+	struct html_gpu_span *spans; /* by start */
+	size_t nr_spans, alloc_spans;
+};
+
+struct html_gpu {
+	const struct stacks *stacks;
+	const char *name;    /* of the GPU profile */
+	const char *summary; /* the GPU summary's lines, or NULL */
+	struct html_gpu_row *rows;
+	size_t nr_rows, alloc_rows;
+	size_t nr_spans; /* in all rows */
+	double span_s;	 /* the latest end of a span */
+};
+
+/* Add a span to row r of pg (the rows' spans and span_s too). */
+void html_gpu_span(struct html_gpu *pg, struct html_gpu_row *r, double start,
+		   double seconds, uint32_t frame);
+/* Free pg's rows and spans; pg is left empty. */
+void html_gpu_release(struct html_gpu *pg);
+
 /* A self-contained HTML page with an interactive viewer (out/html.c). */
 int out_html_write(FILE *fp, const struct stacks *st,
 		   const struct profile_meta *meta);
