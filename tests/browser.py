@@ -84,6 +84,14 @@ class Page(object):
                 out.append(json.dumps(p["entry"])[:500])
         return out
 
+    def select(self, element_id, value):
+        """Choose value in the <select> element_id, as a user's choice
+        does: the page gets its change event."""
+        self.evaluate("""(function (s) {
+            s.value = %s; s.dispatchEvent(new Event('change'));
+            })(document.getElementById(%s))""" % (
+            json.dumps(value), json.dumps(element_id)))
+
     def click(self, x, y):
         """A click of the mouse's left button at (x, y) of the page's
         viewport, as a user's: the page gets its events with their

@@ -268,9 +268,7 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
         pytest.skip("the page's data is checked; not shown: " + why)
     with browser.Browser(1200, 700) as b:
         page = b.open("file://" + str(out), watch=True)
-        page.evaluate("""(function () {
-            var p = document.getElementById('profile');
-            p.value = 'gpu'; p.dispatchEvent(new Event('change')); })()""")
+        page.select("profile", "gpu")
         rows = page.evaluate("""Array.from(document.querySelector(
             '#table tbody').rows).map(function (r) {
             return Array.from(r.cells).map(function (c) {
@@ -354,9 +352,7 @@ def test_fake_gpu_merged_html(spyc, fake_cuda, any_python, tmp_path):
             '#gpu-rows .gl')).map(function (l) { return l.textContent; })""")
         assert labels == ["%s: GPU 0, stream %d" % (label, stream)
                           for _, label, _ in runs for stream in (3, 7)], labels
-        pg.evaluate("""(function () {
-            var p = document.getElementById('profile');
-            p.value = 'gpu'; p.dispatchEvent(new Event('change')); })()""")
+        pg.select("profile", "gpu")
         kids = pg.evaluate("""Array.from(spyc.root().kids.values()).map(
             function (k) { return [k.name, k.n]; })""")
         assert dict(kids) == want, kids

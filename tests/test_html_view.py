@@ -175,10 +175,7 @@ def test_html_page(page_file):
         # One thread: its samples only.
         side = [i for i, t in enumerate(data["threads"]) if "side" in t]
         assert len(side) == 1, data["threads"]
-        page.evaluate("""(function () {
-            var s = document.getElementById('thread');
-            s.value = 't%d'; s.dispatchEvent(new Event('change')); })()"""
-                      % side[0])
+        page.select("thread", "t%d" % side[0])
         want = sum(c for t, c, _ in data["stacks"] if t == side[0])
         assert page.evaluate("spyc.root().n") == want
         names = set(x["name"] for x in page.evaluate(BOXES))

@@ -580,10 +580,7 @@ def test_merge_html(spyc, two_runs, tmp_path):
                        if p == k]
             assert values == ["p%d" % k] + ["t%d" % i for i in threads], (
                 label, values)
-            page.evaluate("""(function () {
-                var s = document.getElementById('thread');
-                s.value = 'p%d'; s.dispatchEvent(new Event('change'));
-                })()""" % k)
+            page.select("thread", "p%d" % k)
             assert page.evaluate("spyc.root().n") == sum(
                 c for t, c, _ in data["stacks"] if t in threads), label
         assert page.errors() == []

@@ -399,9 +399,6 @@ def test_html_process_then_thread(spyc, any_python, tmp_path):
         groups = page.evaluate(
             "document.querySelectorAll('#thread optgroup').length")
         assert groups == len(pids)
-        page.evaluate("""(function () {
-            var s = document.getElementById('thread');
-            s.value = 'p%d'; s.dispatchEvent(new Event('change')); })()"""
-                      % k)
+        page.select("thread", "p%d" % k)
         assert page.evaluate("spyc.root().n") == want > 0
         assert page.errors() == []
