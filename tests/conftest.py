@@ -138,8 +138,8 @@ def pytest_configure(config):
         _private_basetemp = tempfile.mkdtemp(prefix="spyc-tests-")
         config.option.basetemp = _private_basetemp
     config.addinivalue_line(
-        "markers", "slots(since=(3, N), free_threaded=B): run on the "
-        "version slots that can have the feature only")
+        "markers", "slots(since=(3, N), free_threaded=B, shared=B): run "
+        "on the version slots that can have the feature only")
 
 
 def pytest_sessionstart(session):
@@ -266,15 +266,23 @@ def slot_version(slot):
 
 
 def slot_wanted(slot, marker):
-    """Whether a test marked slots(since=(3, N), free_threaded=B) runs
-    on slot (free_threaded: only those builds, or only the others): a copy that could only ever skip is not made (the
-    refusal on the others is a test of its own)."""
+    """Whether a test marked slots(since=(3, N), free_threaded=B,
+    shared=B) runs on slot (free_threaded: only those builds, or only the
+    others; shared=True: not on a static build, nor the static slot): a
+    copy that could only ever skip is not made (the refusal on the
+    others, where there is one, is a test of its own)."""
     if marker is None:
         return True
     since = marker.kwargs.get("since")
     if since is not None:
         v = slot_version(slot)
         if v is not None and v < tuple(since):
+            return False
+    shared = marker.kwargs.get("shared")
+    if shared is not None:
+        is_shared = slot.name != "static" and (
+            slot.interpreter is None or slot.interpreter.shared)
+        if shared != is_shared:
             return False
     ft = marker.kwargs.get("free_threaded")
     return ft is None or ft == slot.is_free_threaded

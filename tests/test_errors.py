@@ -354,14 +354,13 @@ def test_write_error_names_the_output(spyc, any_python, tmp_path):
                      % out], describe
 
 
+@pytest.mark.slots(shared=True)
 def test_dump_waits_for_the_loader(spyc, python):
     """A shared-library CPython caught right after exec, before the
     dynamic loader has mapped libpython: spyc waits for it (as a user
     who runs `spyc dump --pid $!` at once would need) rather than
-    calling it not Python."""
-    if not python.shared:
-        pytest.skip("%s is a static build: there is no libpython to load"
-                    % python.version)
+    calling it not Python.  Not made for a static build (no libpython
+    to load), where it could only skip."""
     libc = ctypes.CDLL(None, use_errno=True)
     ptrace = libc.ptrace
     ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
