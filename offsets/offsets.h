@@ -54,6 +54,13 @@ struct py_offsets {
 	long tstate_current_frame; /* _PyInterpreterFrame * (3.13+) */
 	long tstate_thread_id;
 	long tstate_native_thread_id; /* 3.11+ */
+	/*
+	 * 3.13+: whether the thread is attached to the interpreter (it may
+	 * run Python code; a free-threaded build's collector stops every
+	 * other attached thread), its int state equal to thread_attached.
+	 */
+	long tstate_state;
+	long thread_attached;
 	long tstate_datastack_chunk;  /* 3.11+ */
 	long tstate_datastack_top;    /* 3.11+ */
 	/* _PyInterpreterFrame *base_frame (3.15+): the sentinel frame at

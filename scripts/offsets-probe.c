@@ -334,6 +334,13 @@ int main(int argc, char **argv)
 #else
 	field("tstate_native_thread_id", NONE);
 #endif
+#if PY_VERSION_HEX >= 0x030D0000
+	field("tstate_state", OFF(PyThreadState, state));
+	field("thread_attached", (long)_Py_THREAD_ATTACHED);
+#else
+	field("tstate_state", NONE);
+	field("thread_attached", NONE);
+#endif
 #if PY_VERSION_HEX >= 0x030B0000
 	field("tstate_datastack_chunk", OFF(PyThreadState, datastack_chunk));
 	field("tstate_datastack_top", OFF(PyThreadState, datastack_top));

@@ -80,6 +80,15 @@ static inline uint64_t load_u64(const void *buf, long at)
 	return v;
 }
 
+/* The 4-byte word at byte offset at of buf (a copy of target memory). */
+static inline uint32_t load_u32(const void *buf, long at)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, (const char *)buf + at, sizeof(v));
+	return v;
+}
+
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 /* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), nanoseconds. */

@@ -1062,6 +1062,10 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	t->is_task = 0;
 	t->torn = 0;
 	t->sched = 0;
+	t->attached = off->tstate_state == OFF_NONE
+			  ? -1
+			  : load_u32(ps->tstate_buf, off->tstate_state) ==
+				(uint32_t)off->thread_attached;
 	t->skipped =
 	    !walk_wanted(ps, t->ident) ||
 	    (ps->skip_idle && ps->want_state && pystate_known_idle(ps, t));
@@ -1209,16 +1213,25 @@ static enum drop_reason check_tids(const struct py_sampler *ps,
 }
 
 /*
- * The cycle collector runs in the thread that set it off, holding the
- * GIL all along: put a "<GC>" frame on top of that thread's stack.  With
- * no GIL to tell (3.6 creates it with a process's second thread; a
- * free-threaded build has none), the only thread is the one.
+ * The cycle collector runs in the thread that set it off, from start to
+ * end: put a "<GC>" frame on top of that thread's stack while it runs.
+ * Which thread that is is told when a collection is first seen: the
+ * GIL's holder (the collector takes no GIL: it holds it); with no GIL
+ * to tell (3.6 creates it with a process's second thread; a
+ * free-threaded build has none), the only thread, or from 3.13 the only
+ * thread attached to the interpreter (a free-threaded build's collector
+ * stops every other attached thread for part of its work: until then,
+ * not told).  It stays the collector while later samples see the
+ * collection run: it may run Python code (gc.callbacks, finalizers),
+ * and let the GIL go there, to another thread whose own code that
+ * thread then runs, not the collector's; the collector's frame goes
+ * back on it once it holds the GIL again.
  */
 static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 			 struct py_sample *out)
 {
-	struct py_thread *holder = NULL;
-	size_t i, nr = 0;
+	struct py_thread *holder = NULL, *attached = NULL, *only = NULL;
+	size_t i, nr = 0, nr_attached = 0;
 
 	for (i = 0; i < out->nr_threads; i++) {
 		struct py_thread *t = &out->threads[i];
@@ -1226,12 +1239,33 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 		if (t->is_task)
 			continue;
 		nr++;
-		if (gil->locked ? t->tstate == gil->holder : !gil->holder)
+		only = t;
+		if (gil->locked && t->tstate == gil->holder)
 			holder = t;
+		if (t->attached > 0) {
+			nr_attached++;
+			attached = t;
+		}
 	}
+	if (!ps->gc_collector) {
+		if (gil->locked)
+			ps->gc_collector = holder ? holder->tstate : 0;
+		else if (nr == 1)
+			ps->gc_collector = only->tstate;
+		else if (nr_attached == 1)
+			ps->gc_collector = attached->tstate;
+	}
+	holder = NULL;
+	for (i = 0; ps->gc_collector && i < out->nr_threads; i++)
+		if (!out->threads[i].is_task &&
+		    out->threads[i].tstate == ps->gc_collector)
+			holder = &out->threads[i];
+	/* Holding the GIL, where there is one: else it waits for it. */
+	if (holder && gil->locked && gil->holder != holder->tstate)
+		holder = NULL;
 	/* A thread whose frames were not read (idle, or not walked) keeps
 	 * none: the frame goes over a stack, never alone. */
-	if (!holder || !holder->depth || (!gil->locked && nr != 1))
+	if (!holder || !holder->depth)
 		return;
 	if (!ps->gc_code)
 		ps->gc_code = pycode_stand_in("<GC>");
@@ -1292,6 +1326,8 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	/* The main interpreter's GIL: the one Python threads share. */
 	memset(&gil, 0, sizeof(gil));
 	collecting = gc_collecting(ps, interp, n);
+	if (!collecting)
+		ps->gc_collector = 0;
 	if ((ps->want_gil || collecting) && interp)
 		pygil_read(ps, interp, &gil);
 	if (n) {

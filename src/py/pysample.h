@@ -141,6 +141,12 @@ struct py_thread {
 	 * read made while it is stopped.
 	 */
 	int torn;
+	/*
+	 * 3.13+: 1 if its thread state said it was attached to the
+	 * interpreter (the GIL's holder; on a free-threaded build any
+	 * thread that may run Python code), 0 if not, -1 not known.
+	 */
+	int attached;
 };
 
 struct py_task;
@@ -513,6 +519,12 @@ struct py_sampler {
 	 */
 	int want_gc;
 	struct pycode *gc_code;
+	/*
+	 * The thread state of the thread running the collection seen last
+	 * (0: none seen yet, or not told), kept while samples see it run:
+	 * a collection runs in one thread from start to end.
+	 */
+	uint64_t gc_collector;
 	/*
 	 * Do not read the frames of threads that are not on a CPU: with
 	 * want_state, when idle stacks will not be used anyway.

@@ -13,7 +13,10 @@ counts as the collector's, is a small part of it).  build()'s own
 time is the rest of each round.  Both happen under build(): spyc puts
 its "<GC>" frame on top of build()'s stack.
 
-Usage: gcwork.py REPORT.json
+Usage: gcwork.py [spinner] REPORT.json
+
+With "spinner", a second thread spins in side() all along (its time is
+neither burner's): the collector's time is still the main thread's.
 
 It reports {"pid", "workload", "burners": ["<GC>", "build"]} once it
 runs, and on each SIGUSR1 writes REPORT.json.N (N = 1, 2, ...) with
@@ -24,6 +27,7 @@ accuracy.py does; tests/accuracy.py reads both).  Must run unchanged on CPython
 
 import gc
 import sys
+import threading
 
 from cpushare import clock, serve
 
@@ -54,12 +58,20 @@ def build(n):
     cpu["build"] += clock() - t0 - (cpu["<GC>"] - gc_before)
 
 
+def side():
+    n = 0
+    while True:
+        n += 1
+
+
 def main():
     # Few, long collections: the callbacks' own time (two thread_time
     # calls, system calls) is then a small part of the collector's.
     gc.set_threshold(50000)
     gc.callbacks.append(on_gc)
-    serve(sys.argv[1], "gc", cpu, sorted(cpu))
+    if sys.argv[1] == "spinner":
+        threading.Thread(target=side, name="spinner", daemon=True).start()
+    serve(sys.argv[-1], "gc", cpu, sorted(cpu))
     while True:
         build(20000)
 
