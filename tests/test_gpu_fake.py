@@ -141,6 +141,18 @@ def test_fake_gpu_launch_mode(spyc, fake_cuda, any_python, tmp_path):
         launched = json.load(f)
     assert launched["gemm_kernel"] > 50, launched
     check_profile(res, out, launched)
+    # spyc report --gpu: the GPU time the program made, once (the
+    # streams' timelines hold it again), all of it under the program.
+    rep = spyc.run(["report", "--gpu", "--json", "--top", "0", out])
+    rep.assert_ok()
+    doc = json.loads(rep.stdout)
+    truth = 200e-6 * launched["gemm_kernel"] + 100e-6 * launched["copies"]
+    assert abs(doc["total"] - truth) < 1e-6, (doc["total"], truth)
+    assert doc["streams_skipped"] == 2, rep.stdout[:500]
+    funcs = dict((f["name"], f) for f in doc["sections"][0]["functions"])
+    assert abs(funcs["gemm_kernel"]["own"] -
+               200e-6 * launched["gemm_kernel"]) < 1e-6, funcs["gemm_kernel"]
+    assert funcs["<module>"]["total_pct"] > 99.9, funcs["<module>"]
 
 
 def start_program(tmp_path, python, seconds, env_extra=None):

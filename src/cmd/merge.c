@@ -14,6 +14,7 @@
 #include "out/output.h"
 #include "profile/imbalance.h"
 #include "profile/merge-read.h"
+#include "profile/profile-read.h"
 #include "profile/stacks.h"
 #include "util.h"
 
@@ -534,7 +535,8 @@ static int merged_gpu(const struct unit *u, size_t n, const struct stacks *cpu,
 			if (p++ < in->cpu_profiles || !name || !type)
 				continue;
 			if (!strcmp(type, "sampled") &&
-			    !strncmp(name, "GPU time", 8)) {
+			    !strncmp(name, PROFILE_GPU_STACKS_NAME,
+				     strlen(PROFILE_GPU_STACKS_NAME))) {
 				any = 1;
 				w = cJSON_GetObjectItemCaseSensitive(prof,
 								     "weights")
@@ -605,7 +607,7 @@ static int merged_gpu(const struct unit *u, size_t n, const struct stacks *cpu,
 	free(ids);
 	free(label_at);
 	pg->stacks = gst;
-	pg->name = "GPU time by launching stack, by process";
+	pg->name = PROFILE_GPU_STACKS_NAME ", by process";
 	return any;
 }
 

@@ -706,6 +706,8 @@ static int report_json(struct report *r)
 				     (double)r->prof.nr_profiles) ||
 	    !cJSON_AddNumberToObject(root, "profiles_skipped",
 				     (double)r->prof.nr_skipped) ||
+	    !cJSON_AddNumberToObject(root, "streams_skipped",
+				     (double)r->prof.nr_streams_skipped) ||
 	    !cJSON_AddBoolToObject(root, "thread_prefix",
 				   r->prof.thread_prefix) ||
 	    !cJSON_AddNumberToObject(
@@ -765,6 +767,11 @@ static void report_text(struct report *r)
 		       r->opts->gpu ? "CPU" : "GPU",
 		       r->prof.nr_skipped == 1 ? "" : "s",
 		       r->opts->gpu ? "without --gpu" : "see --gpu");
+	if (r->prof.nr_streams_skipped)
+		printf("not shown: %zu GPU stream timeline%s (the same time, "
+		       "by stream)\n",
+		       r->prof.nr_streams_skipped,
+		       r->prof.nr_streams_skipped == 1 ? "" : "s");
 	if (!r->opts->threads) {
 		tally_count(&r->t, UINT32_MAX);
 		print_section(r, "all threads");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/profile-read.h"
 #include "util.h"
 
 #ifdef HAVE_DEMANGLE
@@ -526,12 +527,13 @@ static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
 const char *gpuprof_stacks_name(const struct gpuprof *gp)
 {
 	if (gp->exact && !gp->attributed)
-		return "GPU time by launching stack (the Python stack of each "
-		       "launch)";
+		return PROFILE_GPU_STACKS_NAME " (the Python stack of each "
+					       "launch)";
 	if (gp->exact)
-		return "GPU time by launching stack (the Python stack of the "
-		       "launch, else the nearest CPU sample)";
-	return "GPU time by launching stack (nearest CPU sample)";
+		return PROFILE_GPU_STACKS_NAME " (the Python stack of the "
+					       "launch, else the nearest CPU "
+					       "sample)";
+	return PROFILE_GPU_STACKS_NAME " (nearest CPU sample)";
 }
 
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)

@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/profile-read.h"
 #include "util.h"
 
-/* What out/speedscope.c names the GPU stacks profile (not a CPU thread). */
-#define GPU_STACKS_NAME "GPU time by launching stack"
 /* Larger than any profile spyc writes; refuse rather than exhaust memory. */
 #define MAX_PROFILE_BYTES (4ULL << 30)
 
@@ -184,7 +183,7 @@ static void count_cpu_profiles(struct merge_input *in)
 
 		if (!type || strcmp(type, "sampled") ||
 		    (name &&
-		     !strncmp(name, GPU_STACKS_NAME, strlen(GPU_STACKS_NAME))))
+		     !strncmp(name, PROFILE_GPU_STACKS_NAME, strlen(PROFILE_GPU_STACKS_NAME))))
 			break;
 		n++;
 	}

@@ -916,7 +916,7 @@ static int read_speedscope(struct profile *p, const char *name,
 	size_t index = 0;
 	uint32_t thread;
 	cJSON *root;
-	int ret = -1, gpu;
+	int ret = -1, gpu, gpu_stacks = 0;
 
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
@@ -947,6 +947,17 @@ static int read_speedscope(struct profile *p, const char *name,
 	map.ids = xmalloc((map.nr ? map.nr : 1) * sizeof(*map.ids));
 	if (read_frames(p, name, frames, &map))
 		goto out;
+	/*
+	 * GPU time by launching stack holds the time the streams' timelines
+	 * hold too: with it, those are not read (their time counted twice).
+	 */
+	cJSON_ArrayForEach(prof, profiles)
+	{
+		pname = cJSON_GetObjectItemCaseSensitive(prof, "name");
+		gpu_stacks |= cJSON_IsString(pname) &&
+			      !strncmp(pname->valuestring, PROFILE_GPU_STACKS_NAME,
+				       strlen(PROFILE_GPU_STACKS_NAME));
+	}
 	cJSON_ArrayForEach(prof, profiles)
 	{
 		char label[32];
@@ -956,6 +967,13 @@ static int read_speedscope(struct profile *p, const char *name,
 		unit = cJSON_GetObjectItemCaseSensitive(prof, "unit");
 		gpu = cJSON_IsString(pname) &&
 		      !strncmp(pname->valuestring, "GPU", 3);
+		if ((flags & PROFILE_READ_GPU) && gpu && gpu_stacks &&
+		    cJSON_IsString(type) &&
+		    !strcmp(type->valuestring, "evented")) {
+			p->nr_streams_skipped++;
+			index++;
+			continue;
+		}
 		if (!(flags & (gpu ? PROFILE_READ_GPU : PROFILE_READ_CPU))) {
 			p->nr_skipped++;
 			index++;

@@ -19,6 +19,12 @@ enum profile_unit {
 #define PROFILE_READ_CPU 1u /* profiles whose name does not start "GPU" */
 #define PROFILE_READ_GPU 2u /* spyc --gpu's: names that start "GPU" */
 
+/*
+ * How the name of spyc record --gpu's profile of GPU time by launching
+ * stack begins (gpuprof_stacks_name()).
+ */
+#define PROFILE_GPU_STACKS_NAME "GPU time by launching stack"
+
 /* Where the profile came from. */
 enum profile_source {
 	PROFILE_SPEEDSCOPE,
@@ -72,6 +78,11 @@ struct profile {
 	double rate_hz;
 	size_t nr_profiles; /* speedscope: profiles read */
 	size_t nr_skipped;  /* speedscope: profiles not selected by flags */
+	/*
+	 * speedscope: GPU streams' timelines not read, whose time the GPU
+	 * time by launching stack holds (read with PROFILE_READ_GPU)
+	 */
+	size_t nr_streams_skipped;
 	/*
 	 * The directories spyc record took off the file names (what it
 	 * wrote as spyc_source_roots, or pprof's comments), where a short
