@@ -55,6 +55,7 @@ static const char usage_text[] =
     "  -n, --top N       rows in each table (default 20; 0: all)\n"
     "  -s, --sort KEY    own (default) or total\n"
     "      --gpu         the GPU profiles of spyc record --gpu instead\n"
+    "      --gpu-idle    their GPU idle time by Python stack instead\n"
     "  -j, --json        print JSON instead of text\n"
     "  -h, --help        this help\n"
     "\n"
@@ -66,7 +67,7 @@ struct diff_opts {
 	const char *output;   /* -o: the differential flame graph */
 	size_t top;
 	int total; /* --sort total */
-	int gpu;
+	unsigned gpu; /* --gpu, --gpu-idle: the profile_read() flags; 0: CPU */
 	int json;
 };
 
@@ -96,6 +97,7 @@ static void parse_options(struct diff_opts *o, int argc, char **argv)
 	    {"top", required_argument, NULL, 'n'},
 	    {"sort", required_argument, NULL, 's'},
 	    {"gpu", no_argument, NULL, OPT_GPU},
+	    {"gpu-idle", no_argument, NULL, OPT_GPU_IDLE},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -116,7 +118,10 @@ static void parse_options(struct diff_opts *o, int argc, char **argv)
 			o->total = parse_sort_total(optarg);
 			break;
 		case OPT_GPU:
-			o->gpu = 1;
+			o->gpu = PROFILE_READ_GPU;
+			break;
+		case OPT_GPU_IDLE:
+			o->gpu = PROFILE_READ_GPU | PROFILE_READ_GPU_IDLE;
 			break;
 		case 'j':
 			o->json = 1;
@@ -484,7 +489,7 @@ int cmd_diff(int argc, char **argv)
 		profile_init(&s[w].prof);
 	for (w = 0; w < 2; w++) {
 		if (profile_read(&s[w].prof, o.paths[w],
-				 o.gpu ? PROFILE_READ_GPU : PROFILE_READ_CPU)) {
+				 o.gpu ? o.gpu : PROFILE_READ_CPU)) {
 			ret = EXIT_FAILED;
 			goto out;
 		}

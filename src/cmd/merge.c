@@ -360,7 +360,9 @@ static cJSON *sources_json(const struct unit *u, size_t n)
 		    (in->rate_hz > 0 &&
 		     !cJSON_AddNumberToObject(o, "rate_hz", in->rate_hz)) ||
 		    !cJSON_AddNumberToObject(o, "profiles",
-					     (double)in->nr_profiles))
+					     (double)in->nr_profiles) ||
+		    !cJSON_AddNumberToObject(o, "cpu_profiles",
+					     (double)in->cpu_profiles))
 			goto oom;
 	}
 	return arr;

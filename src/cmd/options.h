@@ -18,6 +18,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_ASYNC,
 	OPT_GPU,
+	OPT_GPU_IDLE,
 	OPT_NO_GC,
 	OPT_COMMAND, /* a command's own options from here on */
 };

@@ -503,6 +503,7 @@ static void sample_loop(struct recorder *r)
 	/* Slots from now on: duration x rate of them end at the deadline. */
 	sl->next = sl->slot = started;
 	r->gp.t0_ns = started;
+	r->gp.period_ns = (uint64_t)(1e9 / r->opts->s.rate);
 	r->timeline.t0_ns = started;
 	r->start_unix_ns = realtime_ns();
 	while (!sampleloop_stop) {
@@ -581,10 +582,13 @@ static void sample_loop(struct recorder *r)
 	if (sampleloop_stop && !r->ended)
 		r->ended =
 		    sampleloop_stop == SIGINT ? "interrupted" : "terminated";
-	r->elapsed = (double)(now_ns() - started) / 1e9;
+	r->gp.t1_ns = now_ns();
+	r->elapsed = (double)(r->gp.t1_ns - started) / 1e9;
 	/* Waking up late at the deadline is not sampling time. */
-	if (r->at_deadline)
+	if (r->at_deadline) {
 		r->elapsed = r->opts->duration;
+		r->gp.t1_ns = started + (uint64_t)(r->opts->duration * 1e9);
+	}
 }
 
 static void default_output(struct record_opts *o, pid_t pid, char *buf,

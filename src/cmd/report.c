@@ -56,6 +56,8 @@ static const char usage_text[] =
     "                       folded: recorded with --threads)\n"
     "      --gpu            the GPU profiles of spyc record --gpu (names\n"
     "                       that start with 'GPU') instead of the CPU ones\n"
+    "      --gpu-idle       its GPU idle time by what the launching\n"
+    "                       threads ran meanwhile instead\n"
     "  -j, --json           print JSON instead of text\n"
     "  -h, --help           this help\n"
     "\n"
@@ -80,6 +82,7 @@ struct report_opts {
 	size_t nr_functions, alloc_functions;
 	int threads;
 	int gpu;
+	int gpu_idle; /* --gpu-idle */
 	int json;
 };
 
@@ -109,6 +112,7 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 	    {"function", required_argument, NULL, 'f'},
 	    {"threads", no_argument, NULL, 't'},
 	    {"gpu", no_argument, NULL, OPT_GPU},
+	    {"gpu-idle", no_argument, NULL, OPT_GPU_IDLE},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -142,6 +146,9 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 			break;
 		case OPT_GPU:
 			o->gpu = 1;
+			break;
+		case OPT_GPU_IDLE:
+			o->gpu_idle = 1;
 			break;
 		case 'j':
 			o->json = 1;
@@ -751,10 +758,15 @@ static void report_text(struct report *r)
 	char label[256], total[32];
 	size_t t;
 
+	size_t idle = r->prof.nr_idle_skipped;
+	size_t others = r->prof.nr_skipped - idle;
+
 	printf("%s: %s", r->opts->path, source_name(&r->prof));
 	if (r->prof.source == PROFILE_SPEEDSCOPE)
 		printf(", %zu %s profile%s", r->prof.nr_profiles,
-		       r->opts->gpu ? "GPU" : "CPU",
+		       r->opts->gpu_idle ? "GPU idle"
+		       : r->opts->gpu	 ? "GPU"
+					 : "CPU",
 		       r->prof.nr_profiles == 1 ? "" : "s");
 	printf(", %zu thread%s, %s %s\n", st->nr_threads,
 	       st->nr_threads == 1 ? "" : "s",
@@ -762,11 +774,17 @@ static void report_text(struct report *r)
 	       r->prof.unit == PROFILE_UNIT_SECONDS ? "sampled" : "samples");
 	if (r->prof.title)
 		printf("title: %s\n", r->prof.title);
-	if (r->prof.nr_skipped)
-		printf("not shown: %zu %s profile%s (%s)\n", r->prof.nr_skipped,
-		       r->opts->gpu ? "CPU" : "GPU",
-		       r->prof.nr_skipped == 1 ? "" : "s",
+	if (r->opts->gpu_idle && others)
+		printf("not shown: %zu CPU and GPU profile%s (without "
+		       "--gpu-idle)\n",
+		       others, others == 1 ? "" : "s");
+	else if (others)
+		printf("not shown: %zu %s profile%s (%s)\n", others,
+		       r->opts->gpu ? "CPU" : "GPU", others == 1 ? "" : "s",
 		       r->opts->gpu ? "without --gpu" : "see --gpu");
+	if (idle)
+		printf("not shown: %zu GPU idle profile%s (see --gpu-idle)\n",
+		       idle, idle == 1 ? "" : "s");
 	if (r->prof.nr_streams_skipped)
 		printf("not shown: %zu GPU stream timeline%s (the same time, "
 		       "by stream)\n",
@@ -812,7 +830,10 @@ int cmd_report(int argc, char **argv)
 	r.opts = &opts;
 	profile_init(&r.prof);
 	if (profile_read(&r.prof, opts.path,
-			 opts.gpu ? PROFILE_READ_GPU : PROFILE_READ_CPU)) {
+			 opts.gpu_idle
+			     ? PROFILE_READ_GPU | PROFILE_READ_GPU_IDLE
+			 : opts.gpu ? PROFILE_READ_GPU
+				    : PROFILE_READ_CPU)) {
 		ret = EXIT_FAILED;
 		goto out;
 	}

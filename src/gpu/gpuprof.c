@@ -63,6 +63,7 @@ void gpuprof_init(struct gpuprof *gp)
 {
 	memset(gp, 0, sizeof(*gp));
 	stacks_init(&gp->stacks);
+	stacks_init(&gp->idle);
 	stacks_init(&gp->launch_stacks);
 	gpu_names_init(&gp->names);
 }
@@ -86,6 +87,8 @@ void gpuprof_release(struct gpuprof *gp)
 	free(gp->samples);
 	free(gp->leaf);
 	stacks_release(&gp->stacks);
+	free(gp->idle_line_time);
+	stacks_release(&gp->idle);
 	gpuprof_init(gp);
 }
 
@@ -485,27 +488,32 @@ static int is_python_frame(const struct gpuprof *gp, uint32_t f)
  * Charge ns of GPU time to the innermost Python frame of frames (ids in
  * gp->stacks, root first): every one is, for a launch's own stack.
  */
-static void add_line_time(struct gpuprof *gp, const uint32_t *frames,
-			  size_t depth, uint64_t ns, int all_python)
+static void add_line_time_to(struct gpuprof *gp, uint64_t **time, size_t *nr,
+			     const uint32_t *frames, size_t depth, uint64_t ns,
+			     int all_python)
 {
 	size_t i;
 
 	for (i = depth; i-- > 0;) {
 		uint32_t f = frames[i];
-		size_t old = gp->nr_line_time;
+		size_t old = *nr;
 
 		if (!all_python && !is_python_frame(gp, f))
 			continue;
-		if (f >= gp->nr_line_time) {
-			ALLOC_GROW(gp->line_time, (size_t)f + 1,
-				   gp->nr_line_time);
-			memset(gp->line_time + old, 0,
-			       (gp->nr_line_time - old) *
-				   sizeof(*gp->line_time));
+		if (f >= *nr) {
+			ALLOC_GROW(*time, (size_t)f + 1, *nr);
+			memset(*time + old, 0, (*nr - old) * sizeof(**time));
 		}
-		gp->line_time[f] += ns;
+		(*time)[f] += ns;
 		return;
 	}
+}
+
+static void add_line_time(struct gpuprof *gp, const uint32_t *frames,
+			  size_t depth, uint64_t ns, int all_python)
+{
+	add_line_time_to(gp, &gp->line_time, &gp->nr_line_time, frames, depth,
+			 ns, all_python);
 }
 
 /* The GPU stacks' thread for CPU thread tid: named as the CPU one. */
@@ -522,6 +530,248 @@ static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
 					     th->name);
 	}
 	return stacks_thread(&gp->stacks, 0, (long)tid, NULL);
+}
+
+/* A device's busy time: its activities' union, each span with the busy
+ * time before it. */
+struct busy {
+	uint64_t start, end, before;
+};
+
+static int cmp_busy(const void *a, const void *b)
+{
+	const struct busy *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Device's busy spans on spyc's clock, by start; *out is the caller's. */
+static size_t device_busy(const struct gpuprof *gp, uint32_t device,
+			  struct busy **out)
+{
+	struct busy *b = xmalloc((gp->nr_acts + 1) * sizeof(*b));
+	size_t i, n = 0, m = 0;
+	uint64_t before = 0;
+
+	for (i = 0; i < gp->nr_acts; i++) {
+		uint64_t start, end;
+
+		if (gpu_record_interval(&gp->acts[i])->device != device)
+			continue;
+		gpuprof_activity_times(&gp->acts[i], &start, &end);
+		b[n].start = gpuprof_to_monotonic(gp, start);
+		b[n].end = gpuprof_to_monotonic(gp, end);
+		if (b[n].end < b[n].start)
+			b[n].end = b[n].start;
+		n++;
+	}
+	if (n)
+		qsort(b, n, sizeof(*b), cmp_busy);
+	for (i = 0; i < n; i++) {
+		if (m && b[i].start <= b[m - 1].end) {
+			if (b[i].end > b[m - 1].end)
+				b[m - 1].end = b[i].end;
+			continue;
+		}
+		b[m++] = b[i];
+	}
+	for (i = 0; i < m; i++) {
+		b[i].before = before;
+		before += b[i].end - b[i].start;
+	}
+	*out = b;
+	return m;
+}
+
+/* The busy time of spans b[0..n) before t. */
+static uint64_t busy_before(const struct busy *b, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	/* The first span that starts at or after t; the one before counts. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b[mid].start < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	lo--;
+	return b[lo].before + (t < b[lo].end ? t : b[lo].end) - b[lo].start;
+}
+
+/* The idle time of spans b[0..n) in [a, z). */
+static uint64_t idle_in(const struct busy *b, size_t n, uint64_t a, uint64_t z)
+{
+	return z > a ? (z - a) - (busy_before(b, n, z) - busy_before(b, n, a))
+		     : 0;
+}
+
+/* The thread that launched act (its launch's, or its API call's), or 0. */
+static uint32_t launching_tid(const struct gpuprof *gp,
+			      const struct gpu_record *act)
+{
+	const struct gpu_launch *l = find_launch(gp, activity_correlation(act));
+	const struct gpu_api_call *api;
+
+	if (l)
+		return l->tid;
+	api = find_api(gp, activity_correlation(act), activity_start(act));
+	return api ? api->tid : 0;
+}
+
+/*
+ * Sample s (of gp->samples, sorted by thread and time) stands for the
+ * time [*a, *z): from halfway to its thread's previous sample to halfway
+ * to its next, at most a period each way, within [t0, t1].
+ */
+static void sample_window(const struct gpuprof *gp, size_t s, uint64_t t0,
+			  uint64_t t1, uint64_t *a, uint64_t *z)
+{
+	const struct gpu_cpu_sample *x = &gp->samples[s];
+	uint64_t cap = gp->period_ns ? gp->period_ns : UINT64_MAX;
+	uint64_t half = gp->period_ns / 2, left = half, right = half;
+
+	if (s > 0 && gp->samples[s - 1].tid == x->tid)
+		left = (x->t_ns - gp->samples[s - 1].t_ns) / 2;
+	if (s + 1 < gp->nr_samples && gp->samples[s + 1].tid == x->tid)
+		right = (gp->samples[s + 1].t_ns - x->t_ns) / 2;
+	left = left < cap ? left : cap;
+	right = right < cap ? right : cap;
+	*a = x->t_ns > t0 + left ? x->t_ns - left : t0;
+	*z = x->t_ns + right < t1 ? x->t_ns + right : t1;
+	if (*z < *a)
+		*z = *a;
+}
+
+/*
+ * gp->idle: each device's idle time from t0_ns to t1_ns by the stacks of
+ * the CPU samples of the threads that launched its work (gpuprof.h).
+ * After gpuprof_attribute() has sorted the samples, API calls and
+ * launches.
+ */
+static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
+{
+	uint32_t *devices = NULL, *tids = NULL, *frames;
+	size_t nr_devices = 0, alloc_devices = 0, alloc_tids = 0, i, d;
+	size_t max_depth = 0;
+	uint64_t t0 = gp->t0_ns, t1 = gp->t1_ns;
+	uint32_t unsampled;
+	char root_name[64];
+
+	if (!t1) {
+		for (i = 0; i < gp->nr_samples; i++)
+			if (gp->samples[i].t_ns > t1)
+				t1 = gp->samples[i].t_ns;
+		for (i = 0; i < gp->nr_acts; i++) {
+			uint64_t start, end;
+
+			gpuprof_activity_times(&gp->acts[i], &start, &end);
+			if (gpuprof_to_monotonic(gp, end) > t1)
+				t1 = gpuprof_to_monotonic(gp, end);
+		}
+	}
+	if (t1 <= t0)
+		return;
+	for (i = 0; i < gp->nr_acts; i++) {
+		uint32_t dev = gpu_record_interval(&gp->acts[i])->device;
+
+		for (d = 0; d < nr_devices && devices[d] != dev; d++)
+			;
+		if (d == nr_devices) {
+			ALLOC_GROW(devices, nr_devices + 1, alloc_devices);
+			devices[nr_devices++] = dev;
+		}
+	}
+	/*
+	 * The roots are frames of gp->stacks too, whose frames are all the
+	 * idle stacks' (the same ids): outputs write one table of frames.
+	 */
+	for (d = 0; d < nr_devices; d++) {
+		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
+			 devices[d]);
+		stacks_frame(&gp->stacks, root_name, "", 0);
+	}
+	unsampled = stacks_frame(&gp->stacks, GPU_IDLE_UNSAMPLED, "", 0);
+	for (i = 0; i < gp->stacks.nr_frames; i++)
+		stacks_frame(&gp->idle, gp->stacks.frames[i].name,
+			     gp->stacks.frames[i].file,
+			     gp->stacks.frames[i].line);
+	for (i = 0; i < cpu->nr_entries; i++)
+		if (cpu->entries[i].depth > max_depth)
+			max_depth = cpu->entries[i].depth;
+	frames = xmalloc((max_depth + 2) * sizeof(*frames));
+	for (d = 0; d < nr_devices; d++) {
+		struct busy *b;
+		size_t nb = device_busy(gp, devices[d], &b), nr_tids = 0, k, s;
+		uint64_t idle = idle_in(b, nb, t0, t1), charged = 0;
+		uint32_t root;
+
+		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
+			 devices[d]);
+		root = stacks_frame(&gp->idle, root_name, "", 0);
+		gp->idle_window_ns += t1 - t0;
+		gp->idle_ns += idle;
+		for (i = 0; i < gp->nr_acts; i++) {
+			uint32_t tid;
+
+			if (gpu_record_interval(&gp->acts[i])->device !=
+			    devices[d])
+				continue;
+			tid = launching_tid(gp, &gp->acts[i]);
+			for (k = 0; tid && k < nr_tids && tids[k] != tid; k++)
+				;
+			if (tid && k == nr_tids) {
+				ALLOC_GROW(tids, nr_tids + 1, alloc_tids);
+				tids[nr_tids++] = tid;
+			}
+		}
+		for (s = 0; nr_tids && s < gp->nr_samples; s++) {
+			const struct gpu_cpu_sample *x = &gp->samples[s];
+			const struct stack_entry *e;
+			const struct stack_thread *t;
+			uint64_t a, z, ns;
+
+			for (k = 0; k < nr_tids && (long)tids[k] != x->tid;
+			     k++)
+				;
+			if (k == nr_tids || x->entry >= cpu->nr_entries)
+				continue;
+			sample_window(gp, s, t0, t1, &a, &z);
+			ns = idle_in(b, nb, a, z) / nr_tids;
+			if (!ns)
+				continue;
+			e = &cpu->entries[x->entry];
+			t = &cpu->threads[e->thread];
+			frames[0] = root;
+			memcpy(frames + 1, e->frames,
+			       e->depth * sizeof(*frames));
+			stacks_add(&gp->idle,
+				   stacks_thread(&gp->idle, t->ident, t->tid,
+						 t->name),
+				   frames, e->depth + 1, ns);
+			add_line_time_to(gp, &gp->idle_line_time,
+					 &gp->nr_idle_line_time, e->frames,
+					 e->depth, ns, 0);
+			charged += ns;
+		}
+		if (idle > charged) {
+			frames[0] = root;
+			frames[1] = unsampled;
+			stacks_add(&gp->idle,
+				   stacks_thread(&gp->idle, 0, 0,
+						 GPU_IDLE_UNSAMPLED),
+				   frames, 2, idle - charged);
+			gp->idle_unsampled_ns += idle - charged;
+		}
+		free(b);
+	}
+	free(frames);
+	free(tids);
+	free(devices);
 }
 
 const char *gpuprof_stacks_name(const struct gpuprof *gp)
@@ -644,6 +894,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	}
 	free(frames);
 	free(launch_map);
+	attribute_idle(gp, cpu);
 }
 
 static int cmp_timeline(const void *a, const void *b, void *ctx)
@@ -781,24 +1032,27 @@ static int cmp_line(const void *a, const void *b, void *ctx)
 }
 
 /* The Python lines whose launches took the most GPU time, most first. */
-static void add_line_rows(const struct gpuprof *gp, size_t max_rows,
-			  uint64_t all_time, struct strbuf *sb)
+/*
+ * The lines of time[0..nr) (by frame id of frames, CPU ones first), the
+ * most first, as shares of all_time, under the line header.
+ */
+static void add_line_rows(const uint64_t *time, size_t nr,
+			  const struct stacks *frames, const char *header,
+			  size_t max_rows, uint64_t all_time, struct strbuf *sb)
 {
-	uint32_t *order =
-	    xmalloc((gp->nr_line_time ? gp->nr_line_time : 1) * sizeof(*order));
+	uint32_t *order = xmalloc((nr ? nr : 1) * sizeof(*order));
 	size_t n = 0, i;
 
-	for (i = 0; i < gp->nr_line_time; i++)
-		if (gp->line_time[i])
+	for (i = 0; i < nr; i++)
+		if (time[i])
 			order[n++] = (uint32_t)i;
 	if (n) {
-		qsort_r(order, n, sizeof(*order), cmp_line, gp->line_time);
-		strbuf_addf(sb, "  Python lines by the GPU time they "
-				"launched:\n");
+		qsort_r(order, n, sizeof(*order), cmp_line, (void *)time);
+		strbuf_addf(sb, "  %s:\n", header);
 	}
 	for (i = 0; i < n && i < max_rows; i++) {
-		const struct stack_frame *f = &gp->stacks.frames[order[i]];
-		uint64_t t = gp->line_time[order[i]];
+		const struct stack_frame *f = &frames->frames[order[i]];
+		uint64_t t = time[order[i]];
 
 		strbuf_addf(sb, "  %6.2f%% ",
 			    all_time ? 100.0 * (double)t / (double)all_time
@@ -935,7 +1189,30 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 			    " by CUPTI (no buffer space), %" PRIu64
 			    " CUPTI buffers cut short by an invalid record\n",
 			    gp->zero_time, gp->cupti_dropped, gp->bad_buffers);
-	add_line_rows(gp, max_rows, all_time, sb);
+	add_line_rows(gp->line_time, gp->nr_line_time, &gp->stacks,
+		      "Python lines by the GPU time they launched", max_rows,
+		      all_time, sb);
+	if (gp->idle_window_ns) {
+		strbuf_addf(sb, "  GPU idle %.1f%% of the ",
+			    100.0 * (double)gp->idle_ns /
+				(double)gp->idle_window_ns);
+		add_duration(sb, 0, (double)gp->idle_window_ns);
+		strbuf_addstr(sb, " sampled (");
+		add_duration(sb, 0, (double)gp->idle_ns);
+		strbuf_addstr(sb, ")");
+		if (gp->idle_unsampled_ns) {
+			strbuf_addstr(sb, ", ");
+			add_duration(sb, 0, (double)gp->idle_unsampled_ns);
+			strbuf_addstr(sb, " of it while no launching thread "
+					  "was sampled");
+		}
+		strbuf_addch(sb, '\n');
+		add_line_rows(gp->idle_line_time, gp->nr_idle_line_time,
+			      &gp->idle,
+			      "Python lines the launching threads ran while "
+			      "the GPU was idle",
+			      max_rows, gp->idle_ns, sb);
+	}
 	if (gp->launch_off[0])
 		strbuf_addf(sb,
 			    "  launch stacks: off (%s): by the nearest CPU "

@@ -106,6 +106,9 @@ struct gpuprof {
 	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
 	uint32_t api_records;	/* enum gpu_api_records: which calls */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
+	/* when it ended (0: at the last CPU sample or activity) */
+	uint64_t t1_ns;
+	uint64_t period_ns; /* between CPU samples, as asked (0: not said) */
 
 	/*
 	 * Filled by gpuprof_attribute(): the CPU stacks' frames first, with
@@ -124,6 +127,24 @@ struct gpuprof {
 	 */
 	uint64_t *line_time;
 	size_t nr_line_time;
+	/*
+	 * Filled by gpuprof_attribute() too: the time each device was idle
+	 * (ran no kernel, copy or memset) from t0_ns to t1_ns, by what the
+	 * threads that launched its work ran meanwhile.  A CPU sample of
+	 * such a thread stands for the time from halfway to its thread's
+	 * previous sample to halfway to its next (at most a period each
+	 * way): the device's idle time in there goes on its stack, under
+	 * GPU_ROOT_IDLE (split evenly when several threads launched on the
+	 * device); idle time no such sample stands for goes under
+	 * GPU_ROOT_IDLE and GPU_IDLE_UNSAMPLED.  Frames: the CPU stacks'
+	 * first, with the same ids; counts: nanoseconds.
+	 */
+	struct stacks idle;
+	uint64_t idle_ns;	     /* all devices' idle time */
+	uint64_t idle_window_ns;     /* all devices' time looked at */
+	uint64_t idle_unsampled_ns;  /* of idle_ns, under GPU_IDLE_UNSAMPLED */
+	uint64_t *idle_line_time;    /* by innermost Python frame, as line_time */
+	size_t nr_idle_line_time;
 	int attributed_done;
 };
 
@@ -135,6 +156,9 @@ struct gpuprof {
 /* Below the launch's frames when the agent copied only the innermost. */
 #define GPU_ROOT_CUT "[deeper frames not copied at the launch]"
 #define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
+/* The root of every stack of GPU idle time: "[GPU 0 idle]", per device. */
+#define GPU_ROOT_IDLE "[GPU %u idle]"
+#define GPU_IDLE_UNSAMPLED "[no CPU sample of a launching thread]"
 
 void gpuprof_init(struct gpuprof *gp);
 /* Free everything gp owns; gp is left empty (as after gpuprof_init). */

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpu/gpuprof.h"
+#include "profile/profile-read.h"
 #include "profile/source.h"
 #include "py/framename.h"
 #include "util.h"
@@ -105,6 +106,7 @@ static const char page_tail[] =
     "var pick = 'a', root = null, view = null, icicle = true, base = null;\n"
     "var fullChange = 5;\n"
     "var query = null, sortKey = 'self', sortDesc = true, gpu = false;\n"
+    "var idle = false;\n"
     "var $ = function (id) { return document.getElementById(id); };\n"
     "function fkey(f) { return f[0] + '\\u0000' + f[1]; }\n"
     "function text(n) { return n.file ? n.name + ' (' + n.file + ')' : "
@@ -112,7 +114,7 @@ static const char page_tail[] =
     "function pct(v, of) { return of ? (100 * v / of).toFixed(1) + '%' : "
     "'0%'; }\n"
     "function stacks() {\n"
-    "  if (gpu) return data.gpu.stacks;\n"
+    "  if (gpu) return idle ? data.gpu.idle.stacks : data.gpu.stacks;\n"
     "  if (data.diff) return data.stacks.filter(function (s) {\n"
     "    return s[0] !== 0; });\n"
     "  return data.stacks.filter(function (s) {\n"
@@ -404,15 +406,21 @@ static const char page_tail[] =
     "  var prof = $('profile');\n"
     "  prof.add(new Option('CPU samples', 'cpu'));\n"
     "  prof.add(new Option(data.gpu.name, 'gpu'));\n"
+    "  if (data.gpu.idle) prof.add(new Option(data.gpu.idle.name, "
+    "'idle'));\n"
     "  prof.hidden = false;\n"
     "  prof.addEventListener('change', function () {\n"
-    "    gpu = prof.value === 'gpu';\n"
+    "    gpu = prof.value !== 'cpu';\n"
+    "    idle = prof.value === 'idle';\n"
     "    $('thread').disabled = gpu;\n"
     "    choose(gpu ? 'a' : pick);\n"
     "  });\n"
     "  var ns = data.gpu.stacks.reduce(function (a, s) { return a + s[1]; "
     "}, 0);\n"
     "  $('info').textContent += ', GPU ' + (ns / 1e6).toFixed(1) + ' ms';\n"
+    "  if (data.gpu.idle) $('info').textContent += ', GPU idle ' +\n"
+    "    (data.gpu.idle.stacks.reduce(function (a, s) { return a + s[1]; "
+    "}, 0) / 1e6).toFixed(1) + ' ms';\n"
     "}\n"
     /* --gpu: a row per device and stream, each kernel and copy where
      * it ran (or in a long run how busy the stream was); a click on one
@@ -490,7 +498,7 @@ static const char page_tail[] =
     "  return best;\n"
     "}\n"
     "function showActivity(f) {\n"
-    "  if (!gpu) {\n"
+    "  if (!gpu || idle) {\n"
     "    $('profile').value = 'gpu';\n"
     "    $('profile').dispatchEvent(new Event('change'));\n"
     "  }\n"
@@ -701,6 +709,7 @@ static void gpu_from_gpuprof(struct html_gpu *pg, const struct gpuprof *gp,
 
 	memset(pg, 0, sizeof(*pg));
 	pg->stacks = &gp->stacks;
+	pg->idle = &gp->idle;
 	pg->name = gpuprof_stacks_name(gp);
 	for (i = 0; order && i < gp->nr_acts; i++) {
 		const struct gpu_record *act = &gp->acts[order[i]];
@@ -923,6 +932,16 @@ static cJSON *page_data(const struct stacks *st,
 		       add_entries(stacks, gpu->stacks, 1) ||
 		       add_gpu_rows(g, gpu, meta ? meta->duration_s : 0,
 				    processes);
+		if (!bad && gpu->idle && gpu->idle->nr_entries) {
+			cJSON *idle = cJSON_AddObjectToObject(g, "idle");
+
+			bad |= !idle ||
+			       !cJSON_AddStringToObject(idle, "name",
+							PROFILE_GPU_IDLE_NAME) ||
+			       !(stacks = cJSON_AddArrayToObject(idle,
+								  "stacks")) ||
+			       add_entries(stacks, gpu->idle, 1);
+		}
 	}
 	html_gpu_release(&own);
 	strbuf_release(&summary);

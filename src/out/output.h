@@ -100,6 +100,8 @@ struct html_gpu_row {
 
 struct html_gpu {
 	const struct stacks *stacks;
+	/* GPU idle time by stack (frames those of stacks), or NULL */
+	const struct stacks *idle;
 	const char *name;    /* of the GPU profile */
 	const char *summary; /* the GPU summary's lines, or NULL */
 	struct html_gpu_row *rows;

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpu/gpuprof.h"
+#include "profile/profile-read.h"
 #include "util.h"
 
 /* From speedscope's file-format-schema.json, FileFormat.File.$schema. */
@@ -160,9 +161,12 @@ static int push_number(cJSON *array, double v)
 	return 0;
 }
 
-/* The GPU stacks, all threads together, weighing seconds of GPU time. */
-static int add_gpu_stacks(cJSON *profiles, const struct gpuprof *gp,
-			  struct strbuf *tmp)
+/*
+ * GPU stacks (st: gp->stacks or gp->idle, frames of gp->stacks), all
+ * threads together, weighing seconds (their counts are nanoseconds).
+ */
+static int add_gpu_stacks(cJSON *profiles, const struct stacks *st,
+			  const char *name, struct strbuf *tmp)
 {
 	cJSON *profile, *samples, *weights, *item;
 	double total = 0;
@@ -176,8 +180,7 @@ static int add_gpu_stacks(cJSON *profiles, const struct gpuprof *gp,
 		return -1;
 	}
 	if (!cJSON_AddStringToObject(profile, "type", "sampled") ||
-	    !cJSON_AddStringToObject(profile, "name",
-				     gpuprof_stacks_name(gp)) ||
+	    !cJSON_AddStringToObject(profile, "name", name) ||
 	    !cJSON_AddStringToObject(profile, "unit", "seconds") ||
 	    !cJSON_AddNumberToObject(profile, "startValue", 0))
 		return -1;
@@ -185,8 +188,8 @@ static int add_gpu_stacks(cJSON *profiles, const struct gpuprof *gp,
 	weights = cJSON_AddArrayToObject(profile, "weights");
 	if (!samples || !weights)
 		return -1;
-	for (i = 0; i < gp->stacks.nr_entries; i++) {
-		const struct stack_entry *e = &gp->stacks.entries[i];
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
 
 		if (!e->count)
 			continue;
@@ -372,7 +375,12 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 	    !cJSON_AddNumberToObject(g, "synchronizations",
 				     (double)gp->syncs) ||
 	    !cJSON_AddStringToObject(g, "cuda_api_records",
-				     api_records_name(gp->api_records)))
+				     api_records_name(gp->api_records)) ||
+	    !cJSON_AddNumberToObject(g, "idle_s", (double)gp->idle_ns / 1e9) ||
+	    !cJSON_AddNumberToObject(g, "idle_window_s",
+				     (double)gp->idle_window_ns / 1e9) ||
+	    !cJSON_AddNumberToObject(g, "idle_unsampled_s",
+				     (double)gp->idle_unsampled_ns / 1e9))
 		return -1;
 	return 0;
 }
@@ -446,8 +454,12 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 			goto out_oom;
 		cpu_profiles++;
 	}
-	if (gpu && (add_gpu_stacks(profiles, gpu, &tmp) ||
-		    add_gpu_streams(profiles, gpu) || add_gpu_meta(root, gpu)))
+	if (gpu && (add_gpu_stacks(profiles, &gpu->stacks,
+				   gpuprof_stacks_name(gpu), &tmp) ||
+		    add_gpu_streams(profiles, gpu) ||
+		    (gpu->idle.nr_entries &&
+		     add_gpu_stacks(profiles, &gpu->idle, PROFILE_GPU_IDLE_NAME, &tmp)) ||
+		    add_gpu_meta(root, gpu)))
 		goto out_oom;
 	if (add_string(root, "name", title, &tmp) ||
 	    !cJSON_AddNumberToObject(root, "activeProfileIndex", 0) ||

@@ -73,7 +73,7 @@ static double read_rate(const cJSON *root, unsigned flags)
 	const cJSON *in;
 	double rate = 0;
 
-	if (flags & PROFILE_READ_GPU)
+	if (flags & (PROFILE_READ_GPU | PROFILE_READ_GPU_IDLE))
 		return 0;
 	if (!cJSON_IsArray(merged))
 		return rate_of(
@@ -906,6 +906,97 @@ out:
 	return ret;
 }
 
+/* What a speedscope profile spyc wrote holds (profile_kinds()). */
+enum profile_kind {
+	KIND_CPU,
+	KIND_GPU,	 /* GPU time by launching stack, or another's */
+	KIND_GPU_STREAM, /* a GPU stream's timeline */
+	KIND_GPU_IDLE,	 /* GPU idle time by Python stack */
+};
+
+/* Whether name is what, or ends in ": " and what (a merged profile's). */
+static int named(const char *name, const char *what)
+{
+	size_t n = strlen(name), w = strlen(what);
+
+	return !strcmp(name, what) ||
+	       (n > w + 2 && !strcmp(name + n - w, what) &&
+		!strncmp(name + n - w - 2, ": ", 2));
+}
+
+/*
+ * The kind of each of root's nr profiles: CPU threads are the first
+ * spyc_process.cpu_profiles of a file record wrote, and of each input
+ * of one merge wrote (spyc_merge: profiles, cpu_profiles); in a file
+ * that does not say, the profiles whose names begin with "GPU" are the
+ * GPU's.  Of those, the ones with PROFILE_GPU_IDLE_NAME hold idle time
+ * and the evented ones streams' timelines.  The caller frees.
+ */
+static enum profile_kind *profile_kinds(const cJSON *root,
+					const cJSON *profiles, size_t nr)
+{
+	const cJSON *merged =
+	    cJSON_GetObjectItemCaseSensitive(root, "spyc_merge");
+	const cJSON *process =
+	    cJSON_GetObjectItemCaseSensitive(root, "spyc_process");
+	const cJSON *cpu =
+	    cJSON_GetObjectItemCaseSensitive(process, "cpu_profiles");
+	enum profile_kind *kind = xcalloc(nr + 1, sizeof(*kind));
+	const cJSON *prof, *in;
+	size_t i = 0, at = 0;
+	int told = 0;
+
+	if (cJSON_IsArray(merged)) {
+		told = 1;
+		cJSON_ArrayForEach(in, merged)
+		{
+			const cJSON *n =
+			    cJSON_GetObjectItemCaseSensitive(in, "profiles");
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+			    in, "cpu_profiles");
+			size_t j;
+
+			if (!cJSON_IsNumber(n) || !cJSON_IsNumber(c) ||
+			    n->valuedouble < c->valuedouble) {
+				told = 0;
+				break;
+			}
+			for (j = 0; j < (size_t)n->valuedouble && at < nr;
+			     j++, at++)
+				kind[at] = j < (size_t)c->valuedouble
+					       ? KIND_CPU
+					       : KIND_GPU;
+		}
+		told &= at == nr;
+	} else if (cJSON_IsNumber(cpu) && cpu->valuedouble >= 0) {
+		told = 1;
+		for (at = 0; at < nr; at++)
+			kind[at] = at < (size_t)cpu->valuedouble ? KIND_CPU
+								 : KIND_GPU;
+	}
+	cJSON_ArrayForEach(prof, profiles)
+	{
+		const char *pname = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(prof, "name"));
+		const char *type = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(prof, "type"));
+
+		if (i >= nr)
+			break;
+		if (!told)
+			kind[i] = pname && !strncmp(pname, "GPU", 3) ? KIND_GPU
+								     : KIND_CPU;
+		if (kind[i] == KIND_GPU && pname &&
+		    named(pname, PROFILE_GPU_IDLE_NAME))
+			kind[i] = KIND_GPU_IDLE;
+		else if (kind[i] == KIND_GPU && type &&
+			 !strcmp(type, "evented"))
+			kind[i] = KIND_GPU_STREAM;
+		i++;
+	}
+	return kind;
+}
+
 static int read_speedscope(struct profile *p, const char *name,
 			   const char *data, size_t len, unsigned flags)
 {
@@ -916,7 +1007,8 @@ static int read_speedscope(struct profile *p, const char *name,
 	size_t index = 0;
 	uint32_t thread;
 	cJSON *root;
-	int ret = -1, gpu, gpu_stacks = 0;
+	enum profile_kind *kinds = NULL;
+	int ret = -1, gpu_stacks = 0;
 
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
@@ -947,34 +1039,36 @@ static int read_speedscope(struct profile *p, const char *name,
 	map.ids = xmalloc((map.nr ? map.nr : 1) * sizeof(*map.ids));
 	if (read_frames(p, name, frames, &map))
 		goto out;
+	kinds = profile_kinds(root, profiles,
+			      (size_t)cJSON_GetArraySize(profiles));
 	/*
 	 * GPU time by launching stack holds the time the streams' timelines
 	 * hold too: with it, those are not read (their time counted twice).
 	 */
 	cJSON_ArrayForEach(prof, profiles)
-	{
-		pname = cJSON_GetObjectItemCaseSensitive(prof, "name");
-		gpu_stacks |= cJSON_IsString(pname) &&
-			      !strncmp(pname->valuestring, PROFILE_GPU_STACKS_NAME,
-				       strlen(PROFILE_GPU_STACKS_NAME));
-	}
+		gpu_stacks |= kinds[index++] == KIND_GPU;
+	index = 0;
 	cJSON_ArrayForEach(prof, profiles)
 	{
 		char label[32];
+		/* With PROFILE_READ_GPU_IDLE, idle time only. */
+		int take = kinds[index] == KIND_CPU
+			       ? (flags & PROFILE_READ_CPU) != 0
+		       : kinds[index] == KIND_GPU_IDLE
+			   ? (flags & PROFILE_READ_GPU_IDLE) != 0
+			   : (flags & PROFILE_READ_GPU) &&
+				 !(flags & PROFILE_READ_GPU_IDLE);
 
 		pname = cJSON_GetObjectItemCaseSensitive(prof, "name");
 		type = cJSON_GetObjectItemCaseSensitive(prof, "type");
 		unit = cJSON_GetObjectItemCaseSensitive(prof, "unit");
-		gpu = cJSON_IsString(pname) &&
-		      !strncmp(pname->valuestring, "GPU", 3);
-		if ((flags & PROFILE_READ_GPU) && gpu && gpu_stacks &&
-		    cJSON_IsString(type) &&
-		    !strcmp(type->valuestring, "evented")) {
+		if (take && gpu_stacks && kinds[index] == KIND_GPU_STREAM) {
 			p->nr_streams_skipped++;
 			index++;
 			continue;
 		}
-		if (!(flags & (gpu ? PROFILE_READ_GPU : PROFILE_READ_CPU))) {
+		if (!take) {
+			p->nr_idle_skipped += kinds[index] == KIND_GPU_IDLE;
 			p->nr_skipped++;
 			index++;
 			continue;
@@ -1020,6 +1114,7 @@ static int read_speedscope(struct profile *p, const char *name,
 	}
 	ret = 0;
 out:
+	free(kinds);
 	free(map.ids);
 	cJSON_Delete(root);
 	return ret;
@@ -1096,11 +1191,12 @@ out:
 
 /*
  * spyc's HTML page (-o FILE.html): the profile is the JSON in its
- * spyc-data element.  Its CPU stacks count samples; with flags asking
- * for GPU profiles only, its GPU stacks (nanoseconds) are read instead.
+ * spyc-data element.  Its CPU stacks count samples; with gpu_only, its
+ * GPU stacks (nanoseconds) are read instead, with idle too its GPU idle
+ * time's.
  */
 static int read_html(struct profile *p, const char *name, const char *data,
-		     size_t len, int gpu_only)
+		     size_t len, int gpu_only, int idle)
 {
 	size_t open_len = strlen(HTML_DATA_OPEN), i, nr_threads, nr_frames;
 	const char *at = memmem(data, len, HTML_DATA_OPEN, open_len), *end;
@@ -1184,6 +1280,9 @@ static int read_html(struct profile *p, const char *name, const char *data,
 		i++;
 	}
 	gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+	/* The GPU idle time: a GPU profile of its own. */
+	if (idle)
+		gpu = cJSON_GetObjectItemCaseSensitive(gpu, "idle");
 	if (!gpu_only) {
 		stacks = cJSON_GetObjectItemCaseSensitive(root, "stacks");
 		p->unit = PROFILE_UNIT_SAMPLES;
@@ -1467,7 +1566,8 @@ int profile_read_mem(struct profile *p, const char *name, const char *data,
 		   (len - i >= 5 && !strncasecmp(data + i, "<html", 5))) {
 		/* (A folded line may begin with "<module>": not a page.) */
 		if (read_html(p, name, data + i, len - i,
-			      !(flags & PROFILE_READ_CPU)))
+			      !(flags & PROFILE_READ_CPU),
+			      (flags & PROFILE_READ_GPU_IDLE) != 0))
 			return -1;
 	} else if (read_folded(p, name, data, len)) {
 		return -1;

@@ -18,12 +18,17 @@ enum profile_unit {
 /* Which speedscope profiles to read (flags for profile_read()). */
 #define PROFILE_READ_CPU 1u /* profiles whose name does not start "GPU" */
 #define PROFILE_READ_GPU 2u /* spyc --gpu's: names that start "GPU" */
+/* spyc --gpu's GPU idle time by Python stack (PROFILE_GPU_IDLE_NAME),
+ * which PROFILE_READ_GPU leaves out */
+#define PROFILE_READ_GPU_IDLE 4u
 
 /*
  * How the name of spyc record --gpu's profile of GPU time by launching
  * stack begins (gpuprof_stacks_name()).
  */
 #define PROFILE_GPU_STACKS_NAME "GPU time by launching stack"
+/* The name of its profile of GPU idle time by Python stack. */
+#define PROFILE_GPU_IDLE_NAME "GPU idle by Python stack"
 
 /* Where the profile came from. */
 enum profile_source {
@@ -83,6 +88,7 @@ struct profile {
 	 * time by launching stack holds (read with PROFILE_READ_GPU)
 	 */
 	size_t nr_streams_skipped;
+	size_t nr_idle_skipped; /* of nr_skipped, GPU idle time profiles */
 	/*
 	 * The directories spyc record took off the file names (what it
 	 * wrote as spyc_source_roots, or pprof's comments), where a short

@@ -488,7 +488,8 @@ static void test_speedscope(void)
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(root, "shared"), "frames");
 	CHECK(cJSON_GetArraySize(frames) == (int)fx.gp.stacks.nr_frames);
 	/* The CPU thread profiles, then GPU stacks, then two streams. */
-	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(root, "profiles")) == 5);
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(root, "profiles")) == 6);
+	CHECK(profile_named(root, "GPU idle by Python stack") != NULL);
 	p = profile_named(root, "GPU time by launching stack (nearest CPU "
 				"sample)");
 	CHECK(p != NULL);
@@ -981,6 +982,89 @@ static void test_correlation_wrap(void)
 	stacks_release(&cpu);
 }
 
+/* The idle stacks' nanoseconds whose innermost frame is named leaf. */
+static uint64_t idle_under(const struct gpuprof *gp, const char *leaf)
+{
+	uint64_t ns = 0;
+	size_t i;
+
+	for (i = 0; i < gp->idle.nr_entries; i++) {
+		const struct stack_entry *e = &gp->idle.entries[i];
+
+		if (e->depth &&
+		    !strcmp(gp->stacks.frames[e->frames[e->depth - 1]].name,
+			    leaf))
+			ns += e->count;
+	}
+	return ns;
+}
+
+/*
+ * GPU idle time by what the launching thread ran: sampling from 0 to 100
+ * ms, a sample every 10 ms (at 5, 15, ..., 75 ms: none after), the
+ * thread in busy() up to 45 ms and in host() from 55 ms; the device busy
+ * from 1 to 50 ms, on two streams whose kernels overlap.  Idle: 1 ms
+ * (under the sample at 5 ms, in busy()), then 50 to 100 ms: 50-80 under
+ * host()'s samples (each stands for 10 ms), 80-100 under no sample.
+ */
+static void test_idle(void)
+{
+	struct stacks cpu;
+	struct gpuprof gp;
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t th, f_main, frames[2], e_busy, e_host;
+	uint64_t t;
+	int i;
+
+	stacks_init(&cpu);
+	gpuprof_init(&gp);
+	gp.t0_ns = T0;
+	gp.t1_ns = T0 + 100000000;
+	gp.period_ns = 10000000;
+	th = stacks_thread(&cpu, 0x1000, TID_MAIN, NULL);
+	f_main = stacks_frame(&cpu, "<module>", "train.py", 1);
+	frames[0] = f_main;
+	frames[1] = stacks_frame(&cpu, "busy", "train.py", 5);
+	e_busy = stacks_add(&cpu, th, frames, 2, 1);
+	frames[1] = stacks_frame(&cpu, "host", "train.py", 9);
+	e_host = stacks_add(&cpu, th, frames, 2, 1);
+	for (t = 5; t <= 75; t += 10)
+		gpuprof_cpu_sample(&gp, T0 + t * 1000000, TID_MAIN,
+				   t < 50 ? e_busy : e_host);
+	for (i = 0; i < 4; i++) {
+		/* Kernels on streams 7 and 9: 1-20, 10-30, 25-40, 35-50 ms. */
+		static const uint64_t from[] = {1, 10, 25, 35};
+		static const uint64_t to[] = {20, 30, 40, 50};
+		struct gpu_record a = api((uint32_t)i + 1, TID_MAIN,
+					  cupti_at(from[i] * 1000000 - 500000));
+		struct gpu_record k = kernel(
+		    (uint32_t)i + 1, "k", cupti_at(from[i] * 1000000),
+		    cupti_at(to[i] * 1000000), i % 2 ? 9 : 7);
+
+		gpuprof_add(&gp, &a);
+		gpuprof_add(&gp, &k);
+	}
+	{
+		struct gpu_record c = clock_pair(1000000, 1000000 + OFFSET);
+
+		gpuprof_add(&gp, &c);
+	}
+	gpuprof_attribute(&gp, &cpu);
+	CHECK(gp.idle_window_ns == 100000000);
+	CHECK(gp.idle_ns == 51000000);
+	CHECK(gp.idle_unsampled_ns == 20000000);
+	CHECK(idle_under(&gp, "busy") == 1000000);
+	CHECK(idle_under(&gp, "host") == 30000000);
+	CHECK(idle_under(&gp, GPU_IDLE_UNSAMPLED) == 20000000);
+	CHECK(gp.idle.total_samples == gp.idle_ns);
+	gpuprof_summary(&gp, 10, &sb);
+	CHECK(strstr(sb.buf ? sb.buf : "", "GPU idle 51.0% of the ") != NULL);
+	CHECK(strstr(sb.buf ? sb.buf : "", "host (train.py:9)") != NULL);
+	strbuf_release(&sb);
+	gpuprof_release(&gp);
+	stacks_release(&cpu);
+}
+
 /*
  * The HTML page of a run with more kernels than it draws one by one:
  * 60000 kernels of 500 ns, one every 1000 ns over the 60 ms of the run,
@@ -1062,5 +1146,6 @@ int main(void)
 	test_long_names();
 	test_clock_step();
 	test_html_bins();
+	test_idle();
 	return failed;
 }
