@@ -172,7 +172,6 @@ static void test_speedscope(void)
 	    "{\"type\":\"C\",\"frame\":4,\"at\":3}]}],"
 	    "\"name\":\"python m.py\",\"exporter\":\"spyc\"}";
 	static const char *const main_a[] = {"main", "a"};
-	static const char *const kernel[] = {"kernel"};
 	struct profile p;
 
 	CHECK(read_str(&p, text, 0) == 0);
@@ -190,16 +189,58 @@ static void test_speedscope(void)
 	      p.stacks.threads[0].tid == 3);
 	profile_release(&p);
 
+	/* The stream's time is the GPU time by launching stack's again. */
 	CHECK(read_str(&p, text, PROFILE_READ_GPU) == 0);
-	CHECK(p.nr_profiles == 2 && p.nr_skipped == 1);
-	CHECK(p.stacks.nr_threads == 2);
-	/* The stream's two kernels: 0.5 s and 1 s. */
-	CHECK(count_of(&p, 1, kernel, 1) == 1500000000);
-	CHECK(p.stacks.total_samples == 4000000000ULL);
+	CHECK(p.nr_profiles == 1 && p.nr_skipped == 1);
+	CHECK(p.nr_streams_skipped == 1);
+	CHECK(p.stacks.nr_threads == 1);
+	CHECK(p.stacks.total_samples == 2500000000ULL);
 	profile_release(&p);
 
 	CHECK(read_str(&p, text, PROFILE_READ_CPU | PROFILE_READ_GPU) == 0);
-	CHECK(p.nr_profiles == 3 && p.stacks.nr_threads == 3);
+	CHECK(p.nr_profiles == 2 && p.stacks.nr_threads == 2);
+	profile_release(&p);
+}
+
+/*
+ * Which profiles are the GPU's: those after spyc_process.cpu_profiles
+ * (a thread named "GPU ..." is a CPU thread), or where a file does not
+ * say, those named "GPU ..."; a stream's timeline is read where there is
+ * no GPU time by launching stack; GPU idle time only when asked for.
+ */
+static void test_speedscope_kinds(void)
+{
+	static const char told[] =
+	    "{\"shared\":{\"frames\":[{\"name\":\"a\"},{\"name\":\"k\"},"
+	    "{\"name\":\"[GPU 0 idle]\"}]},"
+	    "\"profiles\":["
+	    "{\"type\":\"sampled\",\"name\":\"GPU feeder (tid 3)\","
+	    "\"unit\":\"seconds\",\"samples\":[[0]],\"weights\":[0.25]},"
+	    "{\"type\":\"evented\",\"name\":\"GPU 0 stream 7\","
+	    "\"unit\":\"seconds\",\"startValue\":0,\"endValue\":3,\"events\":["
+	    "{\"type\":\"O\",\"frame\":1,\"at\":1},"
+	    "{\"type\":\"C\",\"frame\":1,\"at\":1.5}]},"
+	    "{\"type\":\"sampled\",\"name\":\"GPU idle by Python stack\","
+	    "\"unit\":\"seconds\",\"samples\":[[2,0]],\"weights\":[2]}],"
+	    "\"spyc_process\":{\"cpu_profiles\":1}}";
+	struct profile p;
+
+	CHECK(read_str(&p, told, PROFILE_READ_CPU) == 0);
+	CHECK(p.nr_profiles == 1 && p.nr_skipped == 2);
+	CHECK(p.nr_idle_skipped == 1);
+	CHECK(p.stacks.total_samples == 250000000);
+	profile_release(&p);
+
+	/* No GPU time by launching stack: the stream's time is read. */
+	CHECK(read_str(&p, told, PROFILE_READ_GPU) == 0);
+	CHECK(p.nr_profiles == 1 && p.nr_streams_skipped == 0);
+	CHECK(p.stacks.total_samples == 500000000);
+	profile_release(&p);
+
+	CHECK(read_str(&p, told, PROFILE_READ_GPU | PROFILE_READ_GPU_IDLE) ==
+	      0);
+	CHECK(p.nr_profiles == 1 && p.nr_skipped == 2);
+	CHECK(p.stacks.total_samples == 2000000000ULL);
 	profile_release(&p);
 }
 
@@ -282,6 +323,7 @@ int main(void)
 	test_folded_threads();
 	test_processes();
 	test_speedscope();
+	test_speedscope_kinds();
 	test_units();
 	test_bad_input();
 	if (!failed)
