@@ -60,6 +60,44 @@ with open(report, "w") as f:
 """
 
 
+# GPU idle time: each round launches four GEMMs of 5 ms, waits for the
+# GPU to run them (spinning in wait_gpu()), then works on the host in
+# host_work() for 50 ms while the GPU has nothing to do; it reports its
+# rounds, GEMMs and the time it spent in host_work().
+IDLE_PROGRAM = PROLOGUE + START + r"""
+done = {"rounds": 0, "gemm_kernel": 0, "host_s": 0.0}
+
+def wait_gpu(t):
+    while time.monotonic() < t:
+        pass
+
+def host_work():
+    t = time.monotonic()
+    while time.monotonic() < t + 0.05:
+        pass
+    done["host_s"] += time.monotonic() - t
+
+def step():
+    t = time.monotonic()
+    for _ in range(4):
+        cupti.fake_launch(b"gemm_kernel", 5000000, 7)
+        done["gemm_kernel"] += 1
+    wait_gpu(t + 0.0205)
+
+t0 = time.time()
+while time.time() - t0 < seconds:
+    step()
+    host_work()
+    done["rounds"] += 1
+with open(report, "w") as f:
+    json.dump(done, f)
+"""
+# spyc's sampling period in test_fake_gpu_idle (500 Hz): a sample stands
+# for up to a period around it, so idle time moves up to that far at each
+# boundary between host_work() and the code around it.
+IDLE_PERIOD_S = 0.002
+
+
 def line_of(text, marker):
     for i, line in enumerate(text.splitlines(), 1):
         if marker in line:
@@ -289,6 +327,11 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
         assert own["gemm_kernel"] == "%.3f ms" % (gemm_ns / 1e6), rows
         assert page.evaluate("spyc.root().n") == sum(
             s[1] for s in data["gpu"]["stacks"])
+        # The third profile: the GPU's idle time by Python stack.
+        idle_ns = sum(s[1] for s in data["gpu"]["idle"]["stacks"])
+        assert idle_ns > 0, data["gpu"]["idle"]
+        page.select("profile", "idle")
+        assert page.evaluate("spyc.root().n") == idle_ns
         assert page.errors() == []
     # The rows: a click on the first GEMM shows the kernel's share of the
     # GPU time in the GPU profile, with the CPU profile chosen before.
@@ -398,6 +441,56 @@ def check_gpu_rows(data, launched, summary=True):
         assert "gemm_kernel" in g["summary"], g["summary"]
     else:
         assert "summary" not in g, g["summary"]
+
+
+def test_fake_gpu_idle(spyc, fake_cuda, any_python, tmp_path):
+    """GPU idle time by Python stack: the device's idle time is the time
+    sampled less its GEMMs' (the program's count, 5 ms each), all of it
+    in the profile of idle time; host_work(), where the GPU has nothing to
+    do, holds the time the program spent in it, within a sampling period
+    at each of its ends; the summary puts host_work() first; report
+    --gpu-idle reads the same."""
+    program = tmp_path / "idle.py"
+    program.write_text(IDLE_PROGRAM)
+    report = str(tmp_path / "done.json")
+    out = str(tmp_path / "out.json")
+    res = run(spyc, ["record", "--gpu", "--rate", "500", "-o", out, "--",
+                     any_python.path, str(program), FAKE, "launch", "1.5",
+                     report])
+    assert res.returncode == 0, res.describe()
+    with open(report) as f:
+        done = json.load(f)
+    assert done["rounds"] >= 10, done
+    with open(out) as f:
+        doc = json.load(f)
+    g = doc["spyc_gpu"]
+    busy = 0.005 * done["gemm_kernel"]
+    assert abs(g["idle_s"] - (g["idle_window_s"] - busy)) < 1e-6, (g, busy)
+    idle = [p for p in doc["profiles"]
+            if p["name"] == "GPU idle by Python stack"]
+    assert len(idle) == 1, [p["name"] for p in doc["profiles"]]
+    assert abs(sum(idle[0]["weights"]) - g["idle_s"]) < 1e-6
+    frames = doc["shared"]["frames"]
+    by_leaf = {}
+    for sample, w in zip(idle[0]["samples"], idle[0]["weights"]):
+        leaf = frames[sample[-1]]["name"]
+        by_leaf[leaf] = by_leaf.get(leaf, 0.0) + w
+    slack = done["rounds"] * IDLE_PERIOD_S
+    assert done["host_s"] - slack <= by_leaf.get("host_work", 0) <= \
+        done["host_s"] + slack, (by_leaf, done)
+    # The GPU ran the GEMMs while wait_gpu() waited: it left the GPU
+    # idle only for the half millisecond it waited beyond them.
+    assert by_leaf.get("wait_gpu", 0) <= done["rounds"] * (
+        0.0005 + IDLE_PERIOD_S), (by_leaf, done)
+    m = re.search(r"GPU idle ([\d.]+)% of the ", res.stderr)
+    assert m and abs(float(m.group(1)) - 100 * g["idle_s"] /
+                     g["idle_window_s"]) < 0.051, res.describe()
+    lines = res.stderr[res.stderr.index("while the GPU was idle:"):]
+    assert re.search(r"^\s+[\d.]+%\s+\S+\s+host_work ",
+                     lines.splitlines()[1]), lines
+    rep = spyc.run(["report", "--gpu-idle", "--json", out])
+    rep.assert_ok()
+    assert abs(json.loads(rep.stdout)["total"] - g["idle_s"]) < 1e-6
 
 
 def test_fake_gpu_ring_overflow(spyc, fake_cuda, any_python, tmp_path):

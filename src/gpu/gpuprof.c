@@ -1058,7 +1058,11 @@ static void add_line_rows(const uint64_t *time, size_t nr,
 			    all_time ? 100.0 * (double)t / (double)all_time
 				     : 0.0);
 		add_duration(sb, 11, (double)t);
-		strbuf_addf(sb, "  %s (%s:%d)\n", f->name, f->file, f->line);
+		if (f->file && *f->file)
+			strbuf_addf(sb, "  %s (%s:%d)\n", f->name, f->file,
+				    f->line);
+		else
+			strbuf_addf(sb, "  %s\n", f->name);
 	}
 	if (n > max_rows)
 		strbuf_addf(sb, "  (%zu more lines)\n", n - max_rows);
