@@ -398,6 +398,24 @@ def test_fake_gpu_merged_html(spyc, fake_cuda, any_python, tmp_path):
         rows = [r for r in g["rows"] if r["process"] == k]
         check_gpu_rows(dict(data, gpu=dict(g, rows=rows)), launched,
                        summary=False)
+    # merge --gpu: the imbalance of the GPU time, each process's what its
+    # program made, forward()'s its GEMMs', the longer run the slowest.
+    res = spyc.run(["merge", "--gpu", "--json", "--top", "0", runs[0][0],
+                    runs[1][0]])
+    res.assert_ok()
+    doc = json.loads(res.stdout)
+    assert doc["time"] == "gpu" and doc["unit"] == "seconds", doc
+    assert [p["label"] for p in doc["processes"]] == [r[1] for r in runs]
+    for p, (_, label, _) in zip(doc["processes"], runs):
+        assert abs(p["total"] - want[label] / 1e9) < 1e-6, (p, want)
+    forward = [f for f in doc["functions"] if f["name"] == "forward"]
+    assert len(forward) == 1, [f["name"] for f in doc["functions"]]
+    # (Launches before spyc handed the agent its frames' layout go on the
+    # nearest CPU sample's stack, which may be another function's.)
+    assert forward[0]["total"]["values"] == pytest.approx(
+        [200e-6 * launched["gemm_kernel"] for _, _, launched in runs],
+        abs=200e-6 * 10), forward[0]
+    assert forward[0]["total"]["slowest"] == 0, forward[0]
     why = browser.missing()
     if why:
         pytest.skip("the page's data is checked; not shown: " + why)

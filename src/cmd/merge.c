@@ -43,6 +43,8 @@ static const char usage_text[] =
     "      --top N       report the N most imbalanced functions (default\n"
     "                    20; 0: all)\n"
     "      --json        print the report as JSON\n"
+    "      --gpu         the imbalance of the GPU time by launching stack\n"
+    "                    of spyc record --gpu runs instead of CPU samples\n"
     "  -h, --help        this help\n"
     "\n"
     "exit codes: 0 ok, 2 failed (a file unreadable or not spyc's), 64 usage\n"
@@ -52,6 +54,7 @@ struct merge_opts {
 	const char *output;
 	size_t top;
 	int json;
+	int gpu; /* --gpu: the GPU time by launching stack, not CPU samples */
 	char **files;
 	size_t nr_files;
 };
@@ -93,11 +96,12 @@ static void refuse_repeated_files(char **files, size_t n)
 
 static void parse_options(struct merge_opts *o, int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_JSON };
+	enum { OPT_TOP = 256, OPT_JSON, OPT_GPU };
 	static const struct option options[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"json", no_argument, NULL, OPT_JSON},
+	    {"gpu", no_argument, NULL, OPT_GPU},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -124,6 +128,9 @@ static void parse_options(struct merge_opts *o, int argc, char **argv)
 			break;
 		case OPT_JSON:
 			o->json = 1;
+			break;
+		case OPT_GPU:
+			o->gpu = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -228,20 +235,34 @@ static void map_frames(struct unit *u, size_t n, struct stacks *frames,
 	}
 }
 
-/* Count every CPU sample of unit k into im. */
-static void count_unit(struct unit *u, size_t k, struct imbalance *im)
+/*
+ * Count every CPU sample of unit k into im; with gpu, its GPU time by
+ * launching stack instead.  Whether it had any to count.
+ */
+static int count_unit(struct unit *u, size_t k, struct imbalance *im, int gpu)
 {
 	const struct merge_input *in = &u->in;
 	uint32_t *funcs = NULL;
 	size_t alloc = 0, p = 0;
 	const cJSON *prof;
+	int any = 0;
 
 	cJSON_ArrayForEach(prof, in->profiles)
 	{
 		const cJSON *samples, *weights, *s, *w, *f;
+		const char *name = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(prof, "name"));
+		const char *type = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(prof, "type"));
 
-		if (p++ == in->cpu_profiles)
+		if (!gpu && p++ == in->cpu_profiles)
 			break;
+		if (gpu && (p++ < in->cpu_profiles || !name || !type ||
+			    strcmp(type, "sampled") ||
+			    strncmp(name, PROFILE_GPU_STACKS_NAME,
+				    strlen(PROFILE_GPU_STACKS_NAME))))
+			continue;
+		any = 1;
 		samples = cJSON_GetObjectItemCaseSensitive(prof, "samples");
 		weights = cJSON_GetObjectItemCaseSensitive(prof, "weights");
 		w = weights->child;
@@ -256,11 +277,13 @@ static void count_unit(struct unit *u, size_t k, struct imbalance *im)
 				funcs[depth++] =
 				    u->func_map[(size_t)f->valuedouble];
 			}
-			imbalance_add(im, k, funcs, depth, w->valuedouble);
-			w = w->next;
+			imbalance_add(im, k, funcs, depth,
+				      w ? w->valuedouble : 0);
+			w = w ? w->next : NULL;
 		}
 	}
 	free(funcs);
+	return any;
 }
 
 /* The frames of a merged file: {name, file?, line?}, as record writes. */
@@ -643,15 +666,19 @@ static void list_none(const struct imbalance *im, const struct unit *u,
 }
 
 static void print_text(const struct imbalance *im, const struct unit *u,
-		       const uint32_t *order, size_t top, const char *unit)
+		       const uint32_t *order, size_t top, const char *unit,
+		       int gpu)
 {
 	int seconds = unit && !strcmp(unit, "seconds");
 	struct strbuf sb = STRBUF_INIT;
 	struct imbalance_stats st, own;
 	size_t i, k, n = im->nr_units;
 
-	printf("%zu processes; CPU %s sampled:", n,
-	       seconds ? "seconds" : "samples");
+	if (gpu)
+		printf("%zu processes; GPU seconds by launching stack:", n);
+	else
+		printf("%zu processes; CPU %s sampled:", n,
+		       seconds ? "seconds" : "samples");
 	for (k = 0; k < n; k++)
 		printf("%s %s %.*f", k ? "," : "", u[k].label, seconds ? 2 : 0,
 		       im->unit_total[k]);
@@ -747,13 +774,15 @@ oom:
 }
 
 static cJSON *report_json(const struct imbalance *im, const struct unit *u,
-			  const uint32_t *order, size_t top, const char *unit)
+			  const uint32_t *order, size_t top, const char *unit,
+			  int gpu)
 {
 	cJSON *root = cJSON_CreateObject(), *procs, *funcs, *o;
 	size_t i, k;
 
 	if (!root ||
-	    !cJSON_AddStringToObject(root, "unit", unit ? unit : "none"))
+	    !cJSON_AddStringToObject(root, "unit", unit ? unit : "none") ||
+	    !cJSON_AddStringToObject(root, "time", gpu ? "gpu" : "cpu"))
 		goto oom;
 	procs = cJSON_AddArrayToObject(root, "processes");
 	if (!procs)
@@ -805,7 +834,7 @@ int cmd_merge(int argc, char **argv)
 	const char *unit = NULL;
 	cJSON *doc;
 	size_t k;
-	int ret;
+	int ret, any_gpu = 0;
 
 	parse_options(&opts, argc, argv);
 	if (opts.output) {
@@ -819,10 +848,13 @@ int cmd_merge(int argc, char **argv)
 	imbalance_init(&im, opts.nr_files);
 	map_frames(u, opts.nr_files, &frames, &im);
 	for (k = 0; k < opts.nr_files; k++) {
-		count_unit(&u[k], k, &im);
+		any_gpu |= count_unit(&u[k], k, &im, opts.gpu);
 		if (!unit)
-			unit = u[k].in.unit;
+			unit = opts.gpu ? "seconds" : u[k].in.unit;
 	}
+	if (opts.gpu && !any_gpu)
+		die("--gpu: no input holds GPU time by launching stack "
+		    "(spyc record --gpu's)");
 	if (opts.output &&
 	    output_format_from_path(opts.output) == FORMAT_HTML) {
 		struct stacks all, gst;
@@ -860,7 +892,7 @@ int cmd_merge(int argc, char **argv)
 	if (opts.json) {
 		char *text;
 
-		doc = report_json(&im, u, order, opts.top, unit);
+		doc = report_json(&im, u, order, opts.top, unit, opts.gpu);
 		text = doc ? cJSON_PrintUnformatted(doc) : NULL;
 		if (!text)
 			die("out of memory building the report");
@@ -868,7 +900,7 @@ int cmd_merge(int argc, char **argv)
 		cJSON_free(text);
 		cJSON_Delete(doc);
 	} else {
-		print_text(&im, u, order, opts.top, unit);
+		print_text(&im, u, order, opts.top, unit, opts.gpu);
 	}
 	ret = EXIT_OK;
 	if (fflush(stdout) || ferror(stdout)) {
