@@ -545,7 +545,13 @@ static int cmp_busy(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Device's busy spans on spyc's clock, by start; *out is the caller's. */
+/* What device_busy() takes for every device's activities at once. */
+#define GPU_ANY_DEVICE UINT32_MAX
+
+/*
+ * Device's busy spans on spyc's clock, merged, by start; *out is the
+ * caller's to free.
+ */
 static size_t device_busy(const struct gpuprof *gp, uint32_t device,
 			  struct busy **out)
 {
@@ -556,7 +562,8 @@ static size_t device_busy(const struct gpuprof *gp, uint32_t device,
 	for (i = 0; i < gp->nr_acts; i++) {
 		uint64_t start, end;
 
-		if (gpu_record_interval(&gp->acts[i])->device != device)
+		if (device != GPU_ANY_DEVICE &&
+		    gpu_record_interval(&gp->acts[i])->device != device)
 			continue;
 		gpuprof_activity_times(&gp->acts[i], &start, &end);
 		b[n].start = gpuprof_to_monotonic(gp, start);
@@ -978,46 +985,20 @@ static int cmp_row(const void *a, const void *b)
 	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
 }
 
-struct interval {
-	uint64_t start, end;
-};
-
-static int cmp_interval(const void *a, const void *b)
-{
-	const struct interval *x = a, *y = b;
-
-	return (x->start > y->start) - (x->start < y->start);
-}
-
-/* The time some activity ran, on any stream: the union of intervals. */
+/*
+ * The time any device was busy, from the first activity's start (*first)
+ * to the last one's end (*last), on spyc's clock.
+ */
 static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 			  uint64_t *last)
 {
-	size_t i, n = gp->nr_acts;
-	struct interval *iv = xmalloc((n ? n : 1) * sizeof(*iv));
-	uint64_t busy = 0, cur_start = 0, cur_end = 0;
+	struct busy *b;
+	size_t n = device_busy(gp, GPU_ANY_DEVICE, &b);
+	uint64_t busy = n ? b[n - 1].before + b[n - 1].end - b[n - 1].start : 0;
 
-	for (i = 0; i < n; i++) {
-		gpuprof_activity_times(&gp->acts[i], &iv[i].start, &iv[i].end);
-		iv[i].start = gpuprof_to_monotonic(gp, iv[i].start);
-		iv[i].end = gpuprof_to_monotonic(gp, iv[i].end);
-	}
-	qsort(iv, n, sizeof(*iv), cmp_interval);
-	*first = n ? iv[0].start : 0;
-	*last = 0;
-	for (i = 0; i < n; i++) {
-		if (iv[i].end > *last)
-			*last = iv[i].end;
-		if (!i || iv[i].start > cur_end) {
-			busy += cur_end - cur_start;
-			cur_start = iv[i].start;
-			cur_end = iv[i].end;
-		} else if (iv[i].end > cur_end) {
-			cur_end = iv[i].end;
-		}
-	}
-	busy += cur_end - cur_start;
-	free(iv);
+	*first = n ? b[0].start : 0;
+	*last = n ? b[n - 1].end : 0;
+	free(b);
 	return busy;
 }
 
