@@ -11,8 +11,10 @@ python3-websocket; scripts/install-deps installs them): skip() says
 which is missing.
 """
 
+import contextlib
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -45,6 +47,19 @@ def missing():
         return ("the websocket-client module is missing (Debian: "
                 "python3-websocket; scripts/install-deps installs it)")
     return None
+
+
+@contextlib.contextmanager
+def shown(path, width=1200, height=700):
+    """The page at path opened in headless Chromium, watched for errors
+    (Page.errors); without a browser the test is skipped, the page's data
+    having been checked."""
+    import pytest
+    why = missing()
+    if why:
+        pytest.skip("the page's data is checked; not shown: " + why)
+    with Browser(width, height) as b:
+        yield b.open("file://" + os.path.abspath(str(path)), watch=True)
 
 
 class Page(object):

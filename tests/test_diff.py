@@ -10,11 +10,8 @@ and diff must say so of both.
 
 import json
 import math
-import os
 import re
 import xml.etree.ElementTree as ET
-
-import pytest
 
 import browser
 from test_record import html_data
@@ -97,11 +94,7 @@ def check_page(spyc, base, new, tmp_path, rows):
     spyc.run(["diff", "-o", path, base, new]).assert_ok()
     data = html_data(path)
     assert data["diff"] is True and data["threads"] == ["BASE", "NEW"]
-    why = browser.missing()
-    if why:
-        pytest.skip("the page's data is checked; not shown: " + why)
-    with browser.Browser(1200, 700) as b:
-        page = b.open("file://" + os.path.abspath(path), watch=True)
+    with browser.shown(path) as page:
         boxes = page.evaluate("""Array.from(document.querySelectorAll(
             '#graph .n')).map(function (d) {
             return {name: d.spycNode.name, depth: d.spycNode.depth,

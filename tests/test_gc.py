@@ -62,6 +62,19 @@ def record(spyc, target, tmp_path, extra=()):
     return m, folded_stacks(str(tmp_path / "gc.txt"))
 
 
+def check_shares(m, n, python):
+    """The "<GC>" and build() shares of m (n samples in either) are the
+    CPU time the target measured, within test_accuracy.py's bounds."""
+    off = [b for b in m.burners
+           if abs(m.spyc_share(b) - m.true_share(b)) >
+           bound(m.true_share(b), n)]
+    assert not off, (
+        "%s: shares off the CPU time measured in process by more than %.0f "
+        "points (or %.1f standard errors) for %s\n%s\n%s" % (
+            python.version, SHARE_POINTS, SHARE_SIGMAS, ", ".join(off),
+            m.table(), m.res.describe()))
+
+
 def test_gc_share(spyc, python, targets, tmp_path):
     """The collector's share of the time, as "<GC>" frames over build(),
     is the share the target measured for itself."""
@@ -71,14 +84,7 @@ def test_gc_share(spyc, python, targets, tmp_path):
     assert n >= 0.9 * m.samples, (
         "only %d of %d samples end in build() or <GC>\n%s" % (
             n, m.samples, m.table()))
-    off = [b for b in m.burners
-           if abs(m.spyc_share(b) - m.true_share(b)) >
-           bound(m.true_share(b), n)]
-    assert not off, (
-        "%s: shares off the CPU time measured in process by more than %.0f "
-        "points (or %.1f standard errors) for %s\n%s\n%s" % (
-            python.version, SHARE_POINTS, SHARE_SIGMAS, ", ".join(off),
-            m.table(), m.res.describe()))
+    check_shares(m, n, python)
     # Where the frame sits: innermost, over the stack that set the
     # collection off: build() (or the gc callback it ran) nearly always;
     # main() too, whose call of build() allocates a frame up to 3.10, and
@@ -117,14 +123,7 @@ def test_gc_share_beside_a_running_thread(spyc, python, targets, tmp_path):
     m, stacks = record(spyc, t, tmp_path)
     n = sum(m.counts.values())
     assert m.counts[GC] > 0, m.table()
-    off = [b for b in m.burners
-           if abs(m.spyc_share(b) - m.true_share(b)) >
-           bound(m.true_share(b), n)]
-    assert not off, (
-        "%s: shares off the CPU time measured in process by more than %.0f "
-        "points (or %.1f standard errors) for %s\n%s\n%s" % (
-            python.version, SHARE_POINTS, SHARE_SIGMAS, ", ".join(off),
-            m.table(), m.res.describe()))
+    check_shares(m, n, python)
     spinner = in_gc = wrong = 0
     for frames, count in stacks:
         got = names(frames)

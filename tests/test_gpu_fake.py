@@ -12,9 +12,7 @@ real GPU (PyTorch, real kernels, their timing) is in tests/gpu/.
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -313,11 +311,7 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
                 assert python[-1][2] == gemm_line, frames
     assert gemm_ns == 200000 * launched["gemm_kernel"]
     check_gpu_rows(data, launched)
-    why = browser.missing()
-    if why:
-        pytest.skip("the page's data is checked; not shown: " + why)
-    with browser.Browser(1200, 700) as b:
-        page = b.open("file://" + str(out), watch=True)
+    with browser.shown(out) as page:
         page.select("profile", "gpu")
         rows = page.evaluate("""Array.from(document.querySelector(
             '#table tbody').rows).map(function (r) {
@@ -335,8 +329,7 @@ def test_fake_gpu_html(spyc, fake_cuda, any_python, tmp_path):
         assert page.errors() == []
     # The rows: a click on the first GEMM shows the kernel's share of the
     # GPU time in the GPU profile, with the CPU profile chosen before.
-    with browser.Browser(1200, 700) as b:
-        page = b.open("file://" + str(out), watch=True)
+    with browser.shown(out) as page:
         labels = page.evaluate("""Array.from(document.querySelectorAll(
             '#gpu-rows .gl')).map(function (l) { return l.textContent; })""")
         assert labels == ["GPU 0, stream 3", "GPU 0, stream 7"], labels
@@ -416,11 +409,7 @@ def test_fake_gpu_merged_html(spyc, fake_cuda, any_python, tmp_path):
         [200e-6 * launched["gemm_kernel"] for _, _, launched in runs],
         abs=200e-6 * 10), forward[0]
     assert forward[0]["total"]["slowest"] == 0, forward[0]
-    why = browser.missing()
-    if why:
-        pytest.skip("the page's data is checked; not shown: " + why)
-    with browser.Browser(1200, 700) as b:
-        pg = b.open("file://" + page, watch=True)
+    with browser.shown(page) as pg:
         labels = pg.evaluate("""Array.from(document.querySelectorAll(
             '#gpu-rows .gl')).map(function (l) { return l.textContent; })""")
         assert labels == ["%s: GPU 0, stream %d" % (label, stream)

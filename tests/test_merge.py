@@ -565,11 +565,7 @@ def test_merge_html(spyc, two_runs, tmp_path):
         dict((k, sorted(v)) for k, v in want.items())
     # In a browser: a group of the thread list per input, named as the
     # data names it, each drawing its own samples alone.
-    why = browser.missing()
-    if why:
-        pytest.skip("the page's data is checked; not shown: " + why)
-    with browser.Browser(1200, 700) as b:
-        page = b.open("file://" + out, watch=True)
+    with browser.shown(out) as page:
         groups = page.evaluate("""Array.from(document.querySelectorAll(
             '#thread optgroup')).map(function (g) { return [g.label,
             Array.from(g.children).map(function (o) {

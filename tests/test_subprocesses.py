@@ -388,14 +388,10 @@ def test_html_process_then_thread(spyc, any_python, tmp_path):
     assert len(data["thread_process"]) == len(data["threads"])
     assert all(0 <= k < len(pids) for k in data["thread_process"]), data
     assert not any("(pid " in t for t in data["threads"]), data["threads"]
-    why = browser.missing()
-    if why:
-        pytest.skip("the page's data is checked; not shown: " + why)
     k = pids.index(workers[0])
     want = sum(c for t, c, _ in data["stacks"]
                if data["thread_process"][t] == k)
-    with browser.Browser(1200, 700) as b:
-        page = b.open("file://" + os.path.abspath(out), watch=True)
+    with browser.shown(out) as page:
         groups = page.evaluate(
             "document.querySelectorAll('#thread optgroup').length")
         assert groups == len(pids)
