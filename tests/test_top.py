@@ -57,8 +57,10 @@ FUNCTION_RE = re.compile(r"^(?P<name>.+?) \((?P<file>.*):(?P<line>\d+)\)$")
 # DWARF gives no line, "name [native]" where it gives nothing.
 NATIVE_FUNCTION_RE = re.compile(
     r"^(?P<name>.+?)(?: \((?P<file>.+?)(?::(?P<line>\d+))?\))? \[native\]$")
-# The stand-in root of a stack cut at --max-depth: no file, no line.
-CUT_FUNCTION_RE = re.compile(r"^(?P<name>\[\d+ frames? not read\])$")
+# The stand-in root of a stack cut at --max-depth, and the frame of a
+# thread running the cycle collector: no file, no line.
+CUT_FUNCTION_RE = re.compile(
+    r"^(?P<name>\[\d+ frames? not read\]|<GC>)$")
 
 
 def _top_slots():

@@ -243,11 +243,19 @@ static int read_task_name(struct py_sampler *ps, uint64_t obj, char *name,
 	if (r)
 		return r;
 	ndigits = (size_t)(tag >> LONG_NON_SIZE_BITS);
-	if (ndigits > 2 || (tag & 3) == 2) /* huge, or negative */
+	/*
+	 * asyncio numbers its tasks from 1: zero (sign bits 1), a negative
+	 * (2), or more digits than a counter reaches is a tag read wrong.
+	 */
+	if (!ndigits || ndigits > 2 || (tag & 3))
 		return -EINVAL;
-	if (ndigits && (r = proc_read(pid, obj + (uint64_t)off->long_digits,
-				      digits, ndigits * sizeof(digits[0]))))
+	r = proc_read(pid, obj + (uint64_t)off->long_digits, digits,
+		      ndigits * sizeof(digits[0]));
+	if (r)
 		return r;
+	/* Digits hold LONG_SHIFT bits, and the top one is never 0. */
+	if ((digits[0] | digits[1]) >> LONG_SHIFT || !digits[ndigits - 1])
+		return -EINVAL;
 	value = (uint64_t)digits[0] | (uint64_t)digits[1] << LONG_SHIFT;
 	snprintf(name, size, "Task-%llu", (unsigned long long)value);
 	return 0;
