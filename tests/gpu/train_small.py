@@ -9,10 +9,15 @@ pace.  The model is warmed up first from another line (cuBLAS picks its
 kernels then), and TF32 is set explicitly, so that every timed step runs
 the same kernels.  With --progress N it prints "step S loss L" every N
 steps, flushed, for a test that attaches mid-run and compares the losses
-with a run of its own.  Ends with one JSON line."""
+with a run of its own.  With --torch-profiler N, the first N timed steps
+run under torch.profiler, which counts the CUDA kernels it saw.  Ends
+with one JSON line: the loss, the steps, the forward passes' GPU time
+(ms), the timed steps' wall time (s) and the profiler's kernel count."""
 import argparse
+import contextlib
 import json
 import sys
+import time
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -26,6 +31,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("steps", type=int, nargs="?", default=200)
     parser.add_argument("--progress", type=int, default=0)
+    parser.add_argument("--torch-profiler", type=int, default=0)
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -45,6 +51,12 @@ def main():
     torch.cuda.synchronize()
     forward_ms = 0.0
     done = 0
+    profiled = None
+    watch = contextlib.ExitStack()
+    if args.torch_profiler:
+        profiled = watch.enter_context(torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CUDA]))
+    started = time.monotonic()
     while done < args.steps:
         for x, y in loader:
             x, y = x.to("cuda"), y.to("cuda")
@@ -55,18 +67,27 @@ def main():
             end.record()
             loss = torch.nn.functional.mse_loss(out, y)
             opt.zero_grad()
-            loss.backward()
+            loss.backward()  # BACKWARD-CALL
             opt.step()
             end.synchronize()
             forward_ms += begin.elapsed_time(end)
             done += 1
+            if done == args.torch_profiler:
+                watch.close()
             if args.progress and done % args.progress == 0:
                 print("step %d loss %r" % (done, loss.item()), flush=True)
             if done >= args.steps:
                 break
     torch.cuda.synchronize()
+    wall_s = time.monotonic() - started
+    watch.close()
+    kernels = None
+    if profiled is not None:
+        kernels = sum(1 for e in profiled.events()
+                      if e.device_type == torch.autograd.DeviceType.CUDA)
     print(json.dumps({"loss": loss.item(), "steps": done,
-                      "forward_ms": forward_ms}), flush=True)
+                      "forward_ms": forward_ms, "wall_s": wall_s,
+                      "profiler_kernels": kernels}), flush=True)
 
 
 if __name__ == "__main__":
