@@ -76,11 +76,25 @@ static struct {
 EXPORT int InitializeInjection(void);
 EXPORT int spyc_agent_attach(const char *channel);
 
-static struct ring_writer writer;
-/* 0: not started; 1: started (or starting) for writer's channel. */
+/*
+ * The channel of the spyc served now (chan()): the first one's, or a
+ * later spyc's once the one before it has stopped.  A channel once
+ * mapped stays mapped for the process's life (one per attach): a
+ * callback on another thread may still write to the one it loaded.
+ */
+static struct ring_writer first_writer;
+static struct ring_writer *writer_now = &first_writer;
+/* 0: not started; 1: started (or starting) for a channel. */
 static int started;
-/* 1 once collection has stopped for good (stop_collecting). */
+/* 1 once this spyc's collection has stopped (stop_collecting). */
 static int stopped;
+/*
+ * 1 once the last spyc's session is over (stopped, its watcher gone, or
+ * it could not start): a later spyc may then start one of its own.
+ */
+static int ended;
+/* 1 once CUPTI's activity callbacks and clock are set: kept for good. */
+static int callbacks_set;
 /* 1 while the watcher thread runs. */
 static int watching;
 /* The launch callbacks' subscription, NULL when there is none. */
@@ -182,6 +196,11 @@ static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_DRIVER,
 };
 
+static struct ring_writer *chan(void)
+{
+	return __atomic_load_n(&writer_now, __ATOMIC_ACQUIRE);
+}
+
 static void set_status(enum gpu_agent_status status, int detail,
 		       const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -195,7 +214,7 @@ static void set_status(enum gpu_agent_status status, int detail,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ring_set_status(&writer, status, detail, msg);
+	ring_set_status(chan(), status, detail, msg);
 }
 
 static const char *result_string(CUptiResult r)
@@ -389,7 +408,7 @@ static void clock_record(void)
 	r.size = sizeof(r.u.clock);
 	r.u.clock.cupti_ns = t;
 	r.u.clock.monotonic_ns = monotonic_clock ? t : monotonic_ns();
-	ring_write(&writer, &r);
+	ring_write(chan(), &r);
 }
 
 /* Add what CUPTI says it dropped since it was last asked to the header. */
@@ -400,7 +419,7 @@ static void count_cupti_dropped(void)
 	if (cupti.dropped_records &&
 	    cupti.dropped_records(NULL, 0, &dropped) == CUPTI_SUCCESS &&
 	    dropped)
-		__atomic_add_fetch(&writer.header->cupti_dropped,
+		__atomic_add_fetch(&chan()->header->cupti_dropped,
 				   (uint64_t)dropped, __ATOMIC_RELAXED);
 }
 
@@ -482,7 +501,7 @@ static void send_long_name(const char *name, uint32_t len, uint64_t hash)
 		r.u.name.offset = off;
 		r.u.name.count = n;
 		memcpy(r.u.name.text, name + off, n);
-		if (ring_write(&writer, &r))
+		if (ring_write(chan(), &r))
 			return;
 	}
 	mark_name_sent(hash);
@@ -617,7 +636,7 @@ static void stop_collecting(int flush);
  */
 static const struct gpu_py_layout *launch_layout(void)
 {
-	const struct gpu_py_layout *l = &writer.header->py;
+	const struct gpu_py_layout *l = &chan()->header->py;
 	struct gpu_py_layout copy;
 
 	if (__atomic_load_n(&layout_ok, __ATOMIC_ACQUIRE))
@@ -676,7 +695,7 @@ static void write_launch_stack(uint32_t correlation, uint32_t alias)
 		       count * sizeof(*frames));
 		memset(r.u.stack.frames + count, 0,
 		       (GPU_STACK_FRAMES - count) * sizeof(*frames));
-		if (ring_write(&writer, &r))
+		if (ring_write(chan(), &r))
 			return;
 		first += count;
 	} while (first < n);
@@ -881,13 +900,13 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 			zero++;
 			continue;
 		}
-		ring_write(&writer, &r);
+		ring_write(chan(), &r);
 	}
 	if (buffer && res != CUPTI_ERROR_MAX_LIMIT_REACHED)
-		__atomic_add_fetch(&writer.header->bad_buffers, 1,
+		__atomic_add_fetch(&chan()->header->bad_buffers, 1,
 				   __ATOMIC_RELAXED);
 	if (zero)
-		__atomic_add_fetch(&writer.header->zero_time, zero,
+		__atomic_add_fetch(&chan()->header->zero_time, zero,
 				   __ATOMIC_RELAXED);
 	count_cupti_dropped();
 	free(buffer);
@@ -895,8 +914,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 	clock_record();
 	/* Without a watcher, stop here (CUPTI's thread; no flush from it). */
 	if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE) &&
-	    ring_control(&writer) == GPU_CONTROL_STOP)
+	    ring_control(chan()) == GPU_CONTROL_STOP &&
+	    !__atomic_load_n(&stopped, __ATOMIC_ACQUIRE)) {
 		stop_collecting(0);
+		__atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
+	}
 }
 
 /*
@@ -938,7 +960,7 @@ static void *watch_control(void *arg)
 	unsigned polls = 0;
 
 	(void)arg;
-	while (ring_control(&writer) != GPU_CONTROL_STOP) {
+	while (ring_control(chan()) != GPU_CONTROL_STOP) {
 		nanosleep(&ts, NULL);
 		if (++polls % (WATCH_FLUSH_MS / CONTROL_POLL_MS) == 0 &&
 		    cupti.flush_all)
@@ -946,6 +968,7 @@ static void *watch_control(void *arg)
 	}
 	stop_collecting(1);
 	__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -984,26 +1007,25 @@ static void flush_at_exit(void)
 	count_cupti_dropped();
 }
 
-/* Load CUPTI and start collecting; the outcome is the status. */
-static void start_cupti(void)
+/* The session cannot go on: a later spyc may start one of its own. */
+static void session_over(void)
 {
-	enum gpu_api_records api_records;
-	uint32_t version = 0;
-	CUptiResult r;
-	size_t i;
+	if (subscriber)
+		cupti.unsubscribe(subscriber);
+	subscriber = NULL;
+	__atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
+}
 
-	cupti.handle = open_cupti();
-	if (!cupti.handle) {
-		set_status(GPU_AGENT_NO_CUPTI, 0,
-			   "no libcupti found (set SPYC_CUPTI to its path)");
-		return;
-	}
-	if (resolve_cupti())
-		return;
-	if (cupti.get_version(&version) == CUPTI_SUCCESS)
-		writer.header->cupti_version = version;
-	if (subscribe_first())
-		return;
+/*
+ * What is set once for the process's life: CUPTI's thread ids, its
+ * clock and its activity callbacks.  0, or -1 with the status set.
+ */
+static int set_callbacks(void)
+{
+	CUptiResult r;
+
+	if (callbacks_set)
+		return 0;
 	/*
 	 * Thread ids as the kernel knows them (gettid), which is what spyc
 	 * samples by; the default is pthread_self() cut to 32 bits.
@@ -1016,18 +1038,57 @@ static void start_cupti(void)
 	 * times are on CUPTI's own clock, aligned by the clock pairs.
 	 */
 	if (cupti.timestamp_callback &&
-	    cupti.timestamp_callback(monotonic_ns) == CUPTI_SUCCESS) {
+	    cupti.timestamp_callback(monotonic_ns) == CUPTI_SUCCESS)
 		__atomic_store_n(&monotonic_clock, 1, __ATOMIC_RELEASE);
-		__atomic_store_n(&writer.header->clock, GPU_CLOCK_MONOTONIC,
-				 __ATOMIC_RELAXED);
-	}
 	r = cupti.register_callbacks(buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS) {
 		set_status(GPU_AGENT_CUPTI_ERROR, (int)r,
 			   "cuptiActivityRegisterCallbacks: %s",
 			   result_string(r));
+		return -1;
+	}
+	if (cupti.flush_period)
+		cupti.flush_period(FLUSH_PERIOD_MS);
+	atexit(flush_at_exit);
+	callbacks_set = 1;
+	return 0;
+}
+
+/*
+ * Load CUPTI (once) and start collecting for the channel's spyc; the
+ * outcome is the status.
+ */
+static void start_cupti(void)
+{
+	enum gpu_api_records api_records;
+	uint32_t version = 0;
+	CUptiResult r;
+	size_t i;
+
+	if (!cupti.handle) {
+		cupti.handle = open_cupti();
+		if (!cupti.handle) {
+			set_status(GPU_AGENT_NO_CUPTI, 0,
+				   "no libcupti found (set SPYC_CUPTI to its "
+				   "path)");
+			session_over();
+			return;
+		}
+		if (resolve_cupti()) {
+			cupti.handle = NULL;
+			session_over();
+			return;
+		}
+	}
+	if (cupti.get_version(&version) == CUPTI_SUCCESS)
+		chan()->header->cupti_version = version;
+	if (subscribe_first() || set_callbacks()) {
+		session_over();
 		return;
 	}
+	if (__atomic_load_n(&monotonic_clock, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&chan()->header->clock, GPU_CLOCK_MONOTONIC,
+				 __ATOMIC_RELAXED);
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		r = cupti.enable(kinds[i]);
 		if (r != CUPTI_SUCCESS) {
@@ -1036,17 +1097,15 @@ static void start_cupti(void)
 				   result_string(r));
 			while (i--)
 				cupti.disable(kinds[i]);
+			session_over();
 			return;
 		}
 	}
 	api_records = keep_profiled_calls();
-	__atomic_store_n(&writer.header->api_records, (uint32_t)api_records,
+	__atomic_store_n(&chan()->header->api_records, (uint32_t)api_records,
 			 __ATOMIC_RELEASE);
-	if (cupti.flush_period)
-		cupti.flush_period(FLUSH_PERIOD_MS);
-	atexit(flush_at_exit);
 	clock_record();
-	__atomic_store_n(&writer.header->launch_stacks,
+	__atomic_store_n(&chan()->header->launch_stacks,
 			 (uint32_t)subscribe_launches(), __ATOMIC_RELEASE);
 	set_status(GPU_AGENT_RUNNING, 0, "collecting (CUPTI API %u%s)", version,
 		   api_records == GPU_API_RECORDS_ALL
@@ -1054,6 +1113,41 @@ static void start_cupti(void)
 			 "leave calls out"
 		       : "");
 	start_watcher();
+}
+
+/*
+ * A later spyc's channel, once the session before it is over: the
+ * agent starts again for it (CUPTI stays loaded, its callbacks set).
+ * 0, GPU_AGENT_ALREADY while another spyc's session goes on, or -errno.
+ */
+static int start_again(const char *channel)
+{
+	struct ring_writer *w;
+	int over = 1;
+
+	if (!__atomic_compare_exchange_n(&ended, &over, 0, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		struct ring_writer other;
+
+		/* Tell this spyc that another one has the agent. */
+		if (ring_writer_open(&other, channel))
+			return -EBUSY;
+		ring_set_status(&other, GPU_AGENT_ALREADY, 0,
+				"the agent already reports to another spyc");
+		ring_writer_close(&other);
+		return GPU_AGENT_ALREADY;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w || ring_writer_open(w, channel)) {
+		free(w);
+		__atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
+		return -EBUSY;
+	}
+	__atomic_store_n(&writer_now, w, __ATOMIC_RELEASE);
+	__atomic_store_n(&stopped, 0, __ATOMIC_RELEASE);
+	set_status(GPU_AGENT_STARTING, 0, "agent loaded (again)");
+	start_cupti();
+	return 0;
 }
 
 /*
@@ -1086,17 +1180,12 @@ static int agent_start(const char *channel, int from_driver)
 	}
 	if (!__atomic_compare_exchange_n(&started, &expected, 1, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		struct ring_writer other;
-
-		/* Tell this spyc that another one has the agent. */
-		if (ring_writer_open(&other, channel))
-			return -EBUSY;
-		ring_set_status(&other, GPU_AGENT_ALREADY, 0,
-				"the agent already reports to another spyc");
-		ring_writer_close(&other);
-		return GPU_AGENT_ALREADY;
+		ret = start_again(channel);
+		return ret ? ret
+			   : (int)__atomic_load_n(&chan()->header->status,
+						  __ATOMIC_ACQUIRE);
 	}
-	ret = ring_writer_open(&writer, channel);
+	ret = ring_writer_open(chan(), channel);
 	if (ret) {
 		__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
 		return ret;
@@ -1106,12 +1195,12 @@ static int agent_start(const char *channel, int from_driver)
 		set_status(GPU_AGENT_NO_CUDA, 0,
 			   "no CUDA in this process (libcuda.so.1 not loaded)");
 		/* CUDA may come later: a new attach may try again. */
-		ring_writer_close(&writer);
+		ring_writer_close(chan());
 		__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
 		return GPU_AGENT_NO_CUDA;
 	}
 	start_cupti();
-	return (int)__atomic_load_n(&writer.header->status, __ATOMIC_ACQUIRE);
+	return (int)__atomic_load_n(&chan()->header->status, __ATOMIC_ACQUIRE);
 }
 
 /*

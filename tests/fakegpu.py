@@ -30,6 +30,8 @@ cupti = ctypes.CDLL(os.path.join(fake, "libcupti.so"))
 cupti.fake_launch.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong,
                               ctypes.c_uint]
 cupti.fake_launch_native.argtypes = cupti.fake_launch.argtypes
+cupti.fake_engine_pass.argtypes = cupti.fake_launch.argtypes + [
+    ctypes.c_int, ctypes.c_uint]
 cupti.fake_copy.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong,
                             ctypes.c_uint]
 """

@@ -238,6 +238,51 @@ def test_fake_gpu_attach_flushes_on_detach(spyc, fake_cuda, any_python,
     assert launched["enabled_kinds"] == 0, launched
 
 
+def test_fake_gpu_attach_again(spyc, fake_cuda, any_python, tmp_path):
+    """Attach mode, three times to one program: a spyc that comes while
+    another one's session goes on gets the CPU profile and says why; one
+    that comes after the first has stopped gets the GPU's work of its own
+    seconds, as the first did; afterwards the agent is quiet."""
+    proc, report = start_program(tmp_path, any_python, 8)
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    try:
+        a = spyc.popen(["record", "--gpu", "--rate", "200", "--duration",
+                        "3", "-o", first, "--pid", proc.pid],
+                       env=target_env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+        # The first spyc's session has begun once its agent is mapped.
+        deadline = time.time() + 60
+        while a.poll() is None and time.time() < deadline:
+            with open("/proc/%d/maps" % proc.pid) as f:
+                if "spyc-agent" in f.read():
+                    break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert a.poll() is None, decode(a.communicate()[1])
+        during = run(spyc, ["record", "--gpu", "--duration", "0.3", "-o",
+                            tmp_path / "during.json", "--pid", proc.pid])
+        a_err = decode(a.communicate(timeout=60)[1])
+        after = run(spyc, ["record", "--gpu", "--rate", "200", "--duration",
+                           "1", "-o", second, "--pid", proc.pid])
+        assert_running(proc.pid)
+    finally:
+        launched = finish_program(proc, report)
+    assert a.returncode == 0, a_err
+    assert during.returncode == 0, during.describe()
+    assert "the agent already reports to another spyc (already-attached" \
+        in during.stderr, during.describe()
+    assert after.returncode == 0, after.describe()
+    assert "already" not in after.stderr, after.describe()
+    calls = [gpu_summary(SpycResult([], 0, "", a_err))["gemm_kernel"][0],
+             gpu_summary(after)["gemm_kernel"][0]]
+    # Each about its own seconds of an 8 s run's launches.
+    assert min(calls) >= 50 and sum(calls) < launched["gemm_kernel"], (
+        calls, launched)
+    for err in (a_err, after.stderr):
+        assert " 0 records lost" in err, err
+    assert launched["enabled_kinds"] == 0, launched
+
+
 def test_fake_gpu_chrome_and_folded(spyc, fake_cuda, any_python, tmp_path):
     """The same run as Chrome trace and folded stacks: each launch's CUDA
     call on its thread's API row with an arrow to its kernel or copy, and
@@ -679,6 +724,91 @@ def test_fake_gpu_launch_stacks(spyc, fake_cuda, python, tmp_path):
     assert re.search(r"attribution: \d+ activities: [1-9]\d* by the Python "
                      r"stack of their launch", res.stderr), res.describe()
     assert "Model.layer" in res.stderr or "layer (" in res.stderr
+
+
+# A training step as PyTorch runs one: a forward kernel launched from
+# Python, then a backward pass whose kernels a thread with no Python
+# launches while the step's thread waits in autograd's engine (a module
+# at torch/autograd/graph.py, as in PyTorch, in the directory argv[5]).
+ENGINE = r"""
+def _engine_run_backward(cupti):
+    return cupti.fake_engine_pass(b"backward_kernel", 200000, 7, 4, 2000)
+"""
+BACKWARD_PROGRAM = PROLOGUE + START + r"""
+sys.path.insert(0, sys.argv[5])
+from torch.autograd import graph
+counts = {"forward_kernel": 0, "backward_kernel": 0}
+
+def step():
+    cupti.fake_launch(b"forward_kernel", 100000, 7)
+    counts["forward_kernel"] += 1
+    counts["backward_kernel"] += graph._engine_run_backward(cupti)  # BACKWARD
+    t = time.time()
+    while time.time() - t < 0.002:
+        pass
+
+t0 = time.time()
+while time.time() - t0 < seconds:
+    step()
+with open(report, "w") as f:
+    json.dump(counts, f)
+"""
+
+
+@pytest.mark.parametrize("idle", [False, True], ids=["busy-only", "idle"])
+def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
+    """Kernels that a thread with no Python launches while the step's
+    thread waits in autograd's engine (PyTorch's backward pass) go on
+    the waiting thread's stack, under the line that called backward, under
+    a root that says so: all but the few launched far from any sample
+    of the waiting thread (none at 200 Hz here), whether or not idle
+    threads are in the CPU profile."""
+    engine = tmp_path / "lib" / "torch" / "autograd"
+    engine.mkdir(parents=True)
+    for d in (engine.parent, engine):
+        (d / "__init__.py").write_text("")
+    (engine / "graph.py").write_text(ENGINE)
+    program = tmp_path / "train.py"
+    program.write_text(BACKWARD_PROGRAM)
+    report = tmp_path / "report.json"
+    out = tmp_path / "out.txt"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "--format",
+                     "folded", "-o", out] + (["--idle"] if idle else []) +
+              ["--", any_python.path, program, FAKE, "launch", "2", report,
+               tmp_path / "lib"])
+    assert res.returncode == 0, res.describe()
+    counts = json.loads(report.read_text())
+    stacks = folded_gpu_stacks(out.read_text())
+    backward = dict((k, w) for k, w in stacks.items()
+                    if k[2] == "backward_kernel")
+    # 200 us each: every one launched is in the profile.
+    assert sum(backward.values()) == 200 * counts["backward_kernel"]
+    call = line_of(BACKWARD_PROGRAM, "# BACKWARD")
+    engine_line = line_of(ENGINE, "fake_engine_pass")
+    waiting = "[GPU time, launched for the thread waiting in autograd's " \
+        "engine]"
+    placed = 0
+    for (root, frames, leaf), weight in backward.items():
+        if root != waiting:
+            assert root == "[GPU time, no CPU sample of the launching " \
+                "thread]", root
+            continue
+        names = [(n, l) for n, l in frames]
+        assert names[-2:] == [("step", call),
+                              ("_engine_run_backward", engine_line)], names
+        placed += weight
+    assert placed >= 0.9 * 200 * counts["backward_kernel"], (
+        placed, backward, res.stderr)
+    # The summary's lines are innermost frames: the engine's call.
+    assert re.search(r"\d+\.\d+%% +\S+ +_engine_run_backward "
+                     r"\(\S*graph.py:%d\)" % engine_line,
+                     res.stderr), res.describe()
+    m = re.search(r"(\d+) by the stack of the thread waiting in autograd's "
+                  r"engine", res.stderr)
+    assert m and int(m.group(1)) * 200 == placed, res.describe()
+    # Launches from the step's own thread keep their own stacks.
+    forward = [k for k in stacks if k[2] == "forward_kernel"]
+    assert forward and all(k[0] != waiting for k in forward), forward
 
 
 # A child the program starts before its own work: it inherits the

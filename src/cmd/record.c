@@ -360,6 +360,33 @@ static void timeline_record(struct recorder *r, uint64_t now, uint32_t entry)
 	}
 }
 
+/* Whether thread t's innermost Python frame is in autograd's engine. */
+static int waits_in_autograd(const struct py_sample *s,
+			     const struct py_thread *t)
+{
+	return t->depth &&
+	       gpuprof_autograd_file(s->frames[t->first].code->filename);
+}
+
+/*
+ * --gpu: a thread left out of the profile (idle) that waits in
+ * autograd's engine is where the kernels of its backward pass go, which
+ * PyTorch launches from threads with no Python: keep its stack for
+ * them, its frames interned in the profile's (the GPU profile's stacks
+ * use them).
+ */
+static void note_waiting(struct recorder *r, const struct py_sample *s,
+			 const struct py_thread *t, uint64_t now)
+{
+	size_t depth;
+
+	if (!r->gpu.on || !waits_in_autograd(s, t))
+		return;
+	depth = stack_ids(r, s, t);
+	gpuprof_waiting_sample(&r->gp, now, t->tid, t->ident,
+			       t->name[0] ? t->name : NULL, r->scratch, depth);
+}
+
 /*
  * Count the stacks of sample s, of the process labelled process (NULL
  * unless following several) whose directory is cwd; returns how many
@@ -378,9 +405,12 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 		uint32_t th, entry;
 		size_t depth;
 
-		if (!t->depth ||
-		    !thread_wanted(t, r->opts->s.idle, r->opts->s.gil))
+		if (!t->depth)
 			continue;
+		if (!thread_wanted(t, r->opts->s.idle, r->opts->s.gil)) {
+			note_waiting(r, s, t, now);
+			continue;
+		}
 		depth = stack_ids(r, s, t);
 		r->truncated += t->omitted > 0;
 		th =
@@ -389,8 +419,14 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 			: stacks_thread_in(&r->stacks, process, t->ident,
 					   t->tid, t->name[0] ? t->name : NULL);
 		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
-		if (r->gpu.on && entry != STACKS_NO_ENTRY)
+		if (r->gpu.on && entry != STACKS_NO_ENTRY) {
 			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
+			if (waits_in_autograd(s, t))
+				gpuprof_waiting_sample(
+				    &r->gp, now, t->tid, t->ident,
+				    r->stacks.threads[th].name, r->scratch,
+				    depth);
+		}
 		if (entry != STACKS_NO_ENTRY)
 			timeline_record(r, now, entry);
 		added++;
@@ -968,7 +1004,8 @@ static void setup_sampler(struct py_sampler *ps, void *ctx)
 	ps->want_gc = sample_opts_want_gc(&opts->s);
 	ps->want_names = 1;
 	/* Idle threads' stacks are not kept: do not even read them. */
-	ps->skip_idle = !opts->s.idle && !opts->s.gil;
+	/* --gpu reads them for the thread waiting in a backward pass. */
+	ps->skip_idle = !opts->s.idle && !opts->s.gil && !opts->s.gpu;
 	ps->max_depth = opts->s.max_depth;
 	ps->stop_reads = py_stop_reads(opts->s.stop, opts->s.native);
 }

@@ -85,6 +85,12 @@ void gpuprof_release(struct gpuprof *gp)
 	free(gp->acts);
 	free(gp->apis);
 	free(gp->samples);
+	free(gp->waiting);
+	free(gp->waiting_stacks);
+	free(gp->waiting_frames);
+	for (i = 0; i < gp->nr_waiting_threads; i++)
+		free(gp->waiting_threads[i].name);
+	free(gp->waiting_threads);
 	free(gp->leaf);
 	stacks_release(&gp->stacks);
 	free(gp->idle_line_time);
@@ -186,6 +192,76 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && !strcmp(s + n - m, tail) &&
+	       (n == m || s[n - m - 1] == '/');
+}
+
+int gpuprof_autograd_file(const char *file)
+{
+	return file && (ends_with(file, "torch/autograd/graph.py") ||
+			ends_with(file, "torch/autograd/__init__.py"));
+}
+
+/* The index of thread (ident, tid) in gp->waiting_threads, added if new. */
+static uint32_t waiting_thread(struct gpuprof *gp, uint64_t ident, long tid,
+			       const char *name)
+{
+	struct gpu_waiting_thread *t;
+	size_t i;
+
+	for (i = 0; i < gp->nr_waiting_threads; i++)
+		if (gp->waiting_threads[i].ident == ident &&
+		    gp->waiting_threads[i].tid == tid)
+			return (uint32_t)i;
+	ALLOC_GROW(gp->waiting_threads, gp->nr_waiting_threads + 1,
+		   gp->alloc_waiting_threads);
+	t = &gp->waiting_threads[gp->nr_waiting_threads];
+	t->ident = ident;
+	t->tid = tid;
+	t->name = name ? xstrdup(name) : NULL;
+	t->last = 0;
+	return (uint32_t)gp->nr_waiting_threads++;
+}
+
+void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			    uint64_t ident, const char *name,
+			    const uint32_t *frames, size_t depth)
+{
+	uint32_t th = waiting_thread(gp, ident, tid, name);
+	struct gpu_waiting_thread *t = &gp->waiting_threads[th];
+	struct gpu_waiting_stack *w =
+	    t->last ? &gp->waiting_stacks[t->last - 1] : NULL;
+	struct gpu_cpu_sample *s;
+
+	/* A thread waits through many samples on one stack: kept once. */
+	if (!w || w->depth != depth ||
+	    memcmp(gp->waiting_frames + w->first, frames,
+		   depth * sizeof(*frames))) {
+		ALLOC_GROW(gp->waiting_frames, gp->nr_waiting_frames + depth,
+			   gp->alloc_waiting_frames);
+		if (depth)
+			memcpy(gp->waiting_frames + gp->nr_waiting_frames,
+			       frames, depth * sizeof(*frames));
+		ALLOC_GROW(gp->waiting_stacks, gp->nr_waiting_stacks + 1,
+			   gp->alloc_waiting_stacks);
+		w = &gp->waiting_stacks[gp->nr_waiting_stacks];
+		w->thread = th;
+		w->first = (uint32_t)gp->nr_waiting_frames;
+		w->depth = (uint32_t)depth;
+		gp->nr_waiting_frames += depth;
+		t->last = (uint32_t)++gp->nr_waiting_stacks;
+	}
+	ALLOC_GROW(gp->waiting, gp->nr_waiting + 1, gp->alloc_waiting);
+	s = &gp->waiting[gp->nr_waiting++];
+	s->t_ns = t_ns;
+	s->tid = tid;
+	s->entry = t->last - 1;
 }
 
 void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
@@ -432,6 +508,45 @@ static const struct gpu_cpu_sample *nearest_sample(const struct gpuprof *gp,
 	if (first > 0 && s[first - 1].tid == tid)
 		return &s[first - 1];
 	return NULL;
+}
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+	const struct gpu_cpu_sample *x = a, *y = b;
+
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/*
+ * The sample of a thread waiting in autograd's engine nearest t_ns,
+ * within two sampling periods (the waiting thread is sampled every
+ * period while it waits), or NULL.  gp->waiting is sorted by time.
+ */
+static const struct gpu_cpu_sample *nearest_waiting(const struct gpuprof *gp,
+						    uint64_t t_ns)
+{
+	const struct gpu_cpu_sample *w = gp->waiting, *best = NULL;
+	uint64_t reach = 2 * (gp->period_ns ? gp->period_ns : 10000000ULL);
+	size_t lo = 0, hi = gp->nr_waiting;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].t_ns < t_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < gp->nr_waiting)
+		best = &w[lo];
+	if (lo > 0 && (!best || t_ns - w[lo - 1].t_ns < best->t_ns - t_ns))
+		best = &w[lo - 1];
+	if (best && (best->t_ns > t_ns ? best->t_ns - t_ns
+				       : t_ns - best->t_ns) > reach)
+		return NULL;
+	return best;
 }
 
 /* Give every activity its name's frame in gp->stacks (gp->leaf). */
@@ -710,6 +825,12 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
+	for (i = 0; i < gp->nr_waiting_stacks; i++)
+		if (gp->waiting_stacks[i].depth > max_depth)
+			max_depth = gp->waiting_stacks[i].depth;
+	if (gp->nr_waiting)
+		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
+		      cmp_sample_time);
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
 	for (d = 0; d < nr_devices; d++) {
 		struct busy *b;
@@ -796,6 +917,7 @@ const char *gpuprof_stacks_name(const struct gpuprof *gp)
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 {
 	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
+	uint32_t root_waiting;
 	uint32_t *frames, *launch_map;
 	size_t i, max_depth = 0;
 
@@ -813,6 +935,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	root_nearest = stacks_frame(&gp->stacks, GPU_ROOT_NEAREST, "", 0);
 	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
 	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
+	root_waiting = stacks_frame(&gp->stacks, GPU_ROOT_WAITING, "", 0);
 	assign_leaves(gp);
 	/* (qsort's array may not be NULL, even with nothing in it.) */
 	if (gp->nr_apis)
@@ -873,7 +996,30 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 			    gpuprof_to_monotonic(gp, api->start));
 		if (s && s->entry < cpu->nr_entries)
 			e = &cpu->entries[s->entry];
-		if (e) {
+		/*
+		 * A thread never sampled (no Python frames) that launched
+		 * while a thread waited in autograd's engine: the engine's,
+		 * launching that thread's backward pass.
+		 */
+		if (!e && api && !s &&
+		    (s = nearest_waiting(
+			 gp, gpuprof_to_monotonic(gp, api->start)))) {
+			const struct gpu_waiting_stack *w =
+			    &gp->waiting_stacks[s->entry];
+			const struct gpu_waiting_thread *t =
+			    &gp->waiting_threads[w->thread];
+			const uint32_t *wf = gp->waiting_frames + w->first;
+
+			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
+					       t->name);
+			frames[depth++] = root_waiting;
+			if (w->depth)
+				memcpy(frames + depth, wf,
+				       w->depth * sizeof(*frames));
+			depth += w->depth;
+			gp->by_waiting++;
+			add_line_time(gp, wf, w->depth, end - start, 0);
+		} else if (e) {
 			const struct stack_thread *t = &cpu->threads[e->thread];
 
 			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
@@ -1213,10 +1359,12 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		    "  attribution: %zu activities: %" PRIu64
 		    " by the Python stack of their launch, %" PRIu64
 		    " by the launching thread's nearest CPU sample, %" PRIu64
+		    " by the stack of the thread waiting in autograd's engine"
+		    " (a launching thread with no Python), %" PRIu64
 		    " with no launch record, %" PRIu64
 		    " with no sample of the launching thread\n",
-		    gp->nr_acts, gp->exact, gp->attributed, gp->no_launch,
-		    gp->no_sample);
+		    gp->nr_acts, gp->exact, gp->attributed, gp->by_waiting,
+		    gp->no_launch, gp->no_sample);
 	if (gp->clock.known)
 		strbuf_addf(
 		    sb,

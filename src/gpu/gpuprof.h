@@ -78,6 +78,29 @@ struct gpuprof {
 	size_t alloc_python_frame;
 	struct gpu_cpu_sample *samples;
 	size_t nr_samples, alloc_samples;
+	/*
+	 * Samples of Python threads waiting in autograd's engine (a
+	 * backward pass, whose kernels PyTorch launches from threads of its
+	 * own, with no Python): their entries are waiting_stacks', whose
+	 * frames are the CPU stacks' frame ids.  Sorted by time once
+	 * attributed.
+	 */
+	struct gpu_cpu_sample *waiting; /* entry: in waiting_stacks */
+	size_t nr_waiting, alloc_waiting;
+	struct gpu_waiting_stack {
+		uint32_t thread;      /* in waiting_threads */
+		uint32_t first, depth; /* waiting_frames[first..+depth) */
+	} * waiting_stacks;
+	size_t nr_waiting_stacks, alloc_waiting_stacks;
+	uint32_t *waiting_frames; /* CPU frame ids, root first */
+	size_t nr_waiting_frames, alloc_waiting_frames;
+	struct gpu_waiting_thread {
+		uint64_t ident;
+		long tid;
+		char *name;	/* NULL when it has none */
+		uint32_t last; /* its latest stack + 1; 0: none yet */
+	} * waiting_threads;
+	size_t nr_waiting_threads, alloc_waiting_threads;
 	struct gpu_clock_alignment clock;
 	/*
 	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
@@ -121,6 +144,8 @@ struct gpuprof {
 	uint64_t attributed; /* activities placed on a CPU sample's stack */
 	uint64_t no_launch;  /* no API call record with its correlation id */
 	uint64_t no_sample;  /* no CPU sample of the launching thread */
+	/* launched by a thread with no Python: on a waiting thread's stack */
+	uint64_t by_waiting;
 	/*
 	 * GPU nanoseconds by the innermost Python frame (a line) of the
 	 * launching stack, indexed by its frame id; nr_line_time entries.
@@ -156,6 +181,8 @@ struct gpuprof {
 /* Below the launch's frames when the agent copied only the innermost. */
 #define GPU_ROOT_CUT "[deeper frames not copied at the launch]"
 #define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
+#define GPU_ROOT_WAITING                                                       \
+	"[GPU time, launched for the thread waiting in autograd's engine]"
 /* The root of every stack of GPU idle time: "[GPU 0 idle]", per device. */
 #define GPU_ROOT_IDLE "[GPU %u idle]"
 #define GPU_IDLE_UNSAMPLED "[no CPU sample of a launching thread]"
@@ -170,6 +197,24 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
 /* Note that thread tid's stack at t_ns was CPU stacks entry `entry`. */
 void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 			uint32_t entry);
+
+/*
+ * Whether a thread whose innermost Python frame is in this file waits in
+ * autograd's engine (torch.autograd.backward and grad call it from
+ * torch/autograd/graph.py, or from torch/autograd/__init__.py before
+ * PyTorch 2.3): the thread that the engine's own threads launch for.
+ */
+int gpuprof_autograd_file(const char *file);
+
+/*
+ * Note that thread tid (ident, name) was waiting in autograd's engine
+ * at t_ns, on the CPU stack of these frame ids (root first).  A kernel
+ * launched by a thread with no Python frames and no CPU sample goes on
+ * the stack of the waiting sample nearest its launch.
+ */
+void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
+			    uint64_t ident, const char *name,
+			    const uint32_t *frames, size_t depth);
 
 /*
  * Note that CPU frame id `frame` is a Python one (a function at a line),
@@ -201,7 +246,10 @@ uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns);
  * one with its correlation id), under GPU_ROOT_LAUNCH; else on the stack
  * of the CPU sample of its launching thread (the API call with its
  * correlation id) nearest in time to the launch, under GPU_ROOT_NEAREST;
- * one that cannot goes under GPU_ROOT_NO_LAUNCH or GPU_ROOT_NO_SAMPLE.
+ * else, from a launching thread never sampled (no Python), on the stack
+ * of the thread waiting in autograd's engine nearest the launch, under
+ * GPU_ROOT_WAITING; one that cannot goes under GPU_ROOT_NO_LAUNCH or
+ * GPU_ROOT_NO_SAMPLE.
  * Call once all records and samples are in; later calls do nothing.
  */
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu);

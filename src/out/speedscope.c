@@ -355,7 +355,8 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 		"on the Python stack the agent copied at its launch (the "
 		"CUDA call with the same correlation id), else on the CPU "
 		"sample of its launching thread nearest in time to the "
-		"launch") ||
+		"launch, else (a launching thread with no Python) on the "
+		"stack of the thread waiting in autograd's engine") ||
 	    !cJSON_AddNumberToObject(g, "activities", (double)gp->nr_acts) ||
 	    !cJSON_AddNumberToObject(g, "by_launch_stack", (double)gp->exact) ||
 	    !cJSON_AddNumberToObject(g, "attributed", (double)gp->attributed) ||
@@ -363,6 +364,8 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 				     (double)gp->no_launch) ||
 	    !cJSON_AddNumberToObject(g, "no_cpu_sample",
 				     (double)gp->no_sample) ||
+	    !cJSON_AddNumberToObject(g, "by_waiting_thread",
+				     (double)gp->by_waiting) ||
 	    !cJSON_AddNumberToObject(g, "records_lost", (double)gp->lost) ||
 	    !cJSON_AddNumberToObject(g, "records_without_time",
 				     (double)gp->zero_time) ||

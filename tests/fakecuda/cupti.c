@@ -151,6 +151,8 @@ EXPORT int fake_copy(unsigned long long bytes, unsigned long long gpu_ns,
 EXPORT int fake_flood(int n);
 EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream);
+EXPORT int fake_engine_pass(const char *kernel, unsigned long long gpu_ns,
+			    unsigned stream, int n, unsigned gap_us);
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 EXPORT int fake_collect_alone(void);
@@ -712,6 +714,44 @@ EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 		return -1;
 	pthread_join(t, NULL);
 	return 0;
+}
+
+struct engine_pass {
+	const char *kernel;
+	unsigned long long gpu_ns;
+	unsigned stream;
+	int n;
+	unsigned gap_us;
+};
+
+static void *engine_thread(void *arg)
+{
+	struct engine_pass *p = arg;
+	struct timespec gap = {0, (long)p->gap_us * 1000L};
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		fake_launch(p->kernel, p->gpu_ns, p->stream);
+		nanosleep(&gap, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * A backward pass as PyTorch's autograd engine runs one: a thread of the
+ * process's own, with no Python, launches n kernels gap_us apart while
+ * the caller waits for it (here, in pthread_join).
+ */
+EXPORT int fake_engine_pass(const char *kernel, unsigned long long gpu_ns,
+			    unsigned stream, int n, unsigned gap_us)
+{
+	struct engine_pass p = {kernel, gpu_ns, stream, n, gap_us};
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, engine_thread, &p))
+		return -1;
+	pthread_join(t, NULL);
+	return n;
 }
 
 /* n launches of 1 us kernels, as fast as they go: to fill a ring. */

@@ -160,7 +160,7 @@ def test_torch_training_attach(spyc, tmp_path):
     if py is None:
         pytest.skip("no Python with PyTorch and CUDA here "
                     "(set SPYC_TORCH_PYTHON)")
-    steps, every = "3000", "100"
+    steps, every = "800", "20"
     proc = subprocess.Popen([py, TRAIN, steps, "--progress", every],
                             stdout=subprocess.PIPE, env=target_env(),
                             universal_newlines=True)

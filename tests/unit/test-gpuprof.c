@@ -270,6 +270,60 @@ static void test_attribution(void)
 	fixture_release(&fx);
 }
 
+/*
+ * The kernel launched at 30 ms by a thread never sampled: on the stack
+ * of a thread waiting in autograd's engine sampled within two periods
+ * of the launch, else under GPU_ROOT_NO_SAMPLE still.
+ */
+static void test_waiting(void)
+{
+	static const uint64_t at[] = {25000000, 55000000};
+	size_t k;
+
+	CHECK(gpuprof_autograd_file(
+	    "/v/lib/python3.12/site-packages/torch/autograd/graph.py"));
+	CHECK(gpuprof_autograd_file("torch/autograd/__init__.py"));
+	CHECK(!gpuprof_autograd_file("mytorch/autograd/graph.py"));
+	CHECK(!gpuprof_autograd_file("torch/autograd/function.py"));
+	CHECK(!gpuprof_autograd_file(NULL));
+	for (k = 0; k < 2; k++) {
+		struct fixture fx;
+		const struct stack_entry *e;
+		uint32_t frames[3];
+
+		fixture_init(&fx);
+		fx.gp.period_ns = 10000000;
+		frames[0] = stacks_frame(&fx.cpu, "<module>", "train.py", 40);
+		frames[1] = stacks_frame(&fx.cpu, "step", "train.py", 22);
+		frames[2] = stacks_frame(&fx.cpu, "_engine_run_backward",
+					 "torch/autograd/graph.py", 829);
+		/* The same stack twice: kept once. */
+		gpuprof_waiting_sample(&fx.gp, T0 + at[k], TID_MAIN, 0x1000,
+				       "MainThread", frames, 3);
+		gpuprof_waiting_sample(&fx.gp, T0 + at[k] + 10000000,
+				       TID_MAIN, 0x1000, "MainThread", frames,
+				       3);
+		CHECK(fx.gp.nr_waiting == 2 && fx.gp.nr_waiting_stacks == 1);
+		gpuprof_attribute(&fx.gp, &fx.cpu);
+		e = entry_for(&fx.gp, "unsampled");
+		if (k == 0) {
+			CHECK(fx.gp.by_waiting == 1 && fx.gp.no_sample == 0);
+			CHECK(e && e->depth == 5 &&
+			      !strcmp(fx.gp.stacks.frames[e->frames[0]].name,
+				      GPU_ROOT_WAITING) &&
+			      e->frames[3] == frames[2] &&
+			      fx.gp.stacks.threads[e->thread].tid == TID_MAIN);
+		} else {
+			/* 25 ms from the launch: more than two periods. */
+			CHECK(fx.gp.by_waiting == 0 && fx.gp.no_sample == 1);
+			CHECK(e && e->depth == 2 &&
+			      !strcmp(fx.gp.stacks.frames[e->frames[0]].name,
+				      GPU_ROOT_NO_SAMPLE));
+		}
+		fixture_release(&fx);
+	}
+}
+
 static void test_summary(void)
 {
 	struct fixture fx;
@@ -297,7 +351,9 @@ static void test_summary(void)
 	CHECK(strstr(sb.buf,
 		     "attribution: 6 activities: 0 by the Python stack of "
 		     "their launch, 4 by the launching thread's nearest CPU "
-		     "sample, 1 with no launch record, 1 with no sample of "
+		     "sample, 0 by the stack of the thread waiting in "
+		     "autograd's engine (a launching thread with no Python), "
+		     "1 with no launch record, 1 with no sample of "
 		     "the launching thread\n") != NULL);
 	CHECK(strstr(sb.buf, "clock: CLOCK_MONOTONIC = CUPTI +5000000 ns (2 "
 			     "pairs, drift 300 ns; CUPTI on its own "
@@ -379,7 +435,9 @@ static void test_launch_stacks(void)
 	CHECK(strstr(sb.buf,
 		     "6 activities: 3 by the Python stack of their "
 		     "launch, 2 by the launching thread's nearest CPU "
-		     "sample, 1 with no launch record, 0 with") != NULL);
+		     "sample, 0 by the stack of the thread waiting in "
+		     "autograd's engine (a launching thread with no Python), "
+		     "1 with no launch record, 0 with") != NULL);
 	if (failed)
 		fputs(sb.buf, stderr);
 	strbuf_release(&sb);
@@ -1136,6 +1194,7 @@ int main(void)
 {
 	test_correlation_wrap();
 	test_attribution();
+	test_waiting();
 	test_summary();
 	test_summary_python_lines();
 	test_launch_stacks();
