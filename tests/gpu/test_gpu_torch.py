@@ -203,3 +203,56 @@ def test_torch_training_attach(spyc, tmp_path):
     assert not off, "losses changed under spyc (step, with, without): " \
         "%s" % off[:5]
     assert json.loads(lines[-1])["steps"] == int(steps)
+
+
+GRAPH = os.path.join(HERE, "graph_small.py")
+
+
+def time_under(doc, program, marker):
+    """GPU seconds under the line of program marked `# marker`, and how
+    many of them are GEMMs'."""
+    with open(program) as f:
+        line = [n for n, text in enumerate(f, 1) if "# " + marker in text]
+    assert len(line) == 1, (marker, line)
+    frames = doc["shared"]["frames"]
+    gpu = [p for p in doc["profiles"]
+           if p["name"].startswith("GPU time by launching stack")]
+    assert len(gpu) == 1
+    total = gemm = 0.0
+    for sample, weight in zip(gpu[0]["samples"], gpu[0]["weights"]):
+        if any(frames[i].get("file", "").endswith(os.path.basename(program))
+               and frames[i].get("line") == line[0] for i in sample):
+            total += weight
+            leaf = frames[sample[-1]]["name"].lower()
+            if any(k in leaf for k in GEMM_FAMILIES):
+                gemm += weight
+    return total, gemm
+
+
+@pytest.mark.parametrize("mode", ["graph", "compile"])
+def test_torch_cuda_graph_replay(spyc, tmp_path, mode):
+    """Kernels replayed from a CUDA graph (captured by hand, or by
+    torch.compile(mode="reduce-overhead")) carry the graph launch's
+    correlation id: their GPU time is under the line that replayed the
+    graph, as much as torch.cuda.Event timed there (within 15%); none is
+    under the capture's line, whose launches run no kernel."""
+    py = torch_python()
+    if py is None:
+        pytest.skip("no Python with PyTorch and CUDA here "
+                    "(set SPYC_TORCH_PYTHON)")
+    out = tmp_path / "graph.json"
+    res = spyc.run(["record", "--gpu", "--rate", "200", "-o", out, "--", py,
+                    GRAPH, mode, "300"], env=target_env(), timeout=600)
+    assert res.returncode == 0, res.describe()
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    with open(str(out), encoding="utf-8") as f:
+        doc = json.load(f)
+    marker = "GRAPH-REPLAY" if mode == "graph" else "COMPILED-CALL"
+    replayed, gemm = time_under(doc, GRAPH, marker)
+    ratio = replayed * 1e3 / result["replay_ms"]
+    print("%s: %.1f ms under the replay line, %.1f ms by torch.cuda.Event "
+          "(%.3f)" % (mode, replayed * 1e3, result["replay_ms"], ratio))
+    assert gemm > 0, res.stderr
+    assert 0.85 <= ratio <= 1.15, res.stderr
+    if mode == "graph":
+        assert time_under(doc, GRAPH, "CAPTURE")[0] == 0.0, res.stderr
