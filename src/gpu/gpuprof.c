@@ -834,12 +834,6 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
-	for (i = 0; i < gp->nr_waiting_stacks; i++)
-		if (gp->waiting_stacks[i].depth > max_depth)
-			max_depth = gp->waiting_stacks[i].depth;
-	if (gp->nr_waiting)
-		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
-		      cmp_sample_time);
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
 	for (d = 0; d < nr_devices; d++) {
 		struct busy *b;
@@ -961,6 +955,12 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
+	for (i = 0; i < gp->nr_waiting_stacks; i++)
+		if (gp->waiting_stacks[i].depth > max_depth)
+			max_depth = gp->waiting_stacks[i].depth;
+	if (gp->nr_waiting)
+		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
+		      cmp_sample_time);
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
 	/* Launch stacks' frames as frames of gp->stacks. */
 	launch_map =

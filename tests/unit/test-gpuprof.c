@@ -289,29 +289,36 @@ static void test_waiting(void)
 	for (k = 0; k < 2; k++) {
 		struct fixture fx;
 		const struct stack_entry *e;
-		uint32_t frames[3];
+		uint32_t frames[6];
 
 		fixture_init(&fx);
 		fx.gp.period_ns = 10000000;
+		/* Deeper than any CPU stack: idle threads are not in them. */
 		frames[0] = stacks_frame(&fx.cpu, "<module>", "train.py", 40);
 		frames[1] = stacks_frame(&fx.cpu, "step", "train.py", 22);
-		frames[2] = stacks_frame(&fx.cpu, "_engine_run_backward",
+		frames[2] = stacks_frame(&fx.cpu, "Tensor.backward",
+					 "torch/_tensor.py", 631);
+		frames[3] = stacks_frame(&fx.cpu, "backward",
+					 "torch/autograd/__init__.py", 381);
+		frames[4] = stacks_frame(&fx.cpu, "backward",
+					 "torch/autograd/__init__.py", 380);
+		frames[5] = stacks_frame(&fx.cpu, "_engine_run_backward",
 					 "torch/autograd/graph.py", 829);
 		/* The same stack twice: kept once. */
 		gpuprof_waiting_sample(&fx.gp, T0 + at[k], TID_MAIN, 0x1000,
-				       "MainThread", frames, 3);
+				       "MainThread", frames, 6);
 		gpuprof_waiting_sample(&fx.gp, T0 + at[k] + 10000000,
 				       TID_MAIN, 0x1000, "MainThread", frames,
-				       3);
+				       6);
 		CHECK(fx.gp.nr_waiting == 2 && fx.gp.nr_waiting_stacks == 1);
 		gpuprof_attribute(&fx.gp, &fx.cpu);
 		e = entry_for(&fx.gp, "unsampled");
 		if (k == 0) {
 			CHECK(fx.gp.by_waiting == 1 && fx.gp.no_sample == 0);
-			CHECK(e && e->depth == 5 &&
+			CHECK(e && e->depth == 8 &&
 			      !strcmp(fx.gp.stacks.frames[e->frames[0]].name,
 				      GPU_ROOT_WAITING) &&
-			      e->frames[3] == frames[2] &&
+			      e->frames[6] == frames[5] &&
 			      fx.gp.stacks.threads[e->thread].tid == TID_MAIN);
 		} else {
 			/* 1.07 s from the launch: too far. */
