@@ -649,6 +649,14 @@ with open(report, "w") as f:
     json.dump({"truth": seen["truth"], "counts": counts}, f)
 """
 
+def seconds(text):
+    """Seconds in a duration the summary wrote: "1.5s", "12.3ms"..."""
+    m = re.match(r"^([\d.]+)(ns|us|ms|s)$", text)
+    assert m, text
+    return float(m.group(1)) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3,
+                                "s": 1.0}[m.group(2)]
+
+
 FOLDED_FRAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
 
 
@@ -809,6 +817,17 @@ def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
     # Launches from the step's own thread keep their own stacks.
     forward = [k for k in stacks if k[2] == "forward_kernel"]
     assert forward and all(k[0] != waiting for k in forward), forward
+    if not idle:
+        return
+    # With idle threads sampled, the GPU's idle time goes to the step's
+    # thread; none of it waits for a sample of the engine's thread, which
+    # never comes (as a second launching thread it would have half).
+    m = re.search(r"GPU idle [\d.]+% of the \S+ sampled \((\S+)\)"
+                  r"(?:, (\S+) of it while no launching thread was "
+                  r"sampled)?", res.stderr)
+    assert m, res.describe()
+    idle, unsampled = seconds(m.group(1)), seconds(m.group(2) or "0s")
+    assert idle > 0 and unsampled <= 0.1 * idle, res.describe()
 
 
 # A child the program starts before its own work: it inherits the

@@ -853,6 +853,13 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 			    devices[d])
 				continue;
 			tid = launching_tid(gp, &gp->acts[i]);
+			/*
+			 * A thread never sampled (no Python: PyTorch's
+			 * autograd threads) has no stack to charge: the
+			 * threads that have one share the idle time.
+			 */
+			if (tid && !nearest_sample(gp, (long)tid, t0))
+				tid = 0;
 			for (k = 0; tid && k < nr_tids && tids[k] != tid; k++)
 				;
 			if (tid && k == nr_tids) {
