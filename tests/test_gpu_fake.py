@@ -65,6 +65,11 @@ with open(report, "w") as f:
 IDLE_PROGRAM = PROLOGUE + START + r"""
 done = {"rounds": 0, "gemm_kernel": 0, "host_s": 0.0}
 
+def before_cuda():
+    t = time.monotonic()
+    while time.monotonic() < t + 0.3:
+        pass
+
 def wait_gpu(t):
     while time.monotonic() < t:
         pass
@@ -82,6 +87,7 @@ def step():
         done["gemm_kernel"] += 1
     wait_gpu(t + 0.0205)
 
+before_cuda()
 t0 = time.time()
 while time.time() - t0 < seconds:
     step()
@@ -497,11 +503,12 @@ def check_gpu_rows(data, launched, summary=True):
 
 def test_fake_gpu_idle(spyc, fake_cuda, any_python, tmp_path):
     """GPU idle time by Python stack: the device's idle time is the time
-    sampled less its GEMMs' (the program's count, 5 ms each), all of it
-    in the profile of idle time; host_work(), where the GPU has nothing to
-    do, holds the time the program spent in it, within a sampling period
-    at each of its ends; the summary puts host_work() first; report
-    --gpu-idle reads the same."""
+    sampled from its first work less its GEMMs' (the program's count,
+    5 ms each), all of it in the profile of idle time, none while the
+    program had not used CUDA yet (before_cuda()); host_work(), where the
+    GPU has nothing to do, holds the time the program spent in it, within
+    a sampling period at each of its ends; the summary puts host_work()
+    first; report --gpu-idle reads the same."""
     program = tmp_path / "idle.py"
     program.write_text(IDLE_PROGRAM)
     report = str(tmp_path / "done.json")
@@ -527,6 +534,7 @@ def test_fake_gpu_idle(spyc, fake_cuda, any_python, tmp_path):
     for sample, w in zip(idle[0]["samples"], idle[0]["weights"]):
         leaf = frames[sample[-1]]["name"]
         by_leaf[leaf] = by_leaf.get(leaf, 0.0) + w
+    assert "before_cuda" not in by_leaf, by_leaf
     slack = done["rounds"] * IDLE_PERIOD_S
     assert done["host_s"] - slack <= by_leaf.get("host_work", 0) <= \
         done["host_s"] + slack, (by_leaf, done)
@@ -822,7 +830,8 @@ def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
     # With idle threads sampled, the GPU's idle time goes to the step's
     # thread; none of it waits for a sample of the engine's thread, which
     # never comes (as a second launching thread it would have half).
-    m = re.search(r"GPU idle [\d.]+% of the \S+ sampled \((\S+)\)"
+    m = re.search(r"GPU idle [\d.]+% of the \S+ sampled from its first "
+                  r"work \((\S+)\)"
                   r"(?:, (\S+) of it while no launching thread was "
                   r"sampled)?", res.stderr)
     assert m, res.describe()

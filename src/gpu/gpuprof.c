@@ -838,13 +838,25 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 	for (d = 0; d < nr_devices; d++) {
 		struct busy *b;
 		size_t nb = device_busy(gp, devices[d], &b), nr_tids = 0, k, s;
-		uint64_t idle = idle_in(b, nb, t0, t1), charged = 0;
+		/*
+		 * From the device's first work: before it, the program had
+		 * not used it yet (imports, loading data, building the
+		 * model), which is not the GPU waiting for it.
+		 */
+		uint64_t from = nb && b[0].start > t0 ? b[0].start : t0;
+		uint64_t idle, charged = 0;
 		uint32_t root;
+
+		if (from >= t1) {
+			free(b);
+			continue;
+		}
+		idle = idle_in(b, nb, from, t1);
 
 		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
 			 devices[d]);
 		root = stacks_frame(&gp->idle, root_name, "", 0);
-		gp->idle_window_ns += t1 - t0;
+		gp->idle_window_ns += t1 - from;
 		gp->idle_ns += idle;
 		for (i = 0; i < gp->nr_acts; i++) {
 			uint32_t tid;
@@ -878,7 +890,7 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 				;
 			if (k == nr_tids || x->entry >= cpu->nr_entries)
 				continue;
-			sample_window(gp, s, t0, t1, &a, &z);
+			sample_window(gp, s, from, t1, &a, &z);
 			ns = idle_in(b, nb, a, z) / nr_tids;
 			if (!ns)
 				continue;
@@ -1344,7 +1356,7 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 			    100.0 * (double)gp->idle_ns /
 				(double)gp->idle_window_ns);
 		add_duration(sb, 0, (double)gp->idle_window_ns);
-		strbuf_addstr(sb, " sampled (");
+		strbuf_addstr(sb, " sampled from its first work (");
 		add_duration(sb, 0, (double)gp->idle_ns);
 		strbuf_addstr(sb, ")");
 		if (gp->idle_unsampled_ns) {

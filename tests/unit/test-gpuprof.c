@@ -1068,9 +1068,10 @@ static uint64_t idle_under(const struct gpuprof *gp, const char *leaf)
  * GPU idle time by what the launching thread ran: sampling from 0 to 100
  * ms, a sample every 10 ms (at 5, 15, ..., 75 ms: none after), the
  * thread in busy() up to 45 ms and in host() from 55 ms; the device busy
- * from 1 to 50 ms, on two streams whose kernels overlap.  Idle: 1 ms
- * (under the sample at 5 ms, in busy()), then 50 to 100 ms: 50-80 under
- * host()'s samples (each stands for 10 ms), 80-100 under no sample.
+ * from 1 to 50 ms, on two streams whose kernels overlap.  Idle from the
+ * device's first work (1 ms; before it, the program had not used it):
+ * 50 to 100 ms, 50-80 under host()'s samples (each stands for 10 ms),
+ * 80-100 under no sample; none under busy().
  */
 static void test_idle(void)
 {
@@ -1115,15 +1116,18 @@ static void test_idle(void)
 		gpuprof_add(&gp, &c);
 	}
 	gpuprof_attribute(&gp, &cpu);
-	CHECK(gp.idle_window_ns == 100000000);
-	CHECK(gp.idle_ns == 51000000);
+	CHECK(gp.idle_window_ns == 99000000);
+	CHECK(gp.idle_ns == 50000000);
 	CHECK(gp.idle_unsampled_ns == 20000000);
-	CHECK(idle_under(&gp, "busy") == 1000000);
+	CHECK(idle_under(&gp, "busy") == 0);
 	CHECK(idle_under(&gp, "host") == 30000000);
 	CHECK(idle_under(&gp, GPU_IDLE_UNSAMPLED) == 20000000);
 	CHECK(gp.idle.total_samples == gp.idle_ns);
 	gpuprof_summary(&gp, 10, &sb);
-	CHECK(strstr(sb.buf ? sb.buf : "", "GPU idle 51.0% of the ") != NULL);
+	CHECK(strstr(sb.buf ? sb.buf : "",
+		     "GPU idle 50.5% of the 99.000ms sampled from its first "
+		     "work (50.000ms), 20.000ms of it while no launching "
+		     "thread was sampled") != NULL);
 	CHECK(strstr(sb.buf ? sb.buf : "", "host (train.py:9)") != NULL);
 	strbuf_release(&sb);
 	gpuprof_release(&gp);
