@@ -64,7 +64,9 @@ while time.time() - t0 < float(sys.argv[2]):
     pass
 """
 
-GPU_KEYS = ["gpu", "gpu window", "gpu busy", "gpu work", "gpu lost"]
+GPU_KEYS = ["gpu", "gpu window", "gpu busy", "gpu idle in", "gpu work",
+            "gpu lost"]
+IDLE_IN_RE = re.compile(r"^(\d+\.\d)% (\S+) \((\S+):(\d+)\)$")
 GPU_COLUMNS_RE = re.compile(r"^\s*%GPUTIME\s+GPUTIME\s+CALLS\s+NAME$")
 GPU_ROW_RE = re.compile(
     r"^\s*(?P<share>\d+\.\d)\s+(?P<time>\d+(?:\.\d+)?)(?P<unit>us|ms|s)"
@@ -232,6 +234,43 @@ def test_top_gpu_launch_counts_every_launch(spyc, fake_cuda, any_python,
                                         res.describe())
     assert [l for l in res.stderr_lines if "exited" not in l] == [], (
         res.describe())
+
+
+@needs_agent
+def test_top_gpu_idle_in(spyc, fake_cuda, any_python, tmp_path):
+    """Live GPU idle time by what the launching thread ran: a program
+    that runs 20 ms of GEMMs, waits for them, then works on the host for
+    50 ms a round leaves the GPU idle in host_work() 50 of every 50.5 ms
+    (wait_gpu() the rest); a snapshot's "gpu idle in" names host_work()
+    first, with most of the window's idle time (n/a where no sample of
+    a launching thread stood for any: before the first launch)."""
+    from test_gpu_fake import IDLE_PROGRAM
+    script = write(tmp_path, "idle.py", IDLE_PROGRAM)
+    report = str(tmp_path / "done.json")
+    res = spyc.run(["top", "--gpu", "--interval", "0.5", "--rate", "200",
+                    "--program-output", tmp_path / "prog.out", "--",
+                    any_python.path, script, FAKE, "launch", "3", report],
+                   env=target_env(), timeout=TIMEOUT)
+    assert res.returncode == 0, res.describe()
+    snapshots = parse_gpu_plain(res.stdout)
+    shares = []
+    for header, _, _ in snapshots:
+        said = header["gpu idle in"]
+        if said == "n/a":
+            continue
+        parts = [IDLE_IN_RE.match(p) for p in said.split("; ")]
+        assert all(parts) and 1 <= len(parts) <= 3, said
+        total = sum(float(m.group(1)) for m in parts)
+        assert 99.5 <= total <= 100.5 or len(parts) == 3, said
+        assert all(m.group(3).endswith("idle.py") for m in parts), said
+        shares.append(float(parts[0].group(1))
+                      if parts[0].group(2) == "host_work" else 0.0)
+    # Its first rounds fill the first snapshot or two with work.
+    assert len(shares) >= 3, res.describe()
+    shares.sort()
+    # Samples stand for half a period each way: at 200 Hz, the 2.5 ms
+    # either side of a boundary can go to the wrong side of it.
+    assert shares[len(shares) // 2] >= 85.0, (shares, res.describe())
 
 
 @needs_agent

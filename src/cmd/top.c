@@ -298,11 +298,15 @@ static void count_threads(const struct py_sample *s,
 	}
 }
 
-/* The stacks of sample s, of the process labelled process (or NULL). */
+/*
+ * The stacks of sample s, of the process labelled process (or NULL),
+ * taken at now and standing for the weight_ns before it.
+ */
 static void add_stacks(struct top *t, const struct py_sample *s,
-		       const char *process, const char *cwd)
+		       const char *process, const char *cwd, uint64_t now,
+		       uint64_t weight_ns)
 {
-	size_t i;
+	size_t i, n;
 
 	t->cwd_now = cwd;
 	for (i = 0; i < s->nr_threads; i++) {
@@ -311,11 +315,16 @@ static void add_stacks(struct top *t, const struct py_sample *s,
 		if (!th->depth ||
 		    !thread_wanted(th, t->opts->s.idle, t->opts->s.gil))
 			continue;
+		n = stack_sites(t, s, th);
 		toptable_add(&t->tt,
 			     toptable_thread_in(&t->tt, process, th->ident,
 						th->tid,
 						th->name[0] ? th->name : NULL),
-			     t->sites, stack_sites(t, s, th));
+			     t->sites, n);
+		/* --gpu: what it ran while the GPU was idle, if it launches. */
+		if (t->opts->s.gpu && n)
+			gputop_tick(&t->gt, now, weight_ns, th->tid,
+				    t->sites[0]);
 	}
 }
 
@@ -341,7 +350,8 @@ static void add_sample(struct top *t, uint64_t now)
 	t->threads = info.threads;
 	toptable_sample(&t->tt, (double)(now - t->start) / 1e9, weight, &info);
 	if (!t->opts->s.subprocesses) {
-		add_stacks(t, &t->sl.sample, NULL, t->cwd);
+		add_stacks(t, &t->sl.sample, NULL, t->cwd, now,
+			   (uint64_t)(weight * 1e9));
 		return;
 	}
 	t->processes = (unsigned)t->nr_fresh;
@@ -350,7 +360,8 @@ static void add_sample(struct top *t, uint64_t now)
 
 		/* The table's thread column is narrow: PID/THREAD. */
 		snprintf(pid, sizeof(pid), "%d", (int)t->fresh[i]->pid);
-		add_stacks(t, &t->fresh[i]->sample, pid, t->fresh[i]->cwd);
+		add_stacks(t, &t->fresh[i]->sample, pid, t->fresh[i]->cwd,
+			   now, (uint64_t)(weight * 1e9));
 	}
 }
 
@@ -655,6 +666,35 @@ static void format_gpu_numbers(struct strbuf *sb, const struct gputop_view *v,
 /* --- plain text --- */
 
 /* Write s with control characters as '?': one line stays one line. */
+/*
+ * --gpu: what the launching threads ran while the GPU was idle in view
+ * v: "62.1% host_work (idle.py:27); 20.0% ...", shares of the idle time
+ * their samples stood for; "n/a" when there was none.
+ */
+static void gpu_describe_idle(const struct top *t, const struct gputop_view *v,
+			      struct strbuf *sb)
+{
+	size_t i;
+
+	if (!v->idle_ns || !v->nr_idle_top) {
+		strbuf_addstr(sb, "n/a");
+		return;
+	}
+	for (i = 0; i < v->nr_idle_top; i++) {
+		const struct stack_frame *f =
+		    &t->tt.names.frames[v->idle_top[i].site];
+
+		strbuf_addf(sb, "%s%.1f%% %s", i ? "; " : "",
+			    100.0 * (double)v->idle_top[i].ns /
+				(double)v->idle_ns,
+			    f->name);
+		if (f->line)
+			strbuf_addf(sb, " (%s:%d)", f->file, f->line);
+		else if (f->file[0])
+			strbuf_addf(sb, " (%s)", f->file);
+	}
+}
+
 static void put_clean(FILE *fp, const char *s)
 {
 	for (; *s; s++)
@@ -696,6 +736,12 @@ static void print_gpu_header(const struct top *t, FILE *fp)
 	fprintf(fp, "\ngpu window: %.2f s\n", (double)v->wall_ns / 1e9);
 	format_gpu_busy(v, busy, sizeof(busy));
 	fprintf(fp, "gpu busy: %s\n", on ? busy : "n/a");
+	if (on)
+		gpu_describe_idle(t, v, &sb);
+	fputs("gpu idle in: ", fp);
+	put_clean(fp, on ? sb.buf : "n/a");
+	fputc('\n', fp);
+	strbuf_reset(&sb);
 	gpu_describe_work(v, &sb);
 	fprintf(fp, "gpu work: %s\n", sb.buf);
 	if (t->gpu_state_ok)
@@ -995,6 +1041,10 @@ static void draw_gpu(const struct top *t, int y, const struct gpu_layout *l,
 			    (unsigned long long)t->gpu_state.lost);
 	if (t->gpu_way)
 		strbuf_addf(&sb, "  agent: %s", t->gpu_way);
+	if (v->idle_ns) {
+		strbuf_addstr(&sb, "  idle in: ");
+		gpu_describe_idle(t, v, &sb);
+	}
 	put_text(y++, 0, sb.buf, COLS);
 	if (!l->rows)
 		goto out;

@@ -38,6 +38,8 @@ void gputop_release(struct gputop *g)
 	gpu_names_release(&g->long_names);
 	free(g->index);
 	free(g->spans);
+	free(g->ticks);
+	free(g->idle);
 	free(g->window.rows);
 	free(g->run.rows);
 	gputop_init(g);
@@ -108,6 +110,18 @@ static struct gputop_name *find_name(struct gputop *g, const char *key,
 	return n;
 }
 
+/* Note that thread tid launched GPU work. */
+static void note_launcher(struct gputop *g, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_launch_tids; i++)
+		if (g->launch_tids[i] == tid)
+			return;
+	if (g->nr_launch_tids < GPUTOP_LAUNCH_TIDS)
+		g->launch_tids[g->nr_launch_tids++] = tid;
+}
+
 void gputop_add(struct gputop *g, const struct gpu_record *rec)
 {
 	const struct gpu_interval *iv;
@@ -142,6 +156,9 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 	case GPU_REC_NAME:
 		gpu_names_add(&g->long_names, &rec->u.name);
 		return;
+	case GPU_REC_API:
+		note_launcher(g, (long)rec->u.api.tid);
+		return;
 	case GPU_REC_CLOCK:
 		if (!g->clock_known)
 			g->offset_ns = (int64_t)(rec->u.clock.monotonic_ns -
@@ -170,6 +187,124 @@ static int cmp_span(const void *a, const void *b)
 	const uint64_t *x = a, *y = b;
 
 	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/*
+ * The time within [from, to) covered by at least one span, the spans
+ * sorted by start.
+ */
+static uint64_t covered_ns(const struct gputop *g, uint64_t from, uint64_t to)
+{
+	uint64_t busy = 0, start = 0, end = 0;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < g->nr_spans && g->spans[i][0] < to; i++) {
+		uint64_t s = g->spans[i][0] > from ? g->spans[i][0] : from;
+		uint64_t e = g->spans[i][1] < to ? g->spans[i][1] : to;
+
+		if (s >= e)
+			continue;
+		if (any && s <= end) {
+			if (e > end)
+				end = e;
+			continue;
+		}
+		busy += end - start;
+		start = s;
+		end = e;
+		any = 1;
+	}
+	return busy + (end - start);
+}
+
+static int launched(const struct gputop *g, long tid)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr_launch_tids; i++)
+		if (g->launch_tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/*
+ * Charge the ticks up to `to` with the GPU's idle time in the spans they
+ * stand for (a launching thread's only), by site; the later ones wait.
+ * A tick stands for its weight centred on it, as record's samples do.
+ */
+static void charge_ticks(struct gputop *g, uint64_t to)
+{
+	size_t i, j, kept = 0;
+
+	for (i = 0; i < g->nr_ticks; i++) {
+		const struct gputop_tick *k = &g->ticks[i];
+		uint64_t from, idle;
+
+		if (k->t_ns > to) {
+			g->ticks[kept++] = *k;
+			continue;
+		}
+		if (!launched(g, k->tid))
+			continue;
+		/* Halfway to the sample before, as far again after. */
+		from = k->t_ns > k->weight_ns / 2 ? k->t_ns - k->weight_ns / 2
+						  : 0;
+		idle = k->weight_ns -
+		       covered_ns(g, from, from + k->weight_ns);
+		if (!idle)
+			continue;
+		for (j = 0; j < g->nr_idle && g->idle[j].site != k->site; j++)
+			;
+		if (j == g->nr_idle) {
+			ALLOC_GROW(g->idle, g->nr_idle + 1, g->alloc_idle);
+			g->idle[g->nr_idle].site = k->site;
+			g->idle[g->nr_idle++].ns = 0;
+		}
+		g->idle[j].ns += idle;
+	}
+	g->nr_ticks = kept;
+}
+
+static int cmp_idle(const void *a, const void *b)
+{
+	const struct gputop_idle *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return (x->site > y->site) - (x->site < y->site);
+}
+
+/* The window's idle time by site into w; the tally starts again. */
+static void close_idle(struct gputop *g, struct gputop_view *w)
+{
+	size_t i;
+
+	w->idle_ns = 0;
+	for (i = 0; i < g->nr_idle; i++)
+		w->idle_ns += g->idle[i].ns;
+	if (g->nr_idle)
+		qsort(g->idle, g->nr_idle, sizeof(*g->idle), cmp_idle);
+	w->nr_idle_top =
+	    g->nr_idle < GPUTOP_IDLE_TOP ? g->nr_idle : GPUTOP_IDLE_TOP;
+	memcpy(w->idle_top, g->idle, w->nr_idle_top * sizeof(*g->idle));
+	g->nr_idle = 0;
+}
+
+void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns,
+		 long tid, uint32_t site)
+{
+	struct gputop_tick *k;
+
+	/* Before any launch there is no idle GPU to speak of. */
+	if (!g->nr_launch_tids)
+		return;
+	ALLOC_GROW(g->ticks, g->nr_ticks + 1, g->alloc_ticks);
+	k = &g->ticks[g->nr_ticks++];
+	k->t_ns = t_ns;
+	k->weight_ns = weight_ns;
+	k->tid = tid;
+	k->site = site;
 }
 
 /*
@@ -258,8 +393,14 @@ void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns)
 {
 	struct gputop_view *w = &g->window, *run = &g->run;
 	uint64_t wall_ns = to_ns > from_ns ? to_ns - from_ns : 0;
-	uint64_t busy = union_ns(g, from_ns, to_ns);
+	uint64_t busy;
 	size_t i;
+
+	if (g->nr_spans)
+		qsort(g->spans, g->nr_spans, sizeof(*g->spans), cmp_span);
+	charge_ticks(g, to_ns);
+	close_idle(g, w);
+	busy = union_ns(g, from_ns, to_ns);
 
 	make_rows(g, w, WINDOW);
 	w->kernels = g->counts[KERNELS];
@@ -285,6 +426,8 @@ void gputop_reset_window(struct gputop *g)
 {
 	clear_counts(g);
 	g->nr_spans = 0;
+	g->nr_ticks = 0;
+	g->nr_idle = 0;
 }
 
 double gputop_busy_pct(const struct gputop_view *v)

@@ -13,6 +13,11 @@
 #include "gpu/gpuchan-layout.h"
 #include "gpu/gpunames.h"
 
+/* How many sites a window names for the GPU's idle time. */
+#define GPUTOP_IDLE_TOP 3
+/* How many launching threads are told apart (more count as the last). */
+#define GPUTOP_LAUNCH_TIDS 64
+
 /* One name's work over a window: a row of top's GPU section. */
 struct gputop_row {
 	const char
@@ -32,6 +37,17 @@ struct gputop_view {
 	/* the union of the activities' spans within the window's interval */
 	uint64_t busy_ns;
 	uint64_t wall_ns; /* the window's length (the run's: the sum) */
+	/*
+	 * The window's GPU idle time the launching threads' samples stood
+	 * for (gputop_tick), and the sites (top's frames) with the most of
+	 * it, most first.
+	 */
+	uint64_t idle_ns;
+	struct gputop_idle {
+		uint32_t site;
+		uint64_t ns;
+	} idle_top[GPUTOP_IDLE_TOP];
+	size_t nr_idle_top;
 };
 
 /* One distinct activity name, and its counts. */
@@ -60,6 +76,18 @@ struct gputop {
 	struct gputop_view window, run;
 	size_t windows;		     /* closed so far */
 	struct gpu_names long_names; /* kernel names too long for a record */
+	/* the threads that launched work (its API calls' thread ids) */
+	long launch_tids[GPUTOP_LAUNCH_TIDS];
+	size_t nr_launch_tids;
+	/* samples not yet charged: their interval's records may be late */
+	struct gputop_tick {
+		uint64_t t_ns, weight_ns;
+		long tid;
+		uint32_t site;
+	} * ticks;
+	size_t nr_ticks, alloc_ticks;
+	struct gputop_idle *idle; /* the window's idle time by site */
+	size_t nr_idle, alloc_idle;
 };
 
 void gputop_init(struct gputop *g);
@@ -81,9 +109,21 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec);
  * new, empty window starts.  Its rows are the records read since the
  * last close; its busy time is by each activity's own start and end,
  * the time within [from_ns, to_ns) (spyc's clock) that some ran: the
- * caller sets that interval back by how late records arrive.
+ * caller sets that interval back by how late records arrive.  The ticks
+ * up to to_ns are charged with the idle time of the spans they stand
+ * for.
  */
 void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns);
+
+/*
+ * A sample of thread tid at t_ns (spyc's clock) that stands for
+ * weight_ns (the time since the sample before) centred on it, its
+ * innermost frame the caller's site.  When the window that holds t_ns
+ * closes, the GPU's idle time in that span goes to the site, if tid
+ * launched GPU work.
+ */
+void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns,
+		 long tid, uint32_t site);
 
 /* Forget what the current window holds (after a pause). */
 void gputop_reset_window(struct gputop *g);
