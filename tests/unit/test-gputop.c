@@ -109,6 +109,51 @@ static void test_window(void)
 	gputop_release(&g);
 }
 
+static struct gpu_record api(uint32_t tid)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_API;
+	r.size = sizeof(r.u.api);
+	r.u.api.tid = tid;
+	return r;
+}
+
+/*
+ * The GPU's idle time by what the launching thread ran: ticks of 100 ns
+ * centred on them; a thread that launched nothing and ticks before any
+ * launch charge nothing; ticks after the window wait for the next.
+ */
+static void test_idle(void)
+{
+	struct gputop g;
+	const struct gputop_view *w = &g.window;
+
+	gputop_init(&g);
+	gputop_tick(&g, 50, 100, 7, 1); /* no launch yet: not kept */
+	add(&g, api(7));
+	/* busy 100..300 */
+	add(&g, kernel("k", 100, 300));
+	gputop_tick(&g, 100, 100, 7, 1); /* 50..150: 50 idle */
+	gputop_tick(&g, 200, 100, 7, 2); /* 150..250: busy */
+	gputop_tick(&g, 400, 100, 7, 3); /* 350..450: 100 idle */
+	gputop_tick(&g, 500, 100, 7, 3); /* 450..550: 100 idle */
+	gputop_tick(&g, 500, 100, 9, 4); /* launched nothing */
+	gputop_tick(&g, 1200, 100, 7, 5); /* the next window's */
+	gputop_close_window(&g, 0, 1000);
+	CHECK(w->idle_ns == 250);
+	CHECK(w->nr_idle_top == 2);
+	CHECK(w->idle_top[0].site == 3 && w->idle_top[0].ns == 200);
+	CHECK(w->idle_top[1].site == 1 && w->idle_top[1].ns == 50);
+	gputop_close_window(&g, 1000, 2000);
+	CHECK(w->idle_ns == 100 && w->nr_idle_top == 1 &&
+	      w->idle_top[0].site == 5);
+	gputop_close_window(&g, 2000, 3000);
+	CHECK(w->idle_ns == 0 && w->nr_idle_top == 0);
+	gputop_release(&g);
+}
+
 /* Many names: the index grows; past the limit they count as one. */
 static void test_many_names(void)
 {
@@ -182,6 +227,7 @@ static void test_long_names(void)
 int main(void)
 {
 	test_window();
+	test_idle();
 	test_many_names();
 	test_long_names();
 	return failed;
