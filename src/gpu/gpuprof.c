@@ -83,6 +83,8 @@ void gpuprof_release(struct gpuprof *gp)
 	free(gp->launch_ids);
 	stacks_release(&gp->launch_stacks);
 	free(gp->acts);
+	free(gp->kernels);
+	free(gp->kernel_index);
 	free(gp->apis);
 	free(gp->samples);
 	free(gp->waiting);
@@ -140,16 +142,84 @@ static uint32_t api_name_index(struct gpuprof *gp, const struct gpu_api *api)
 	return (uint32_t)gp->nr_api_names++;
 }
 
+/* Whether kernel records x and y name the same kernel. */
+static int same_kernel(const struct gpu_kernel *x, const struct gpu_kernel *y)
+{
+	return x->name_hash == y->name_hash && x->name_len == y->name_len &&
+	       x->name_truncated == y->name_truncated &&
+	       !strncmp(x->name, y->name, sizeof(x->name));
+}
+
+static void kernel_index_put(uint32_t *index, size_t size, uint64_t hash,
+			     uint32_t i)
+{
+	size_t at = (size_t)hash & (size - 1);
+
+	while (index[at])
+		at = (at + 1) & (size - 1);
+	index[at] = i + 1;
+}
+
+/* The index in gp->kernels of kernel record rec's name, added if new. */
+static uint32_t kernel_name(struct gpuprof *gp, const struct gpu_record *rec)
+{
+	const struct gpu_kernel *k = &rec->u.kernel;
+	size_t at, i;
+
+	if (gp->kernel_index_size) {
+		at = (size_t)k->name_hash & (gp->kernel_index_size - 1);
+		for (; gp->kernel_index[at];
+		     at = (at + 1) & (gp->kernel_index_size - 1)) {
+			uint32_t n = gp->kernel_index[at] - 1;
+
+			if (same_kernel(&gp->kernels[n].u.kernel, k))
+				return n;
+		}
+	}
+	ALLOC_GROW(gp->kernels, gp->nr_kernels + 1, gp->alloc_kernels);
+	gp->kernels[gp->nr_kernels] = *rec;
+	gp->kernels[gp->nr_kernels].u.kernel.name[sizeof(k->name) - 1] = '\0';
+	if (2 * (gp->nr_kernels + 1) > gp->kernel_index_size) {
+		size_t size = gp->kernel_index_size ? 2 * gp->kernel_index_size
+						    : 64;
+
+		free(gp->kernel_index);
+		gp->kernel_index = xcalloc(size, sizeof(*gp->kernel_index));
+		gp->kernel_index_size = size;
+		for (i = 0; i < gp->nr_kernels; i++)
+			kernel_index_put(gp->kernel_index, size,
+					 gp->kernels[i].u.kernel.name_hash,
+					 (uint32_t)i);
+	}
+	kernel_index_put(gp->kernel_index, gp->kernel_index_size, k->name_hash,
+			 (uint32_t)gp->nr_kernels);
+	return (uint32_t)gp->nr_kernels++;
+}
+
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 {
 	switch (rec->type) {
 	case GPU_REC_KERNEL:
 	case GPU_REC_MEMCPY:
-	case GPU_REC_MEMSET:
+	case GPU_REC_MEMSET: {
 		/* Each has a struct gpu_interval (gpu_record_interval). */
+		struct gpu_act *a;
+
 		ALLOC_GROW(gp->acts, gp->nr_acts + 1, gp->alloc_acts);
-		gp->acts[gp->nr_acts++] = *rec;
+		a = &gp->acts[gp->nr_acts++];
+		memset(a, 0, sizeof(*a));
+		a->iv = *gpu_record_interval(rec);
+		a->type = rec->type;
+		if (rec->type == GPU_REC_KERNEL) {
+			a->kernel = kernel_name(gp, rec);
+		} else if (rec->type == GPU_REC_MEMCPY) {
+			a->bytes = rec->u.memcpy.bytes;
+			a->copy_kind = rec->u.memcpy.copy_kind;
+		} else {
+			a->bytes = rec->u.memset.bytes;
+		}
 		break;
+	}
 	case GPU_REC_API: {
 		struct gpu_api_call *a;
 
@@ -336,21 +406,47 @@ uint64_t gpuprof_to_monotonic(const struct gpuprof *gp, uint64_t cupti_ns)
 	return cupti_ns + (p->monotonic_ns - p->cupti_ns);
 }
 
-void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+void gpuprof_activity_times(const struct gpu_act *act, uint64_t *start,
 			    uint64_t *end)
 {
-	const struct gpu_interval *iv = gpu_record_interval(act);
-
-	*start = iv ? iv->start : 0;
-	*end = iv && iv->end > *start ? iv->end : *start;
+	*start = act->iv.start;
+	*end = act->iv.end > *start ? act->iv.end : *start;
 }
 
 /* act's correlation id, which its launch has too (0 for none). */
-static uint32_t activity_correlation(const struct gpu_record *act)
+static uint32_t activity_correlation(const struct gpu_act *act)
 {
-	const struct gpu_interval *iv = gpu_record_interval(act);
+	return act->iv.correlation;
+}
 
-	return iv ? iv->correlation : 0;
+/*
+ * A record that names act as gpuprof_activity_name() reads it: its
+ * kernel name's, or for a copy or memset one made in tmp.
+ */
+static const struct gpu_record *act_record(const struct gpuprof *gp,
+					   const struct gpu_act *act,
+					   struct gpu_record *tmp)
+{
+	if (act->type == GPU_REC_KERNEL)
+		return &gp->kernels[act->kernel];
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->type = act->type;
+	tmp->u.memcpy.iv = act->iv;
+	if (act->type == GPU_REC_MEMCPY) {
+		tmp->u.memcpy.bytes = act->bytes;
+		tmp->u.memcpy.copy_kind = act->copy_kind;
+	} else {
+		tmp->u.memset.bytes = act->bytes;
+	}
+	return tmp;
+}
+
+void gpuprof_act_name(const struct gpuprof *gp, const struct gpu_act *act,
+		      struct strbuf *sb)
+{
+	struct gpu_record tmp;
+
+	gpuprof_activity_name(&gp->names, act_record(gp, act, &tmp), sb);
 }
 
 void gpuprof_activity_name(const struct gpu_names *names,
@@ -439,7 +535,7 @@ static const struct gpu_api_call *find_api(const struct gpuprof *gp,
 }
 
 /* When act started, on CUPTI's clock. */
-static uint64_t activity_start(const struct gpu_record *act)
+static uint64_t activity_start(const struct gpu_act *act)
 {
 	uint64_t start, end;
 
@@ -448,7 +544,7 @@ static uint64_t activity_start(const struct gpu_record *act)
 }
 
 const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
-					  const struct gpu_record *act)
+					  const struct gpu_act *act)
 {
 	return gp->attributed_done ? find_api(gp, activity_correlation(act),
 					      activity_start(act))
@@ -569,7 +665,9 @@ static void assign_leaves(struct gpuprof *gp)
 	stacks_init(&names);
 	gp->leaf = xmalloc((gp->nr_acts ? gp->nr_acts : 1) * sizeof(*gp->leaf));
 	for (i = 0; i < gp->nr_acts; i++) {
-		const struct gpu_record *act = &gp->acts[i];
+		struct gpu_record tmp;
+		const struct gpu_record *act =
+		    act_record(gp, &gp->acts[i], &tmp);
 		uint32_t id;
 		size_t old;
 
@@ -687,7 +785,7 @@ static size_t device_busy(const struct gpuprof *gp, uint32_t device,
 		uint64_t start, end;
 
 		if (device != GPU_ANY_DEVICE &&
-		    gpu_record_interval(&gp->acts[i])->device != device)
+		    gp->acts[i].iv.device != device)
 			continue;
 		gpuprof_activity_times(&gp->acts[i], &start, &end);
 		b[n].start = gpuprof_to_monotonic(gp, start);
@@ -743,7 +841,7 @@ static uint64_t idle_in(const struct busy *b, size_t n, uint64_t a, uint64_t z)
 
 /* The thread that launched act (its launch's, or its API call's), or 0. */
 static uint32_t launching_tid(const struct gpuprof *gp,
-			      const struct gpu_record *act)
+			      const struct gpu_act *act)
 {
 	const struct gpu_launch *l = find_launch(gp, activity_correlation(act));
 	const struct gpu_api_call *api;
@@ -808,7 +906,7 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 	if (t1 <= t0)
 		return;
 	for (i = 0; i < gp->nr_acts; i++) {
-		uint32_t dev = gpu_record_interval(&gp->acts[i])->device;
+		uint32_t dev = gp->acts[i].iv.device;
 
 		for (d = 0; d < nr_devices && devices[d] != dev; d++)
 			;
@@ -861,8 +959,7 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 		for (i = 0; i < gp->nr_acts; i++) {
 			uint32_t tid;
 
-			if (gpu_record_interval(&gp->acts[i])->device !=
-			    devices[d])
+			if (gp->acts[i].iv.device != devices[d])
 				continue;
 			tid = launching_tid(gp, &gp->acts[i]);
 			/*
@@ -991,7 +1088,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 				 gp->launch_stacks.frames[i].line);
 
 	for (i = 0; i < gp->nr_acts; i++) {
-		const struct gpu_record *act = &gp->acts[i];
+		const struct gpu_act *act = &gp->acts[i];
 		const struct gpu_api_call *api = find_api(
 		    gp, activity_correlation(act), activity_start(act));
 		const struct gpu_launch *launch =
@@ -1081,10 +1178,10 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 static int cmp_timeline(const void *a, const void *b, void *ctx)
 {
 	const struct gpuprof *gp = ctx;
-	const struct gpu_record *x = &gp->acts[*(const uint32_t *)a];
-	const struct gpu_record *y = &gp->acts[*(const uint32_t *)b];
-	const struct gpu_interval *xi = gpu_record_interval(x);
-	const struct gpu_interval *yi = gpu_record_interval(y);
+	const struct gpu_act *x = &gp->acts[*(const uint32_t *)a];
+	const struct gpu_act *y = &gp->acts[*(const uint32_t *)b];
+	const struct gpu_interval *xi = &x->iv;
+	const struct gpu_interval *yi = &y->iv;
 	uint64_t x0, x1, y0, y1;
 
 	if (xi->device != yi->device)
@@ -1243,7 +1340,7 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		row_of[i] = SIZE_MAX;
 	rows = xcalloc(gp->nr_acts, sizeof(*rows));
 	for (i = 0; i < gp->nr_acts; i++) {
-		const struct gpu_record *act = &gp->acts[i];
+		const struct gpu_act *act = &gp->acts[i];
 		uint64_t start, end, d;
 		struct summary_row *r;
 
@@ -1251,11 +1348,11 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		d = end - start;
 		all_time += d;
 		if (act->type == GPU_REC_MEMCPY) {
-			unsigned k = act->u.memcpy.copy_kind;
+			unsigned k = act->copy_kind;
 
 			if (k >= ARRAY_SIZE(copy_kinds))
 				k = 0;
-			copy_bytes[k] += act->u.memcpy.bytes;
+			copy_bytes[k] += act->bytes;
 			copy_time[k] += d;
 			copies[k]++;
 			nr_copies++;

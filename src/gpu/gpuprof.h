@@ -47,10 +47,29 @@ struct gpu_clock_alignment {
 	uint64_t pairs;
 };
 
+/*
+ * A kernel, copy or memset as gpuprof keeps it: its interval and what
+ * names it, in 48 bytes rather than its 256-byte record (a kernel's
+ * name is its distinct name's record, kept once).
+ */
+struct gpu_act {
+	struct gpu_interval iv;
+	uint64_t bytes;	 /* a copy's or memset's */
+	uint32_t kernel; /* a kernel's name: gp->kernels[kernel] */
+	uint16_t type;	 /* GPU_REC_KERNEL, GPU_REC_MEMCPY or GPU_REC_MEMSET */
+	uint8_t copy_kind;
+	uint8_t reserved;
+};
+
 struct gpuprof {
 	/* kernels, copies and memsets, in the order they came */
-	struct gpu_record *acts;
+	struct gpu_act *acts;
 	size_t nr_acts, alloc_acts;
+	/* a record of each distinct kernel name, and their index */
+	struct gpu_record *kernels;
+	size_t nr_kernels, alloc_kernels;
+	uint32_t *kernel_index; /* open addressing: kernels index + 1 */
+	size_t kernel_index_size;
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
 	struct gpu_names names; /* kernel names too long for their records */
@@ -272,7 +291,7 @@ int gpuprof_demangles(void);
  * NULL.  Only once gpuprof_attribute() has run.
  */
 const struct gpu_api_call *gpuprof_launch(const struct gpuprof *gp,
-					  const struct gpu_record *act);
+					  const struct gpu_act *act);
 
 /* An API call's name ("cudaLaunchKernel"; else "[CUDA runtime call 211]"). */
 void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
@@ -280,11 +299,14 @@ void gpuprof_api_name(const struct gpuprof *gp, const struct gpu_api_call *a,
 
 /*
  * An activity's start and end on CUPTI's clock, the end no earlier than
- * the start.  Its device, stream and ids: gpu_record_interval(act), which
- * every one of gp->acts has.
+ * the start.  Its device, stream and ids: act->iv.
  */
-void gpuprof_activity_times(const struct gpu_record *act, uint64_t *start,
+void gpuprof_activity_times(const struct gpu_act *act, uint64_t *start,
 			    uint64_t *end);
+
+/* gpuprof_activity_name() of one of gp->acts. */
+void gpuprof_act_name(const struct gpuprof *gp, const struct gpu_act *act,
+		      struct strbuf *sb);
 
 /*
  * The activities' indices ordered by device, stream and start: the

@@ -474,8 +474,8 @@ static int write_gpu_rows(struct chrome_out *o)
 	size_t i;
 
 	for (i = 0; order && i < gp->nr_acts && !o->err; i++) {
-		const struct gpu_record *act = &gp->acts[order[i]];
-		const struct gpu_interval *iv = gpu_record_interval(act);
+		const struct gpu_act *act = &gp->acts[order[i]];
+		const struct gpu_interval *iv = &act->iv;
 		const struct gpu_api_call *launch;
 		uint64_t start, end;
 		double pid, ts, dur;
@@ -502,7 +502,7 @@ static int write_gpu_rows(struct chrome_out *o)
 		ts = (double)(((int64_t)(start - tl->t0_ns) + 500) / 1000);
 		dur = end > start ? (double)((end - start + 500) / 1000) : 0;
 		strbuf_reset(&o->tmp);
-		gpuprof_activity_name(&gp->names, act, &o->tmp);
+		gpuprof_act_name(gp, act, &o->tmp);
 		ev = event(o, "X", pid, (double)stream, ts);
 		args = ev ? cJSON_AddObjectToObject(ev, "args") : NULL;
 		if (ev && (!cJSON_AddStringToObject(ev, "name", o->tmp.buf) ||

@@ -712,8 +712,8 @@ static void gpu_from_gpuprof(struct html_gpu *pg, const struct gpuprof *gp,
 	pg->idle = &gp->idle;
 	pg->name = gpuprof_stacks_name(gp);
 	for (i = 0; order && i < gp->nr_acts; i++) {
-		const struct gpu_record *act = &gp->acts[order[i]];
-		const struct gpu_interval *iv = gpu_record_interval(act);
+		const struct gpu_act *act = &gp->acts[order[i]];
+		const struct gpu_interval *iv = &act->iv;
 		struct html_gpu_row *r = pg->nr_rows ? &pg->rows[pg->nr_rows - 1]
 						     : NULL;
 		uint64_t start, end;

@@ -240,8 +240,7 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 	int ret = -1;
 
 	while (i < gp->nr_acts) {
-		const struct gpu_interval *iv =
-		    gpu_record_interval(&gp->acts[order[i]]);
+		const struct gpu_interval *iv = &gp->acts[order[i]].iv;
 		uint32_t device = iv->device, stream = iv->stream;
 		double prev_end = -1e300, first = 0;
 		cJSON *profile, *events;
@@ -267,9 +266,8 @@ static int add_gpu_streams(cJSON *profiles, const struct gpuprof *gp)
 			goto out;
 		}
 		for (j = i; j < gp->nr_acts; j++) {
-			const struct gpu_record *act = &gp->acts[order[j]];
-			const struct gpu_interval *at_iv =
-			    gpu_record_interval(act);
+			const struct gpu_act *act = &gp->acts[order[j]];
+			const struct gpu_interval *at_iv = &act->iv;
 			uint64_t start, end;
 			double at, until;
 

@@ -1038,7 +1038,9 @@ static void test_correlation_wrap(void)
 		CHECK(a);
 		if (!a)
 			continue;
-		if (!strcmp(gp.acts[i].u.kernel.name, "late"))
+		if (gp.acts[i].type == GPU_REC_KERNEL &&
+		    !strcmp(gp.kernels[gp.acts[i].kernel].u.kernel.name,
+			    "late"))
 			CHECK(a->tid == TID_LOADER && a->start == 5000000);
 		else
 			CHECK(a->tid == TID_MAIN);
