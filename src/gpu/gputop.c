@@ -313,33 +313,18 @@ void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns,
  */
 static uint64_t union_ns(struct gputop *g, uint64_t from, uint64_t to)
 {
-	uint64_t busy = 0, start = 0, end = 0;
+	uint64_t busy;
 	size_t i, kept = 0;
-	int any = 0;
 
 	if (g->nr_spans)
 		qsort(g->spans, g->nr_spans, sizeof(*g->spans), cmp_span);
-	for (i = 0; i < g->nr_spans; i++) {
-		uint64_t s = g->spans[i][0] > from ? g->spans[i][0] : from;
-		uint64_t e = g->spans[i][1] < to ? g->spans[i][1] : to;
-
+	busy = covered_ns(g, from, to);
+	for (i = 0; i < g->nr_spans; i++)
 		if (g->spans[i][1] > to)
 			memmove(g->spans[kept++], g->spans[i],
 				sizeof(*g->spans));
-		if (s >= e)
-			continue;
-		if (any && s <= end) {
-			if (e > end)
-				end = e;
-			continue;
-		}
-		busy += end - start;
-		start = s;
-		end = e;
-		any = 1;
-	}
 	g->nr_spans = kept;
-	return busy + (end - start);
+	return busy;
 }
 
 static int cmp_row(const void *a, const void *b)

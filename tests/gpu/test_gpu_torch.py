@@ -43,6 +43,17 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(scope="module")
+def torch_py():
+    """An interpreter that imports torch with CUDA; the test is skipped
+    where there is none."""
+    py = torch_python()
+    if py is None:
+        pytest.skip("no Python with PyTorch and CUDA here "
+                    "(set SPYC_TORCH_PYTHON)")
+    return py
+
+
 def torch_python():
     """An interpreter that imports torch with CUDA, else None."""
     candidates = [os.environ.get("SPYC_TORCH_PYTHON"), sys.executable,
@@ -124,11 +135,8 @@ def check_profile(doc, stderr, forward_ms):
     assert copies > 0, "no host-to-device copy recorded"
 
 
-def test_torch_training_gemms(spyc, tmp_path):
-    py = torch_python()
-    if py is None:
-        pytest.skip("no Python with PyTorch and CUDA here "
-                    "(set SPYC_TORCH_PYTHON)")
+def test_torch_training_gemms(spyc, tmp_path, torch_py):
+    py = torch_py
     out = tmp_path / "train.json"
     res = spyc.run(["record", "--gpu", "--rate", "500", "-o", out, "--", py,
                     TRAIN, "200"], env=target_env(), timeout=600)
@@ -150,16 +158,13 @@ def losses(lines):
     return out
 
 
-def test_torch_training_attach(spyc, tmp_path):
+def test_torch_training_attach(spyc, tmp_path, torch_py):
     """Attach mode: spyc loads the agent into the running loop (PEP 768
     on 3.14+, else ptrace) once it has printed its first progress line,
     records a few seconds, and the loop goes on to the same losses, step
     by step, as a run without spyc."""
     import threading
-    py = torch_python()
-    if py is None:
-        pytest.skip("no Python with PyTorch and CUDA here "
-                    "(set SPYC_TORCH_PYTHON)")
+    py = torch_py
     steps, every = "800", "20"
     proc = subprocess.Popen([py, TRAIN, steps, "--progress", every],
                             stdout=subprocess.PIPE, env=target_env(),
@@ -230,16 +235,13 @@ def time_under(doc, program, marker):
 
 
 @pytest.mark.parametrize("mode", ["graph", "compile"])
-def test_torch_cuda_graph_replay(spyc, tmp_path, mode):
+def test_torch_cuda_graph_replay(spyc, tmp_path, mode, torch_py):
     """Kernels replayed from a CUDA graph (captured by hand, or by
     torch.compile(mode="reduce-overhead")) carry the graph launch's
     correlation id: their GPU time is under the line that replayed the
     graph, as much as torch.cuda.Event timed there (within 15%); none is
     under the capture's line, whose launches run no kernel."""
-    py = torch_python()
-    if py is None:
-        pytest.skip("no Python with PyTorch and CUDA here "
-                    "(set SPYC_TORCH_PYTHON)")
+    py = torch_py
     out = tmp_path / "graph.json"
     res = spyc.run(["record", "--gpu", "--rate", "200", "-o", out, "--", py,
                     GRAPH, mode, "300"], env=target_env(), timeout=600)
