@@ -287,7 +287,9 @@ static void close_idle(struct gputop *g, struct gputop_view *w)
 		qsort(g->idle, g->nr_idle, sizeof(*g->idle), cmp_idle);
 	w->nr_idle_top =
 	    g->nr_idle < GPUTOP_IDLE_TOP ? g->nr_idle : GPUTOP_IDLE_TOP;
-	memcpy(w->idle_top, g->idle, w->nr_idle_top * sizeof(*g->idle));
+	if (w->nr_idle_top)
+		memcpy(w->idle_top, g->idle,
+		       w->nr_idle_top * sizeof(*g->idle));
 	g->nr_idle = 0;
 }
 
