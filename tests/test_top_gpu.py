@@ -253,6 +253,9 @@ def test_top_gpu_idle_in(spyc, fake_cuda, any_python, tmp_path):
                    env=target_env(), timeout=TIMEOUT)
     assert res.returncode == 0, res.describe()
     snapshots = parse_gpu_plain(res.stdout)
+    loop = IDLE_PROGRAM.splitlines().index(
+        "    while time.monotonic() < t + 0.05:") + 1
+    spin = (loop, loop + 1)
     shares = []
     for header, _, _ in snapshots:
         said = header["gpu idle in"]
@@ -263,8 +266,12 @@ def test_top_gpu_idle_in(spyc, fake_cuda, any_python, tmp_path):
         total = sum(float(m.group(1)) for m in parts)
         assert 99.5 <= total <= 100.5 or len(parts) == 3, said
         assert all(m.group(3).endswith("idle.py") for m in parts), said
-        shares.append(float(parts[0].group(1))
-                      if parts[0].group(2) == "host_work" else 0.0)
+        first = parts[0]
+        if first.group(2) == "host_work":
+            # Its spin loop's lines, where the program is.
+            assert int(first.group(4)) in spin, (said, spin)
+        shares.append(float(first.group(1))
+                      if first.group(2) == "host_work" else 0.0)
     # Its first rounds fill the first snapshot or two with work.
     assert len(shares) >= 3, res.describe()
     shares.sort()

@@ -369,22 +369,21 @@ static int waits_in_autograd(const struct py_sample *s,
 }
 
 /*
- * --gpu: a thread left out of the profile (idle) that waits in
- * autograd's engine is where the kernels of its backward pass go, which
- * PyTorch launches from threads with no Python: keep its stack for
- * them, its frames interned in the profile's (the GPU profile's stacks
- * use them).
+ * --gpu: a thread that waits in autograd's engine is where the kernels
+ * of its backward pass go, which PyTorch launches from threads with no
+ * Python: keep its stack for them, from r->scratch (depth ids) or, for
+ * a thread left out of the profile (idle; depth 0), read now.
  */
 static void note_waiting(struct recorder *r, const struct py_sample *s,
-			 const struct py_thread *t, uint64_t now)
+			 const struct py_thread *t, uint64_t now, size_t depth)
 {
-	size_t depth;
-
 	if (!r->gpu.on || !waits_in_autograd(s, t))
 		return;
-	depth = stack_ids(r, s, t);
+	if (!depth)
+		depth = stack_ids(r, s, t);
 	gpuprof_waiting_sample(&r->gp, now, t->tid, t->ident,
-			       t->name[0] ? t->name : NULL, r->scratch, depth);
+			       t->name[0] ? t->name : NULL, &r->stacks,
+			       r->scratch, depth);
 }
 
 /*
@@ -408,7 +407,7 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 		if (!t->depth)
 			continue;
 		if (!thread_wanted(t, r->opts->s.idle, r->opts->s.gil)) {
-			note_waiting(r, s, t, now);
+			note_waiting(r, s, t, now, 0);
 			continue;
 		}
 		depth = stack_ids(r, s, t);
@@ -421,11 +420,7 @@ static size_t add_sample(struct recorder *r, const struct py_sample *s,
 		entry = stacks_add(&r->stacks, th, r->scratch, depth, 1);
 		if (r->gpu.on && entry != STACKS_NO_ENTRY) {
 			gpuprof_cpu_sample(&r->gp, now, t->tid, entry);
-			if (waits_in_autograd(s, t))
-				gpuprof_waiting_sample(
-				    &r->gp, now, t->tid, t->ident,
-				    r->stacks.threads[th].name, r->scratch,
-				    depth);
+			note_waiting(r, s, t, now, depth);
 		}
 		if (entry != STACKS_NO_ENTRY)
 			timeline_record(r, now, entry);

@@ -663,9 +663,6 @@ static void format_gpu_numbers(struct strbuf *sb, const struct gputop_view *v,
 		    (unsigned long long)r->calls);
 }
 
-/* --- plain text --- */
-
-/* Write s with control characters as '?': one line stays one line. */
 /*
  * --gpu: what the launching threads ran while the GPU was idle in view
  * v: "62.1% host_work (idle.py:27); 20.0% ...", shares of the idle time
@@ -688,13 +685,20 @@ static void gpu_describe_idle(const struct top *t, const struct gputop_view *v,
 			    100.0 * (double)v->idle_top[i].ns /
 				(double)v->idle_ns,
 			    f->name);
-		if (f->line)
+		/* As rows name a function (row_tail). */
+		if (f->file[0] && f->line > 0)
 			strbuf_addf(sb, " (%s:%d)", f->file, f->line);
 		else if (f->file[0])
 			strbuf_addf(sb, " (%s)", f->file);
+		if (v->idle_top[i].site < t->tt.alloc_native &&
+		    t->tt.native[v->idle_top[i].site])
+			strbuf_addstr(sb, " [native]");
 	}
 }
 
+/* --- plain text --- */
+
+/* Write s with control characters as '?': one line stays one line. */
 static void put_clean(FILE *fp, const char *s)
 {
 	for (; *s; s++)

@@ -5,6 +5,7 @@
  */
 #include "gpu/gpunames.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,4 +100,12 @@ int gpu_names_kernel(const struct gpu_names *n, const struct gpu_kernel *k,
 	}
 	strbuf_addstr(sb, k->name);
 	return 0;
+}
+
+void gpu_kernel_key(const struct gpu_kernel *k, char buf[GPU_KERNEL_KEY_MAX])
+{
+	snprintf(buf, GPU_KERNEL_KEY_MAX, "k%d %u %016llx %.*s",
+		 k->name_truncated ? 1 : 0, (unsigned)k->name_len,
+		 (unsigned long long)k->name_hash, (int)sizeof(k->name) - 1,
+		 k->name);
 }

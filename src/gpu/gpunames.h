@@ -49,4 +49,11 @@ const char *gpu_names_find(const struct gpu_names *n,
 int gpu_names_kernel(const struct gpu_names *n, const struct gpu_kernel *k,
 		     struct strbuf *sb);
 
+/*
+ * A key that tells kernel k's name from any other (two names that share
+ * their inline start differ by length or hash), NUL-terminated in buf.
+ */
+#define GPU_KERNEL_KEY_MAX (GPU_KERNEL_NAME_INLINE + 32)
+void gpu_kernel_key(const struct gpu_kernel *k, char buf[GPU_KERNEL_KEY_MAX]);
+
 #endif

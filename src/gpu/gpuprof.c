@@ -65,6 +65,8 @@ void gpuprof_init(struct gpuprof *gp)
 	stacks_init(&gp->stacks);
 	stacks_init(&gp->idle);
 	stacks_init(&gp->launch_stacks);
+	stacks_init(&gp->waiting_stacks);
+	stacks_init(&gp->kernel_keys);
 	gpu_names_init(&gp->names);
 }
 
@@ -84,15 +86,11 @@ void gpuprof_release(struct gpuprof *gp)
 	stacks_release(&gp->launch_stacks);
 	free(gp->acts);
 	free(gp->kernels);
-	free(gp->kernel_index);
+	stacks_release(&gp->kernel_keys);
 	free(gp->apis);
 	free(gp->samples);
 	free(gp->waiting);
-	free(gp->waiting_stacks);
-	free(gp->waiting_frames);
-	for (i = 0; i < gp->nr_waiting_threads; i++)
-		free(gp->waiting_threads[i].name);
-	free(gp->waiting_threads);
+	stacks_release(&gp->waiting_stacks);
 	free(gp->leaf);
 	stacks_release(&gp->stacks);
 	free(gp->idle_line_time);
@@ -142,58 +140,22 @@ static uint32_t api_name_index(struct gpuprof *gp, const struct gpu_api *api)
 	return (uint32_t)gp->nr_api_names++;
 }
 
-/* Whether kernel records x and y name the same kernel. */
-static int same_kernel(const struct gpu_kernel *x, const struct gpu_kernel *y)
-{
-	return x->name_hash == y->name_hash && x->name_len == y->name_len &&
-	       x->name_truncated == y->name_truncated &&
-	       !strncmp(x->name, y->name, sizeof(x->name));
-}
-
-static void kernel_index_put(uint32_t *index, size_t size, uint64_t hash,
-			     uint32_t i)
-{
-	size_t at = (size_t)hash & (size - 1);
-
-	while (index[at])
-		at = (at + 1) & (size - 1);
-	index[at] = i + 1;
-}
-
 /* The index in gp->kernels of kernel record rec's name, added if new. */
 static uint32_t kernel_name(struct gpuprof *gp, const struct gpu_record *rec)
 {
-	const struct gpu_kernel *k = &rec->u.kernel;
-	size_t at, i;
+	char key[GPU_KERNEL_KEY_MAX];
+	uint32_t id;
 
-	if (gp->kernel_index_size) {
-		at = (size_t)k->name_hash & (gp->kernel_index_size - 1);
-		for (; gp->kernel_index[at];
-		     at = (at + 1) & (gp->kernel_index_size - 1)) {
-			uint32_t n = gp->kernel_index[at] - 1;
-
-			if (same_kernel(&gp->kernels[n].u.kernel, k))
-				return n;
-		}
+	gpu_kernel_key(&rec->u.kernel, key);
+	/* Interned as frames of their own, in the order they came. */
+	id = stacks_frame(&gp->kernel_keys, key, "", 0);
+	if (id == gp->nr_kernels) {
+		ALLOC_GROW(gp->kernels, gp->nr_kernels + 1, gp->alloc_kernels);
+		gp->kernels[gp->nr_kernels] = *rec;
+		gp->kernels[gp->nr_kernels++]
+		    .u.kernel.name[sizeof(rec->u.kernel.name) - 1] = '\0';
 	}
-	ALLOC_GROW(gp->kernels, gp->nr_kernels + 1, gp->alloc_kernels);
-	gp->kernels[gp->nr_kernels] = *rec;
-	gp->kernels[gp->nr_kernels].u.kernel.name[sizeof(k->name) - 1] = '\0';
-	if (2 * (gp->nr_kernels + 1) > gp->kernel_index_size) {
-		size_t size = gp->kernel_index_size ? 2 * gp->kernel_index_size
-						    : 64;
-
-		free(gp->kernel_index);
-		gp->kernel_index = xcalloc(size, sizeof(*gp->kernel_index));
-		gp->kernel_index_size = size;
-		for (i = 0; i < gp->nr_kernels; i++)
-			kernel_index_put(gp->kernel_index, size,
-					 gp->kernels[i].u.kernel.name_hash,
-					 (uint32_t)i);
-	}
-	kernel_index_put(gp->kernel_index, gp->kernel_index_size, k->name_hash,
-			 (uint32_t)gp->nr_kernels);
-	return (uint32_t)gp->nr_kernels++;
+	return id;
 }
 
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
@@ -278,60 +240,32 @@ int gpuprof_autograd_file(const char *file)
 			ends_with(file, "torch/autograd/__init__.py"));
 }
 
-/* The index of thread (ident, tid) in gp->waiting_threads, added if new. */
-static uint32_t waiting_thread(struct gpuprof *gp, uint64_t ident, long tid,
-			       const char *name)
-{
-	struct gpu_waiting_thread *t;
-	size_t i;
-
-	for (i = 0; i < gp->nr_waiting_threads; i++)
-		if (gp->waiting_threads[i].ident == ident &&
-		    gp->waiting_threads[i].tid == tid)
-			return (uint32_t)i;
-	ALLOC_GROW(gp->waiting_threads, gp->nr_waiting_threads + 1,
-		   gp->alloc_waiting_threads);
-	t = &gp->waiting_threads[gp->nr_waiting_threads];
-	t->ident = ident;
-	t->tid = tid;
-	t->name = name ? xstrdup(name) : NULL;
-	t->last = 0;
-	return (uint32_t)gp->nr_waiting_threads++;
-}
-
 void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 			    uint64_t ident, const char *name,
-			    const uint32_t *frames, size_t depth)
+			    const struct stacks *cpu, const uint32_t *frames,
+			    size_t depth)
 {
-	uint32_t th = waiting_thread(gp, ident, tid, name);
-	struct gpu_waiting_thread *t = &gp->waiting_threads[th];
-	struct gpu_waiting_stack *w =
-	    t->last ? &gp->waiting_stacks[t->last - 1] : NULL;
+	uint32_t entry;
 	struct gpu_cpu_sample *s;
+	size_t i;
 
-	/* A thread waits through many samples on one stack: kept once. */
-	if (!w || w->depth != depth ||
-	    memcmp(gp->waiting_frames + w->first, frames,
-		   depth * sizeof(*frames))) {
-		ALLOC_GROW(gp->waiting_frames, gp->nr_waiting_frames + depth,
-			   gp->alloc_waiting_frames);
-		if (depth)
-			memcpy(gp->waiting_frames + gp->nr_waiting_frames,
-			       frames, depth * sizeof(*frames));
-		ALLOC_GROW(gp->waiting_stacks, gp->nr_waiting_stacks + 1,
-			   gp->alloc_waiting_stacks);
-		w = &gp->waiting_stacks[gp->nr_waiting_stacks];
-		w->thread = th;
-		w->first = (uint32_t)gp->nr_waiting_frames;
-		w->depth = (uint32_t)depth;
-		gp->nr_waiting_frames += depth;
-		t->last = (uint32_t)++gp->nr_waiting_stacks;
+	ALLOC_GROW(gp->launch_ids, depth ? depth : 1, gp->alloc_launch_ids);
+	for (i = 0; i < depth; i++) {
+		const struct stack_frame *f = &cpu->frames[frames[i]];
+
+		gp->launch_ids[i] = stacks_frame(&gp->waiting_stacks, f->name,
+						 f->file, f->line);
 	}
+	entry = stacks_add(&gp->waiting_stacks,
+			   stacks_thread(&gp->waiting_stacks, ident, tid, name),
+			   gp->launch_ids, depth, 1);
+	if (entry == STACKS_NO_ENTRY)
+		return;
 	ALLOC_GROW(gp->waiting, gp->nr_waiting + 1, gp->alloc_waiting);
 	s = &gp->waiting[gp->nr_waiting++];
 	s->t_ns = t_ns;
 	s->tid = tid;
-	s->entry = t->last - 1;
+	s->entry = entry;
 }
 
 void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
@@ -1033,11 +967,24 @@ const char *gpuprof_stacks_name(const struct gpuprof *gp)
 	return PROFILE_GPU_STACKS_NAME " (nearest CPU sample)";
 }
 
+/* The ids in to of from's frames (by name, file and line); freed by the caller. */
+static uint32_t *frames_in(struct stacks *to, const struct stacks *from)
+{
+	uint32_t *map = xmalloc((from->nr_frames + 1) * sizeof(*map));
+	size_t i;
+
+	for (i = 0; i < from->nr_frames; i++)
+		map[i] = stacks_frame(to, from->frames[i].name,
+				      from->frames[i].file,
+				      from->frames[i].line);
+	return map;
+}
+
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 {
 	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
 	uint32_t root_waiting;
-	uint32_t *frames, *launch_map;
+	uint32_t *frames, *launch_map, *waiting_map;
 	size_t i, max_depth = 0;
 
 	if (gp->attributed_done)
@@ -1071,21 +1018,15 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	for (i = 0; i < cpu->nr_entries; i++)
 		if (cpu->entries[i].depth > max_depth)
 			max_depth = cpu->entries[i].depth;
-	for (i = 0; i < gp->nr_waiting_stacks; i++)
-		if (gp->waiting_stacks[i].depth > max_depth)
-			max_depth = gp->waiting_stacks[i].depth;
+	for (i = 0; i < gp->waiting_stacks.nr_entries; i++)
+		if (gp->waiting_stacks.entries[i].depth > max_depth)
+			max_depth = gp->waiting_stacks.entries[i].depth;
 	if (gp->nr_waiting)
 		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
 		      cmp_sample_time);
 	frames = xmalloc((max_depth + 2) * sizeof(*frames));
-	/* Launch stacks' frames as frames of gp->stacks. */
-	launch_map =
-	    xmalloc((gp->launch_stacks.nr_frames + 1) * sizeof(*launch_map));
-	for (i = 0; i < gp->launch_stacks.nr_frames; i++)
-		launch_map[i] =
-		    stacks_frame(&gp->stacks, gp->launch_stacks.frames[i].name,
-				 gp->launch_stacks.frames[i].file,
-				 gp->launch_stacks.frames[i].line);
+	launch_map = frames_in(&gp->stacks, &gp->launch_stacks);
+	waiting_map = frames_in(&gp->stacks, &gp->waiting_stacks);
 
 	for (i = 0; i < gp->nr_acts; i++) {
 		const struct gpu_act *act = &gp->acts[i];
@@ -1126,24 +1067,22 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 		 * while a thread waited in autograd's engine: the engine's,
 		 * launching that thread's backward pass.
 		 */
-		if (!e && api && !s &&
+		if (api && !s &&
 		    (s = nearest_waiting(
 			 gp, gpuprof_to_monotonic(gp, api->start)))) {
-			const struct gpu_waiting_stack *w =
-			    &gp->waiting_stacks[s->entry];
-			const struct gpu_waiting_thread *t =
-			    &gp->waiting_threads[w->thread];
-			const uint32_t *wf = gp->waiting_frames + w->first;
+			const struct stack_entry *w =
+			    &gp->waiting_stacks.entries[s->entry];
+			const struct stack_thread *t =
+			    &gp->waiting_stacks.threads[w->thread];
+			size_t j;
 
 			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
 					       t->name);
 			frames[depth++] = root_waiting;
-			if (w->depth)
-				memcpy(frames + depth, wf,
-				       w->depth * sizeof(*frames));
-			depth += w->depth;
+			for (j = 0; j < w->depth; j++)
+				frames[depth++] = waiting_map[w->frames[j]];
 			gp->by_waiting++;
-			add_line_time(gp, wf, w->depth, end - start, 0);
+			add_line_time(gp, frames + 1, w->depth, end - start, 0);
 		} else if (e) {
 			const struct stack_thread *t = &cpu->threads[e->thread];
 
@@ -1172,6 +1111,7 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 	}
 	free(frames);
 	free(launch_map);
+	free(waiting_map);
 	attribute_idle(gp, cpu);
 }
 

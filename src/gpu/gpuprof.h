@@ -65,11 +65,10 @@ struct gpuprof {
 	/* kernels, copies and memsets, in the order they came */
 	struct gpu_act *acts;
 	size_t nr_acts, alloc_acts;
-	/* a record of each distinct kernel name, and their index */
+	/* a record of each distinct kernel name, by gpu_kernel_key() */
 	struct gpu_record *kernels;
 	size_t nr_kernels, alloc_kernels;
-	uint32_t *kernel_index; /* open addressing: kernels index + 1 */
-	size_t kernel_index_size;
+	struct stacks kernel_keys; /* frame i: kernels[i]'s key */
 	struct gpu_api_call *apis;
 	size_t nr_apis, alloc_apis;
 	struct gpu_names names; /* kernel names too long for their records */
@@ -100,26 +99,12 @@ struct gpuprof {
 	/*
 	 * Samples of Python threads waiting in autograd's engine (a
 	 * backward pass, whose kernels PyTorch launches from threads of its
-	 * own, with no Python): their entries are waiting_stacks', whose
-	 * frames are the CPU stacks' frame ids.  Sorted by time once
-	 * attributed.
+	 * own, with no Python), their entries waiting_stacks'.  Sorted by
+	 * time once attributed.
 	 */
-	struct gpu_cpu_sample *waiting; /* entry: in waiting_stacks */
+	struct gpu_cpu_sample *waiting;
 	size_t nr_waiting, alloc_waiting;
-	struct gpu_waiting_stack {
-		uint32_t thread;      /* in waiting_threads */
-		uint32_t first, depth; /* waiting_frames[first..+depth) */
-	} * waiting_stacks;
-	size_t nr_waiting_stacks, alloc_waiting_stacks;
-	uint32_t *waiting_frames; /* CPU frame ids, root first */
-	size_t nr_waiting_frames, alloc_waiting_frames;
-	struct gpu_waiting_thread {
-		uint64_t ident;
-		long tid;
-		char *name;	/* NULL when it has none */
-		uint32_t last; /* its latest stack + 1; 0: none yet */
-	} * waiting_threads;
-	size_t nr_waiting_threads, alloc_waiting_threads;
+	struct stacks waiting_stacks; /* its own frames: names, files, lines */
 	struct gpu_clock_alignment clock;
 	/*
 	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
@@ -227,13 +212,14 @@ int gpuprof_autograd_file(const char *file);
 
 /*
  * Note that thread tid (ident, name) was waiting in autograd's engine
- * at t_ns, on the CPU stack of these frame ids (root first).  A kernel
- * launched by a thread with no Python frames and no CPU sample goes on
- * the stack of the waiting sample nearest its launch.
+ * at t_ns, on the stack of these frame ids of cpu (root first).  A
+ * kernel launched by a thread with no Python frames and no CPU sample
+ * goes on the stack of the waiting sample nearest its launch.
  */
 void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 			    uint64_t ident, const char *name,
-			    const uint32_t *frames, size_t depth);
+			    const struct stacks *cpu, const uint32_t *frames,
+			    size_t depth);
 
 /*
  * Note that CPU frame id `frame` is a Python one (a function at a line),

@@ -110,15 +110,21 @@ static struct gputop_name *find_name(struct gputop *g, const char *key,
 	return n;
 }
 
-/* Note that thread tid launched GPU work. */
-static void note_launcher(struct gputop *g, long tid)
+/* Whether thread tid launched GPU work. */
+static int launched(const struct gputop *g, long tid)
 {
 	size_t i;
 
 	for (i = 0; i < g->nr_launch_tids; i++)
 		if (g->launch_tids[i] == tid)
-			return;
-	if (g->nr_launch_tids < GPUTOP_LAUNCH_TIDS)
+			return 1;
+	return 0;
+}
+
+/* Note that thread tid launched GPU work. */
+static void note_launcher(struct gputop *g, long tid)
+{
+	if (!launched(g, tid) && g->nr_launch_tids < GPUTOP_LAUNCH_TIDS)
 		g->launch_tids[g->nr_launch_tids++] = tid;
 }
 
@@ -127,7 +133,7 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 	const struct gpu_interval *iv;
 	struct gpu_record copy;
 	struct gputop_name *n;
-	char key[sizeof(rec->u.kernel.name) + 32];
+	char key[GPU_KERNEL_KEY_MAX];
 	uint64_t ns;
 
 	switch (rec->type) {
@@ -135,13 +141,7 @@ void gputop_add(struct gputop *g, const struct gpu_record *rec)
 		copy = *rec;
 		copy.u.kernel.name[sizeof(copy.u.kernel.name) - 1] = '\0';
 		rec = &copy;
-		/* Names that share their start differ by length or hash. */
-		snprintf(key, sizeof(key), "k%d %u %016llx %.*s",
-			 rec->u.kernel.name_truncated ? 1 : 0,
-			 (unsigned)rec->u.kernel.name_len,
-			 (unsigned long long)rec->u.kernel.name_hash,
-			 (int)sizeof(rec->u.kernel.name) - 1,
-			 rec->u.kernel.name);
+		gpu_kernel_key(&rec->u.kernel, key);
 		g->counts[KERNELS]++;
 		break;
 	case GPU_REC_MEMCPY:
@@ -216,16 +216,6 @@ static uint64_t covered_ns(const struct gputop *g, uint64_t from, uint64_t to)
 		any = 1;
 	}
 	return busy + (end - start);
-}
-
-static int launched(const struct gputop *g, long tid)
-{
-	size_t i;
-
-	for (i = 0; i < g->nr_launch_tids; i++)
-		if (g->launch_tids[i] == tid)
-			return 1;
-	return 0;
 }
 
 /*

@@ -306,11 +306,12 @@ static void test_waiting(void)
 					 "torch/autograd/graph.py", 829);
 		/* The same stack twice: kept once. */
 		gpuprof_waiting_sample(&fx.gp, T0 + at[k], TID_MAIN, 0x1000,
-				       "MainThread", frames, 6);
+				       "MainThread", &fx.cpu, frames, 6);
 		gpuprof_waiting_sample(&fx.gp, T0 + at[k] + 10000000,
-				       TID_MAIN, 0x1000, "MainThread", frames,
-				       6);
-		CHECK(fx.gp.nr_waiting == 2 && fx.gp.nr_waiting_stacks == 1);
+				       TID_MAIN, 0x1000, "MainThread", &fx.cpu,
+				       frames, 6);
+		CHECK(fx.gp.nr_waiting == 2 &&
+		      fx.gp.waiting_stacks.nr_entries == 1);
 		gpuprof_attribute(&fx.gp, &fx.cpu);
 		e = entry_for(&fx.gp, "unsampled");
 		if (k == 0) {
