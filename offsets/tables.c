@@ -10,9 +10,11 @@ extern const struct py_offsets py_offsets_3_10;
 extern const struct py_offsets py_offsets_3_11;
 extern const struct py_offsets py_offsets_3_12;
 extern const struct py_offsets py_offsets_3_13;
+extern const struct py_offsets py_offsets_3_13t;
 extern const struct py_offsets py_offsets_3_14;
 extern const struct py_offsets py_offsets_3_14t;
 extern const struct py_offsets py_offsets_3_15;
+extern const struct py_offsets py_offsets_3_15t;
 
 const struct py_offsets *const py_offset_tables[] = {
 	&py_offsets_3_6,
@@ -23,9 +25,11 @@ const struct py_offsets *const py_offset_tables[] = {
 	&py_offsets_3_11,
 	&py_offsets_3_12,
 	&py_offsets_3_13,
+	&py_offsets_3_13t,
 	&py_offsets_3_14,
 	&py_offsets_3_14t,
 	&py_offsets_3_15,
+	&py_offsets_3_15t,
 };
 
 const size_t py_offset_tables_count =

@@ -260,8 +260,9 @@ int main(int argc, char **argv)
 	DEBUG_FIELD(code_linetable, code_object.linetable);
 	DEBUG_FIELD(code_firstlineno, code_object.firstlineno);
 	DEBUG_FIELD(code_code_adaptive, code_object.co_code_adaptive);
-#ifdef Py_GIL_DISABLED
-	/* Published as 0 by builds with the GIL, which have no TLBC. */
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+	/* Published as 0 by builds with the GIL, which have no TLBC (nor
+	 * has 3.13t: thread-local bytecode came with 3.14). */
 	DEBUG_FIELD(code_tlbc, code_object.co_tlbc);
 	DEBUG_FIELD(iframe_tlbc_index, interpreter_frame.tlbc_index);
 #endif
@@ -441,7 +442,7 @@ int main(int argc, char **argv)
 	field("gen_state_at", OFF(PyGenObject, gi_frame_state) -
 				  OFF(PyGenObject, gi_iframe));
 	field("gen_executing", (long)FRAME_EXECUTING);
-#ifdef Py_GIL_DISABLED
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
 	field("iframe_tlbc_index", OFF(_PyInterpreterFrame, tlbc_index));
 	field("code_tlbc", OFF(PyCodeObject, co_tlbc));
 	field("codearray_size", OFF(_PyCodeArray, size));

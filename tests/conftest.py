@@ -7,17 +7,15 @@ Fixtures:
               without building (e.g. an installed copy, or a wrapper script
               that runs spyc under valgrind).
   python      the slot's pyfind.Interpreter; tests using it are parametrized
-              over pyfind.slots() (3.6 .. 3.15, the free-threaded 3.14t,
-              and "static") and skipped by name where the slot is empty.
-              (The free-threaded builds spyc refuses, 3.13t and 3.15t, are
-              tests/test_refused.py's.)
+              over pyfind.slots() (3.6 .. 3.15, the free-threaded 3.13t,
+              3.14t and 3.15t, and "static") and skipped by name where the
+              slot is empty.
               SPYC_TEST_SLOTS=newest keeps only the newest slot.
               SPYC_TEST_TIER=quick (make test) keeps every slot for the
               core files only (QUICK_EVERY_SLOT), the newest for the rest.
               SPYC_REQUIRE=slots,agent,tools (.ci/run sets it): the
               session fails at once when a slot is empty (a CPython not
-              found, the shared folder's not unpacked; the refused
-              free-threaded builds' slots too), the GPU agent was not
+              found, the shared folder's not unpacked), the GPU agent was not
               built or a tool the tests use is missing
               (REQUIRED_PROGRAMS, REQUIRED_FILES), instead of skipping the
               tests that need them.
@@ -149,11 +147,8 @@ def pytest_sessionstart(session):
                     ", ".join(sorted(unknown)), returncode=4)
     missing = []
     if "slots" in REQUIRE:
-        # The free-threaded builds spyc refuses come from the shared
-        # folder too: test_refused.py's slots.
         missing += ["slot %s: %s" % (s.id, s.skip_reason)
-                    for s in SLOTS + pyfind.refused_slots()
-                    if s.interpreter is None]
+                    for s in SLOTS if s.interpreter is None]
         # A version whose shared build is missing is filled by its static
         # build (the shared folder holds both of 3.15): its libpython
         # would go untested, and the static slot would be tested twice.

@@ -36,11 +36,7 @@ import sys
 
 SUPPORTED = [(3, minor) for minor in range(6, 16)]
 # Free-threaded (Py_GIL_DISABLED) builds supported, by minor version.
-SUPPORTED_FREE_THREADED = [(3, 14)]
-# Free-threaded builds spyc refuses (no table made from their headers and
-# tested): not test slots, but refused_slots(), which tests/test_refused.py
-# checks spyc refuses (or names as missing).
-REFUSED_FREE_THREADED = [(3, 13), (3, 15)]
+SUPPORTED_FREE_THREADED = [(3, 13), (3, 14), (3, 15)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -106,7 +102,6 @@ class Slot(object):
         self.name = name                    # "3.11" or "static"
         self.interpreter = interpreter      # Interpreter or None
         self.id_override = None
-        self.refused = False                # spyc refuses it: see refused_slots
 
     @property
     def id(self):
@@ -277,18 +272,6 @@ def slots():
     return result
 
 
-def refused_slots():
-    """The free-threaded builds spyc refuses, each filled if found."""
-    result = []
-    for v in REFUSED_FREE_THREADED:
-        slot = Slot("%d.%dt" % v, find(v[0], v[1], True))
-        slot.refused = True
-        slot.id_override = slot.name + ("-refused" if slot.interpreter
-                                         else "-missing")
-        result.append(slot)
-    return result
-
-
 def require(slot):
     """The slot's interpreter; skip the calling test (by name) if empty."""
     if slot.interpreter is None:
@@ -316,11 +299,6 @@ def main():
         else:
             print("  %-13s %s %s" % (s.id, s.interpreter.version,
                                      s.interpreter.path))
-    print()
-    print("Refused by spyc (tests/test_refused.py):")
-    for s in refused_slots():
-        print("  %-13s %s" % (s.id, s.interpreter.path if s.interpreter
-                              else s.skip_reason))
     return 0
 
 

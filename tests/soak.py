@@ -53,7 +53,7 @@ def main():
     if not os.access(SPYC, os.X_OK):
         sys.exit("soak: build spyc first (make)")
     slots = [s for s in pyfind.slots()
-             if s.interpreter is not None and not s.refused and
+             if s.interpreter is not None and
              s.name != "static" and not s.is_free_threaded]
     if args.python:
         slots = [s for s in slots if s.name == args.python]

@@ -337,7 +337,7 @@ def main():
     if not os.access(SPYC, os.X_OK):
         sys.exit("stress: build spyc first (make)")
     slots = [s for s in pyfind.slots()
-             if s.interpreter is not None and not s.refused and
+             if s.interpreter is not None and
              s.interpreter.supported]
     if args.python:
         want = args.python.split(",")

@@ -709,9 +709,10 @@ def test_fake_gpu_launch_stacks(spyc, fake_cuda, python, tmp_path):
     exact = dict((k, w) for k, w in stacks.items()
                  if k[0] == "[GPU time, by the Python stack of the launch]")
     gemm = dict((k, w) for k, w in exact.items() if k[2] == "gemm_kernel")
-    if python.free_threaded:
+    if python.free_threaded and tuple(python.version_info[:2]) >= (3, 14):
         # Its frames may run a thread's own copy of the bytecode, which
         # the agent does not follow: every launch by the nearest sample.
+        # (3.13t has no such copies: exact, as with the GIL.)
         assert not exact, exact
         assert "launch stacks: off (a free-threaded CPython): by the " \
             "nearest CPU sample instead" in res.stderr, res.describe()

@@ -72,7 +72,7 @@ def _top_slots():
     newest = found[-1] if found else pyfind.Slot("newest", None)
     old = [s for s in found if s.interpreter.version_info[:2] < (3, 11)]
     old = old[0] if old else pyfind.Slot("pre-3.11", None)
-    free = [s for s in slots if s.is_free_threaded and not s.refused]
+    free = [s for s in slots if s.is_free_threaded]
     return ([newest] if old is newest else [newest, old]) + free
 
 

@@ -461,8 +461,11 @@ py_offsets_newest_upto(const struct py_offsets *const *tables, size_t n,
 	return best;
 }
 
-/* The minor versions spyc reads free-threaded builds of, as "3.14t". */
-static void free_threaded_tables(char *buf, size_t size)
+/*
+ * The minor versions spyc reads free-threaded builds of, as "3.14t": of
+ * the tables that begin at hexversion cap or before.
+ */
+static void free_threaded_tables(char *buf, size_t size, unsigned long cap)
 {
 	size_t i, len = 0;
 
@@ -470,7 +473,7 @@ static void free_threaded_tables(char *buf, size_t size)
 	for (i = 0; i < py_offset_tables_count && len + 16 < size; i++) {
 		const struct py_offsets *t = py_offset_tables[i];
 
-		if (t->free_threaded)
+		if (t->free_threaded && t->first_hex <= cap)
 			len += (size_t)snprintf(buf + len, size - len,
 						"%s%lu.%lut", len ? ", " : "",
 						t->first_hex >> 24,
@@ -574,7 +577,7 @@ static int choose_offsets(struct pyruntime *rt)
 	 * the same; only its values differ), but every object it describes
 	 * is laid out anew: read it with a free-threaded table of the same
 	 * minor version, and refuse a version no such table was made and
-	 * tested for (3.13t, or a newer one).
+	 * tested for (a newer one).
 	 */
 	memcpy(&free_threaded, raw + base->debug_free_threaded_at,
 	       sizeof(free_threaded));
@@ -592,7 +595,8 @@ static int choose_offsets(struct pyruntime *rt)
 				   tables_cap(rt->hexversion), 1);
 		if (!base ||
 		    (base->first_hex >> 16) != (rt->hexversion >> 16)) {
-			free_threaded_tables(known, sizeof(known));
+			free_threaded_tables(known, sizeof(known),
+					     tables_cap(rt->hexversion));
 			return fail(rt, PYRT_UNSUPPORTED,
 				    "Python %s in pid %d is a free-threaded "
 				    "build, which spyc reads only for %s%s",
