@@ -455,7 +455,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 		ret = EXIT_DATA_LOST;
 	} else if (o->json) {
 		cJSON *doc =
-		    process_json(rt, &ps.tidmap, dt, sample.nr_threads,
+		    process_json(rt, py_sampler_tidmap(&ps), dt, sample.nr_threads,
 				 o->s.native, &sample, o->s.async ? &pa : NULL);
 
 		if (processes) {
@@ -468,7 +468,7 @@ static int dump_process(const struct dump_opts *o, const struct pyruntime *rt,
 			ret = EXIT_FAILED;
 		}
 	} else {
-		print_text(rt, &ps.tidmap, dt, sample.nr_threads, o->s.native,
+		print_text(rt, py_sampler_tidmap(&ps), dt, sample.nr_threads, o->s.native,
 			   &sample, o->s.async ? &pa : NULL);
 	}
 	for (i = 0; dt && i < sample.nr_threads; i++)

@@ -19,12 +19,10 @@
 #include "gpu/gpusession.h"
 #include "gpu/gpustack.h"
 #include "sys/native.h"
-#include "py/pyframe.h"
 #include "out/outname.h"
 #include "out/output.h"
 #include "sys/proc.h"
 #include "py/pyasync.h"
-#include "py/pyresolve.h"
 #include "py/pysample.h"
 #include "cmd/sampleloop.h"
 #include "profile/stacks.h"
@@ -469,9 +467,9 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 	}
 	s->nr_frames = 0;
 	for (i = 0; i < d->nr; i++)
-		pyframe_push_copied(&r->sl.ps, s, d->frames[i].code,
-				    d->frames[i].pos);
-	if (pyresolve_frames(&r->sl.ps, s, 0) != DROP_NONE) {
+		py_sampler_push_copied(&r->sl.ps, s, d->frames[i].code,
+				       d->frames[i].pos);
+	if (py_sampler_name_frames(&r->sl.ps, s) != DROP_NONE) {
 		r->gp.launch_unnamed++;
 		return;
 	}

@@ -13,6 +13,7 @@
 
 #include "cmd/commands.h"
 #include "py/pyasync.h"
+#include "py/pysample.h"
 #include "sys/proc.h"
 #include "util.h"
 

@@ -48,20 +48,113 @@
  */
 #define SPAN_GAP_MAX 1024
 
-static struct py_frame_memo *frame_memo(struct py_sampler *ps, uint64_t tstate)
+/* What the walks of frame objects keep between samples. */
+struct frameobj_state {
+	/*
+	 * Up to 3.10: per thread, the frame objects its recent walks went
+	 * through, read again in one batch by the next walk (frameobj.c).
+	 */
+	struct py_frame_memo {
+		uint64_t tstate;
+		/*
+		 * the frames of its recent walks, by height above its
+		 * outermost frame, highest first: callees before callers
+		 */
+		struct py_known_frame {
+			uint64_t addr;
+			/* its two copies' offsets in the spans' bytes */
+			size_t at, at2;
+			uint32_t height;
+			uint32_t seen; /* walks, the last one it was in */
+		} * known;
+		size_t nr, alloc;
+		uint32_t walks;
+		/* the depth of its deepest recent walk, and that walk */
+		size_t peak;
+		uint32_t peak_walk;
+		/*
+		 * the known frames grouped by address into the regions read
+		 * (frames close together share one): planned again only when
+		 * the set of frames changed
+		 */
+		struct py_span {
+			uint64_t addr;
+			size_t len;
+			size_t from, nr;  /* its frames, in by_addr */
+			uint32_t highest, lowest; /* its frames' heights */
+		} * spans;
+		size_t nr_spans, alloc_spans, span_bytes;
+		int plan_stale;
+	} * memos;
+	size_t nr_memos, alloc_memos;
+	/* One batch read of a walk of frame objects: see frameobj.c. */
+	struct py_frame_batch {
+		unsigned char *buf; /* the copies */
+		uint64_t *addrs;    /* where each frame was copied from */
+		/*
+		 * where in buf its copies are (copies are made in the order
+		 * of buf): at2 is SIZE_MAX for the first frame of a read,
+		 * copied once
+		 */
+		size_t *at, *at2;
+		long *known; /* its index in the memo's known, or -1 */
+		size_t n, alloc_buf, alloc_addrs, alloc_at, alloc_at2;
+		size_t alloc_known;
+	} batch;
+	unsigned char *anchor_buf; /* the frame a batch read starts from */
+	/*
+	 * Up to 3.10: frame objects seen, any thread's, each with its code
+	 * (a frame seen with several is of the free list, not one code
+	 * object's spare frame): an open-addressing table (see frameobj.c),
+	 * address 0 for an empty slot.
+	 */
+	struct py_frame_seen {
+		uint64_t addr, code;
+		uint32_t runs; /* times seen with that code, up to a bound */
+		uint32_t free; /* seen with another code: of the free list */
+	} * frames_seen;
+	size_t nr_frames_seen;
+	/* scratch for planning spans: known frames by address */
+	struct py_addr_index {
+		uint64_t addr;
+		size_t index;
+	} * by_addr;
+	size_t alloc_by_addr;
+	/*
+	 * Up to 3.10, when the thread states were prefetched: each walked
+	 * thread's first batch read (its thread state again, its known
+	 * frames), made for all of them in one process_vm_readv
+	 * (frameobj_prefetch); each taken by the thread's walk.
+	 */
+	struct py_frames_pre {
+		uint64_t tstate;
+		unsigned char *fresh;
+		struct py_frame_batch batch;
+		int ready; /* read, not taken yet */
+	} * pre_frames;
+	size_t nr_pre_frames, alloc_pre_frames;
+	/* Up to 3.10: the frames of the walk being done, innermost first */
+	uint64_t *walk_frames;
+	long *walk_known;     /* index in the memo's known frames, or -1 */
+	uint64_t *walk_codes; /* each one's code */
+	size_t alloc_walk_frames, alloc_walk_known, alloc_walk_codes;
+};
+
+static struct py_frame_memo *frame_memo(struct pywalk *w, uint64_t tstate)
 {
+	struct frameobj_state *fo = w->frameobj;
 	struct py_frame_memo *m;
 	size_t i;
 
-	for (i = 0; i < ps->nr_memos; i++)
-		if (ps->memos[i].tstate == tstate)
-			return &ps->memos[i];
+	for (i = 0; i < fo->nr_memos; i++)
+		if (fo->memos[i].tstate == tstate)
+			return &fo->memos[i];
 	/* Threads come and go: bound the memos, recycling the oldest. */
-	if (ps->nr_memos >= PY_MAX_THREADS) {
-		m = &ps->memos[0];
+	if (fo->nr_memos >= PY_MAX_THREADS) {
+		m = &fo->memos[0];
 	} else {
-		ALLOC_GROW(ps->memos, ps->nr_memos + 1, ps->alloc_memos);
-		m = &ps->memos[ps->nr_memos++];
+		ALLOC_GROW(fo->memos, fo->nr_memos + 1, fo->alloc_memos);
+		m = &fo->memos[fo->nr_memos++];
 		memset(m, 0, sizeof(*m));
 	}
 	m->tstate = tstate;
@@ -97,32 +190,34 @@ static int frame_object_live(const struct py_offsets *off,
 }
 
 /* Where addr is, or would go, in the table of frames seen. */
-static size_t frame_seen_slot(const struct py_sampler *ps, uint64_t addr)
+static size_t frame_seen_slot(const struct pywalk *w, uint64_t addr)
 {
+	const struct frameobj_state *fo = w->frameobj;
 	/* Frame objects are 16-byte aligned: mix the bits above. */
 	size_t i = (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ULL >> 52);
 
-	while (ps->frames_seen[i].addr && ps->frames_seen[i].addr != addr)
+	while (fo->frames_seen[i].addr && fo->frames_seen[i].addr != addr)
 		i = (i + 1) & (FRAMES_SEEN_SLOTS - 1);
 	return i;
 }
 
 /* What the table says of the frame object at addr, or NULL. */
-static const struct py_frame_seen *frame_seen(const struct py_sampler *ps,
+static const struct py_frame_seen *frame_seen(const struct pywalk *w,
 					      uint64_t addr)
 {
+	const struct frameobj_state *fo = w->frameobj;
 	const struct py_frame_seen *e;
 
-	if (!ps->frames_seen || !addr)
+	if (!fo->frames_seen || !addr)
 		return NULL;
-	e = &ps->frames_seen[frame_seen_slot(ps, addr)];
+	e = &fo->frames_seen[frame_seen_slot(w, addr)];
 	return e->addr == addr ? e : NULL;
 }
 
 /* Is the frame object at addr known to be of the free list? */
-static int is_free_frame(const struct py_sampler *ps, uint64_t addr)
+static int is_free_frame(const struct pywalk *w, uint64_t addr)
 {
-	const struct py_frame_seen *e = frame_seen(ps, addr);
+	const struct py_frame_seen *e = frame_seen(w, addr);
 
 	return e && e->free;
 }
@@ -131,26 +226,27 @@ static int is_free_frame(const struct py_sampler *ps, uint64_t addr)
  * The frame object at addr was seen running code (or having run it): a
  * frame seen with two codes is of the free list, for good.
  */
-static void note_frame_code(struct py_sampler *ps, uint64_t addr, uint64_t code)
+static void note_frame_code(struct pywalk *w, uint64_t addr, uint64_t code)
 {
+	struct frameobj_state *fo = w->frameobj;
 	struct py_frame_seen *e;
 
 	if (!addr || !code)
 		return;
-	if (!ps->frames_seen)
-		ps->frames_seen =
-		    xcalloc(FRAMES_SEEN_SLOTS, sizeof(*ps->frames_seen));
-	if (ps->nr_frames_seen >= FRAMES_SEEN_SLOTS / 4 * 3) {
-		memset(ps->frames_seen, 0,
-		       FRAMES_SEEN_SLOTS * sizeof(*ps->frames_seen));
-		ps->nr_frames_seen = 0;
+	if (!fo->frames_seen)
+		fo->frames_seen =
+		    xcalloc(FRAMES_SEEN_SLOTS, sizeof(*fo->frames_seen));
+	if (fo->nr_frames_seen >= FRAMES_SEEN_SLOTS / 4 * 3) {
+		memset(fo->frames_seen, 0,
+		       FRAMES_SEEN_SLOTS * sizeof(*fo->frames_seen));
+		fo->nr_frames_seen = 0;
 	}
-	e = &ps->frames_seen[frame_seen_slot(ps, addr)];
+	e = &fo->frames_seen[frame_seen_slot(w, addr)];
 	if (!e->addr) {
 		e->addr = addr;
 		e->code = code;
 		e->runs = 1;
-		ps->nr_frames_seen++;
+		fo->nr_frames_seen++;
 	} else if (e->code != code) {
 		e->code = code;
 		e->free = 1;
@@ -199,9 +295,10 @@ static int heights_dense(const struct py_span *sp, uint32_t h)
  * at its at and at2 in the spans' bytes.  Only when the set of frames
  * changed.
  */
-static void plan_spans(struct py_sampler *ps, struct py_frame_memo *m)
+static void plan_spans(struct pywalk *w, struct py_frame_memo *m)
 {
-	size_t fs = (size_t)ps->rt->off->frame_size, i, j, at = 0;
+	struct frameobj_state *fo = w->frameobj;
+	size_t fs = (size_t)w->rt->off->frame_size, i, j, at = 0;
 	struct py_addr_index *ix;
 	uint64_t end = 0;
 
@@ -212,8 +309,8 @@ static void plan_spans(struct py_sampler *ps, struct py_frame_memo *m)
 	m->span_bytes = 0;
 	if (!m->nr)
 		return;
-	ALLOC_GROW(ps->by_addr, m->nr, ps->alloc_by_addr);
-	ix = ps->by_addr;
+	ALLOC_GROW(fo->by_addr, m->nr, fo->alloc_by_addr);
+	ix = fo->by_addr;
 	for (i = 0; i < m->nr; i++) {
 		ix[i].addr = m->known[i].addr;
 		ix[i].index = i;
@@ -270,14 +367,14 @@ static void plan_spans(struct py_sampler *ps, struct py_frame_memo *m)
  * each one's index in m->known or -1 for first; grown as needed).
  * Returns how many.  Without the known frames, first must not be 0.
  */
-static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
+static size_t plan_frame_batch(struct pywalk *w, struct py_frame_memo *m,
 			       uint64_t first, int with_known,
 			       struct py_frame_batch *b)
 {
-	size_t fs = (size_t)ps->rt->off->frame_size, n = 0, i;
+	size_t fs = (size_t)w->rt->off->frame_size, n = 0, i;
 	size_t base = first ? 2 * fs : 0, nk, bytes;
 
-	plan_spans(ps, m);
+	plan_spans(w, m);
 	nk = with_known ? m->nr : 0;
 	bytes = base + (with_known ? m->span_bytes : 0);
 	ALLOC_GROW(b->addrs, nk + 1, b->alloc_addrs);
@@ -306,25 +403,25 @@ static size_t plan_frame_batch(struct py_sampler *ps, struct py_frame_memo *m,
 }
 
 /*
- * Point ps->local/remote from index nio on at the regions of batch b
+ * Point w->local/remote from index nio on at the regions of batch b
  * that plan_frame_batch made (first, then with_known each of m's spans,
- * each twice); returns the index after them.  ps->local/remote must have
+ * each twice); returns the index after them.  w->local/remote must have
  * room for 2 + 2 * m->nr_spans.
  */
-static size_t set_batch_iov(struct py_sampler *ps, size_t nio,
+static size_t set_batch_iov(struct pywalk *w, size_t nio,
 			    const struct py_frame_memo *m, uint64_t first,
 			    int with_known, struct py_frame_batch *b)
 {
-	size_t fs = (size_t)ps->rt->off->frame_size, at = 0, i, pass;
+	size_t fs = (size_t)w->rt->off->frame_size, at = 0, i, pass;
 
 	if (first) {
-		py_sampler_set_iov(ps, nio++, b->buf, first, fs);
-		py_sampler_set_iov(ps, nio++, b->buf + fs, first, fs);
+		pywalk_set_iov(w, nio++, b->buf, first, fs);
+		pywalk_set_iov(w, nio++, b->buf + fs, first, fs);
 		at = 2 * fs;
 	}
 	for (i = 0; with_known && i < m->nr_spans; i++)
 		for (pass = 0; pass < 2; pass++) {
-			py_sampler_set_iov(ps, nio++, b->buf + at,
+			pywalk_set_iov(w, nio++, b->buf + at,
 					   m->spans[i].addr, m->spans[i].len);
 			at += m->spans[i].len;
 		}
@@ -349,37 +446,38 @@ static long known_index(const struct py_frame_memo *m, uint64_t addr)
  * row), unless it is 0; then the frames of the thread's recent walks (m's known frames), its
  * likely callers, unless that frame is new below the frame taken last
  * (a stack that grew since: its callers are read one by one until the
- * chain reaches frames seen before).  Copies land in ps->batch; returns
+ * chain reaches frames seen before).  Copies land in fo->batch; returns
  * how many frames there are, 0 when the read failed.  A region that
  * failed reads as zeros: it will not link up.
  */
-static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
+static size_t read_frame_batch(struct pywalk *w, uint64_t tstate,
 			       struct py_frame_memo *m, uint64_t anchor,
 			       uint64_t first)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct frameobj_state *fo = w->frameobj;
+	const struct py_offsets *off = w->rt->off;
 	size_t fs = (size_t)off->frame_size, nio = 0;
 	int with_known = !anchor || known_index(m, first) >= 0;
 
-	ps->batch.n = 0;
+	fo->batch.n = 0;
 	if (!first && !m->nr)
 		return 0;
-	plan_frame_batch(ps, m, first, with_known, &ps->batch);
-	if (!ps->anchor_buf)
-		ps->anchor_buf = xmalloc(fs);
-	py_sampler_grow_iov(ps, 2 * m->nr_spans + 3);
+	plan_frame_batch(w, m, first, with_known, &fo->batch);
+	if (!fo->anchor_buf)
+		fo->anchor_buf = xmalloc(fs);
+	pywalk_grow_iov(w, 2 * m->nr_spans + 3);
 	if (anchor)
-		py_sampler_set_iov(ps, nio++, ps->anchor_buf, anchor, fs);
+		pywalk_set_iov(w, nio++, fo->anchor_buf, anchor, fs);
 	else
-		py_sampler_set_iov(ps, nio++, ps->fresh_tstate, tstate,
+		pywalk_set_iov(w, nio++, w->fresh_tstate, tstate,
 				   (size_t)off->tstate_size);
-	nio = set_batch_iov(ps, nio, m, first, with_known, &ps->batch);
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <= 0) {
-		memset(ps->anchor_buf, 0, fs);
-		memset(ps->fresh_tstate, 0, (size_t)off->tstate_size);
-		ps->batch.n = 0;
+	nio = set_batch_iov(w, nio, m, first, with_known, &fo->batch);
+	if (proc_readv(w->rt->pid, w->local, w->remote, nio) <= 0) {
+		memset(fo->anchor_buf, 0, fs);
+		memset(w->fresh_tstate, 0, (size_t)off->tstate_size);
+		fo->batch.n = 0;
 	}
-	return ps->batch.n;
+	return fo->batch.n;
 }
 
 /*
@@ -387,12 +485,13 @@ static size_t read_frame_batch(struct py_sampler *ps, uint64_t tstate,
  * state again and its known frames), moved to where read_frame_batch
  * puts its own; how many frames, 0 if there were none.
  */
-static size_t take_pre_frames(struct py_sampler *ps, uint64_t tstate)
+static size_t take_pre_frames(struct pywalk *w, uint64_t tstate)
 {
+	struct frameobj_state *fo = w->frameobj;
 	size_t i;
 
-	for (i = 0; i < ps->nr_pre_frames; i++) {
-		struct py_frames_pre *pf = &ps->pre_frames[i];
+	for (i = 0; i < fo->nr_pre_frames; i++) {
+		struct py_frames_pre *pf = &fo->pre_frames[i];
 		struct py_frame_batch b;
 		unsigned char *t;
 
@@ -400,63 +499,72 @@ static size_t take_pre_frames(struct py_sampler *ps, uint64_t tstate)
 			continue;
 		pf->ready = 0;
 		/* The copies change hands: the prefetch reads into the old. */
-		t = ps->fresh_tstate;
-		ps->fresh_tstate = pf->fresh;
+		t = w->fresh_tstate;
+		w->fresh_tstate = pf->fresh;
 		pf->fresh = t;
-		b = ps->batch;
-		ps->batch = pf->batch;
+		b = fo->batch;
+		fo->batch = pf->batch;
 		pf->batch = b;
-		return ps->batch.n;
+		return fo->batch.n;
 	}
 	return 0;
 }
 
-void frameobj_prefetch(struct py_sampler *ps, const uint64_t *tstates,
-		       const int *walk, size_t n)
+/*
+ * Before walking threads (the n at tstates[i] for which walk[i] is set):
+ * make each walk's first read (its thread state again, the frames of its
+ * recent walks) for all of them in one process_vm_readv.  The thread
+ * states' copies are not needed: the frames read are those of the
+ * thread's recent walks.
+ */
+static void frameobj_prefetch(struct pywalk *w, const unsigned char *copies,
+			      const uint64_t *tstates, const int *walk,
+			      size_t n)
 {
-	size_t tsize = (size_t)ps->rt->off->tstate_size, i, k = 0, nio = 0;
+	struct frameobj_state *fo = w->frameobj;
+	size_t tsize = (size_t)w->rt->off->tstate_size, i, k = 0, nio = 0;
 	size_t regions = 0;
 
-	ps->nr_pre_frames = 0;
+	fo->nr_pre_frames = 0;
 	/* First find (or make) every memo: making one may move them. */
 	for (i = 0; i < n; i++)
 		if (walk[i]) {
-			struct py_frame_memo *m = frame_memo(ps, tstates[i]);
+			struct py_frame_memo *m = frame_memo(w, tstates[i]);
 
-			plan_spans(ps, m);
+			plan_spans(w, m);
 			regions += 1 + 2 * m->nr_spans;
 		}
-	if (n > ps->alloc_pre_frames) {
-		size_t old = ps->alloc_pre_frames;
+	if (n > fo->alloc_pre_frames) {
+		size_t old = fo->alloc_pre_frames;
 
-		ALLOC_GROW(ps->pre_frames, n, ps->alloc_pre_frames);
-		memset(ps->pre_frames + old, 0,
-		       (ps->alloc_pre_frames - old) * sizeof(*ps->pre_frames));
+		ALLOC_GROW(fo->pre_frames, n, fo->alloc_pre_frames);
+		memset(fo->pre_frames + old, 0,
+		       (fo->alloc_pre_frames - old) * sizeof(*fo->pre_frames));
 	}
-	py_sampler_grow_iov(ps, regions);
+	pywalk_grow_iov(w, regions);
 	for (i = 0; i < n; i++) {
 		struct py_frame_memo *m;
 		struct py_frames_pre *pf;
 
 		if (!walk[i])
 			continue;
-		m = frame_memo(ps, tstates[i]);
+		m = frame_memo(w, tstates[i]);
 		if (!m->nr)
 			continue;
-		pf = &ps->pre_frames[k++];
+		pf = &fo->pre_frames[k++];
 		pf->tstate = tstates[i];
 		if (!pf->fresh)
 			pf->fresh = xmalloc(tsize);
-		plan_frame_batch(ps, m, 0, 1, &pf->batch);
+		plan_frame_batch(w, m, 0, 1, &pf->batch);
 		/* A copy that failed reads as zeros: not taken, no links. */
-		py_sampler_set_iov(ps, nio++, pf->fresh, pf->tstate, tsize);
-		nio = set_batch_iov(ps, nio, m, 0, 1, &pf->batch);
+		pywalk_set_iov(w, nio++, pf->fresh, pf->tstate, tsize);
+		nio = set_batch_iov(w, nio, m, 0, 1, &pf->batch);
 	}
-	if (!k || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+	if (!k || proc_readv(w->rt->pid, w->local, w->remote, nio) < 0)
 		return;
 	for (i = 0; i < k; i++)
-		ps->pre_frames[i].ready = 1;
-	ps->nr_pre_frames = k;
+		fo->pre_frames[i].ready = 1;
+	fo->nr_pre_frames = k;
 }
 
 /*
@@ -535,13 +643,14 @@ static size_t caller_copy(const struct py_frame_batch *b, long idx,
  * them was read wrong (a code pointer read wrong can name another real
  * function).  Either way the frame is read again.
  */
-static int copy_confirmed(const struct py_sampler *ps, long idx, size_t at)
+static int copy_confirmed(const struct pywalk *w, long idx, size_t at)
 {
-	const struct py_frame_batch *b = &ps->batch;
+	const struct frameobj_state *fo = w->frameobj;
+	const struct py_frame_batch *b = &fo->batch;
 	size_t other = at == b->at[idx] ? b->at2[idx] : b->at[idx];
 
 	return other == NO_COPY ||
-	       copies_agree(ps->rt->off, b->buf + at, b->buf + other, 0);
+	       copies_agree(w->rt->off, b->buf + at, b->buf + other, 0);
 }
 
 /*
@@ -549,33 +658,35 @@ static int copy_confirmed(const struct py_sampler *ps, long idx, size_t at)
  * offset at, depth frames out from the innermost: both its copies agree
  * and are live, or only the one taken counts.
  */
-static struct link_window frame_window(const struct py_sampler *ps, long idx,
+static struct link_window frame_window(const struct pywalk *w, long idx,
 				       size_t at, size_t depth)
 {
-	const struct py_offsets *off = ps->rt->off;
-	const struct py_frame_batch *b = &ps->batch;
-	struct link_window w = {at, NO_COPY};
+	const struct frameobj_state *fo = w->frameobj;
+	const struct py_offsets *off = w->rt->off;
+	const struct py_frame_batch *b = &fo->batch;
+	struct link_window win = {at, NO_COPY};
 	size_t other = at == b->at[idx] ? b->at2[idx] : b->at[idx];
 
 	if (other != NO_COPY &&
 	    copies_agree(off, b->buf + at, b->buf + other, depth > 0) &&
 	    frame_object_live(off, b->buf + other, depth)) {
-		w.lo = at < other ? at : other;
-		w.hi = at < other ? other : at;
+		win.lo = at < other ? at : other;
+		win.hi = at < other ? other : at;
 	}
-	return w;
+	return win;
 }
 
 /*
  * Is the copy at batch index idx (-1: none) of an innermost frame that
  * can be taken: running, its link to its caller its own?
  */
-static int innermost_usable(const struct py_sampler *ps, long idx)
+static int innermost_usable(const struct pywalk *w, long idx)
 {
+	const struct frameobj_state *fo = w->frameobj;
 	return idx >= 0 &&
-	       frame_object_live(ps->rt->off, ps->batch.buf + ps->batch.at[idx],
+	       frame_object_live(w->rt->off, fo->batch.buf + fo->batch.at[idx],
 				 0) &&
-	       copy_confirmed(ps, idx, ps->batch.at[idx]);
+	       copy_confirmed(w, idx, fo->batch.at[idx]);
 }
 
 /*
@@ -589,7 +700,7 @@ static int innermost_usable(const struct py_sampler *ps, long idx)
  * and cut_at_key in pysample.c), where taking that later read alone
  * would leave out the generators that run most.
  */
-static int innermost_generator(struct py_sampler *ps, uint64_t frame,
+static int innermost_generator(struct pywalk *w, uint64_t frame,
 			       long idx);
 
 /*
@@ -597,14 +708,14 @@ static int innermost_generator(struct py_sampler *ps, uint64_t frame,
  * (3.10 counts f_lasti in 2-byte instructions, before bytes), -1 if
  * it has not started.
  */
-static long frame_addrq(const struct py_sampler *ps, const unsigned char *f)
+static long frame_addrq(const struct pywalk *w, const unsigned char *f)
 {
 	int lasti;
 
-	memcpy(&lasti, f + ps->rt->off->frame_lasti, sizeof(lasti));
+	memcpy(&lasti, f + w->rt->off->frame_lasti, sizeof(lasti));
 	if (lasti < 0)
 		return -1;
-	return (long)lasti * (ps->codes.kind == LINETABLE_310 ? 2 : 1);
+	return (long)lasti * (w->codes.kind == LINETABLE_310 ? 2 : 1);
 }
 
 /*
@@ -613,55 +724,57 @@ static long frame_addrq(const struct py_sampler *ps, const unsigned char *f)
  * while it runs would otherwise never be known as one, and its samples
  * would go to whatever the thread ran next, for the whole run.
  */
-static int generator_code(struct py_sampler *ps, uint64_t code)
+static int generator_code(struct pywalk *w, uint64_t code)
 {
-	const struct pycode *pc = pycode_known(&ps->codes, code);
+	const struct pycode *pc = pycode_known(&w->codes, code);
 
 	return pc && (pc->flags & PYCODE_SUSPENDABLE);
 }
 
-static int innermost_generator(struct py_sampler *ps, uint64_t frame,
+static int innermost_generator(struct pywalk *w, uint64_t frame,
 			       long idx)
 {
-	const struct py_offsets *off = ps->rt->off;
-	const unsigned char *f = ps->batch.buf + ps->batch.at[idx];
+	struct frameobj_state *fo = w->frameobj;
+	const struct py_offsets *off = w->rt->off;
+	const unsigned char *f = fo->batch.buf + fo->batch.at[idx];
 	uint64_t code = load_u64(f, off->frame_code);
 
-	if (!generator_code(ps, code))
+	if (!generator_code(w, code))
 		return 0;
-	ps->torn_at = frame;
-	ps->torn_at_code = code;
-	ps->torn_at_addrq = frame_addrq(ps, f);
-	ps->torn_at_gen = 1;
+	w->torn_at = frame;
+	w->torn_at_code = code;
+	w->torn_at_addrq = frame_addrq(w, f);
+	w->torn_at_gen = 1;
 	return 1;
 }
 
 /* A torn walk's last frame taken linked to frame: noted, if known. */
-static void note_torn_link(struct py_sampler *ps, uint64_t frame)
+static void note_torn_link(struct pywalk *w, uint64_t frame)
 {
-	const struct py_frame_seen *e = frame_seen(ps, frame);
+	const struct py_frame_seen *e = frame_seen(w, frame);
 
 	if (!e || e->free || e->runs < SPARE_RUNS)
 		return;
-	ps->torn_at = frame;
-	ps->torn_at_code = e->code;
-	ps->torn_at_addrq = -1;
-	ps->torn_at_gen = generator_code(ps, e->code);
+	w->torn_at = frame;
+	w->torn_at_code = e->code;
+	w->torn_at_addrq = -1;
+	w->torn_at_gen = generator_code(w, e->code);
 }
 
 /*
- * Learn from the depth frames of the walk just done (ps->walk_frames,
- * innermost first; ps->walk_known, each one's index in m->known or -1;
- * ps->walk_codes, each one's code), whole when it reached the thread's
+ * Learn from the depth frames of the walk just done (fo->walk_frames,
+ * innermost first; fo->walk_known, each one's index in m->known or -1;
+ * fo->walk_codes, each one's code), whole when it reached the thread's
  * outermost frame: each frame's height and code (a frame seen with
  * another code than before is of the free list, for good), new frames
  * added, the frames least recently seen forgotten past the depth plus
  * KNOWN_EXTRA (of its deepest recent walk), and the rest sorted
  * highest first.
  */
-static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
+static void learn_frames(struct pywalk *w, struct py_frame_memo *m,
 			 size_t depth, int whole)
 {
+	struct frameobj_state *fo = w->frameobj;
 	size_t i, cap;
 	uint32_t base = whole || !depth ? 0 : HEIGHT_UNKNOWN;
 
@@ -671,26 +784,26 @@ static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 		m->peak_walk = m->walks;
 	}
 	cap = m->peak + KNOWN_EXTRA;
-	if (!whole && depth && ps->walk_known[depth - 1] >= 0)
-		base = m->known[ps->walk_known[depth - 1]].height;
+	if (!whole && depth && fo->walk_known[depth - 1] >= 0)
+		base = m->known[fo->walk_known[depth - 1]].height;
 	for (i = 0; i < depth; i++) {
 		struct py_known_frame *k;
-		long at = ps->walk_known[i];
+		long at = fo->walk_known[i];
 
 		/* A frame read on its own may be known too. */
 		if (at < 0)
 			for (at = 0; (size_t)at < m->nr; at++)
-				if (m->known[at].addr == ps->walk_frames[i])
+				if (m->known[at].addr == fo->walk_frames[i])
 					break;
 		if ((size_t)at < m->nr) {
 			k = &m->known[at];
 		} else {
 			ALLOC_GROW(m->known, m->nr + 1, m->alloc);
 			k = &m->known[m->nr++];
-			k->addr = ps->walk_frames[i];
+			k->addr = fo->walk_frames[i];
 			m->plan_stale = 1;
 		}
-		note_frame_code(ps, k->addr, ps->walk_codes[i]);
+		note_frame_code(w, k->addr, fo->walk_codes[i]);
 		k->height = base + (uint32_t)(depth - 1 - i);
 		k->seen = m->walks;
 	}
@@ -715,15 +828,16 @@ static void learn_frames(struct py_sampler *ps, struct py_frame_memo *m,
 }
 
 /* Note frame, found at batch index idx, as the walk's next (depth). */
-static void note_walked(struct py_sampler *ps, size_t depth, uint64_t frame,
+static void note_walked(struct pywalk *w, size_t depth, uint64_t frame,
 			long idx, uint64_t code)
 {
-	ALLOC_GROW(ps->walk_frames, depth + 1, ps->alloc_walk_frames);
-	ALLOC_GROW(ps->walk_known, depth + 1, ps->alloc_walk_known);
-	ALLOC_GROW(ps->walk_codes, depth + 1, ps->alloc_walk_codes);
-	ps->walk_frames[depth] = frame;
-	ps->walk_known[depth] = ps->batch.known[idx];
-	ps->walk_codes[depth] = code;
+	struct frameobj_state *fo = w->frameobj;
+	ALLOC_GROW(fo->walk_frames, depth + 1, fo->alloc_walk_frames);
+	ALLOC_GROW(fo->walk_known, depth + 1, fo->alloc_walk_known);
+	ALLOC_GROW(fo->walk_codes, depth + 1, fo->alloc_walk_codes);
+	fo->walk_frames[depth] = frame;
+	fo->walk_known[depth] = fo->batch.known[idx];
+	fo->walk_codes[depth] = code;
 }
 
 /*
@@ -737,13 +851,13 @@ static void note_walked(struct py_sampler *ps, size_t depth, uint64_t frame,
  * the free list, which any call takes frames from; a generator's frame,
  * which runs one code, passes too).
  */
-static int spare_frame(const struct py_sampler *ps, uint64_t frame,
+static int spare_frame(const struct pywalk *w, uint64_t frame,
 		       const unsigned char *f)
 {
-	const struct py_frame_seen *e = frame_seen(ps, frame);
+	const struct py_frame_seen *e = frame_seen(w, frame);
 
 	return e && !e->free && e->runs >= SPARE_RUNS &&
-	       load_u64(f, ps->rt->off->frame_code) == e->code;
+	       load_u64(f, w->rt->off->frame_code) == e->code;
 }
 
 /*
@@ -751,12 +865,13 @@ static int spare_frame(const struct py_sampler *ps, uint64_t frame,
  * as seen, taken or not (frames of short calls are seldom taken, and
  * must become known all the same); 1 if it is a spare frame.
  */
-static int note_innermost(struct py_sampler *ps, uint64_t frame, long idx)
+static int note_innermost(struct pywalk *w, uint64_t frame, long idx)
 {
-	const unsigned char *f = ps->batch.buf + ps->batch.at[idx];
+	struct frameobj_state *fo = w->frameobj;
+	const unsigned char *f = fo->batch.buf + fo->batch.at[idx];
 
-	note_frame_code(ps, frame, load_u64(f, ps->rt->off->frame_code));
-	return spare_frame(ps, frame, f);
+	note_frame_code(w, frame, load_u64(f, w->rt->off->frame_code));
+	return spare_frame(w, frame, f);
 }
 
 /*
@@ -783,17 +898,18 @@ static int note_innermost(struct py_sampler *ps, uint64_t frame, long idx)
  * frame's copy is taken only if its other copy holds the same call
  * (copy_confirmed).
  */
-enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
+static enum drop_reason frameobj_walk(struct pywalk *w, uint64_t tstate,
 			       struct py_sample *out)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct frameobj_state *fo = w->frameobj;
+	const struct py_offsets *off = w->rt->off;
 	size_t depth = 0, first_frame = out->nr_frames;
-	struct py_frame_memo *m = frame_memo(ps, tstate);
+	struct py_frame_memo *m = frame_memo(w, tstate);
 	uint64_t frame, last = 0, last_code = 0, last_back = 0;
 	enum drop_reason why = DROP_NONE;
 	long at = -1; /* the batch index of the frame taken last */
 	/* that frame's link window; the thread state's: every copy */
-	struct link_window w = {0, NO_COPY};
+	struct link_window win = {0, NO_COPY};
 	unsigned restarts = 0; /* reads for the innermost frame */
 	/* the frame taken last had returned when copied; this one has */
 	int stale = 0, now_stale = 0;
@@ -801,11 +917,11 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 	int gen0 = 0; /* the first innermost frame is a generator's */
 	int looked0 = 0; /* that was looked at */
 
-	if (!take_pre_frames(ps, tstate))
-		read_frame_batch(ps, tstate, m, 0, 0);
-	if (ps->batch.n)
-		pywalk_take_fresh_tstate(ps);
-	frame = load_u64(ps->tstate_buf, off->tstate_frame);
+	if (!take_pre_frames(w, tstate))
+		read_frame_batch(w, tstate, m, 0, 0);
+	if (fo->batch.n)
+		pywalk_take_fresh_tstate(w);
+	frame = load_u64(w->tstate_buf, off->tstate_frame);
 	pywalk_loop_init(&lc);
 	while (frame) {
 		const unsigned char *f;
@@ -817,16 +933,16 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		why = pywalk_loop_step(&lc, frame);
 		if (why)
 			break;
-		idx = batch_find(&ps->batch, (size_t)(at + 1), frame);
+		idx = batch_find(&fo->batch, (size_t)(at + 1), frame);
 		/* The sample's own innermost frame, as first copied. */
-		if (!depth && !ps->moved && !restarts && idx >= 0) {
-			gen0 = innermost_generator(ps, frame, idx);
+		if (!depth && !w->moved && !restarts && idx >= 0) {
+			gen0 = innermost_generator(w, frame, idx);
 			looked0 = 1;
 		}
 		spare = idx >= 0 &&
-			(depth ? spare_frame(ps, frame,
-					     ps->batch.buf + ps->batch.at[idx])
-			       : note_innermost(ps, frame, idx));
+			(depth ? spare_frame(w, frame,
+					     fo->batch.buf + fo->batch.at[idx])
+			       : note_innermost(w, frame, idx));
 		/*
 		 * A spare frame's copy, made at any moment, says its call
 		 * (running or, above every running frame, returned: see
@@ -834,11 +950,11 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		 * returned too, and been reused by any call.
 		 */
 		if (spare) {
-			copy = ps->batch.at[idx];
+			copy = fo->batch.at[idx];
 		} else if (stale) {
 			why = DROP_INVALID;
 			break;
-		} else if (!depth && !innermost_usable(ps, idx)) {
+		} else if (!depth && !innermost_usable(w, idx)) {
 			if (gen0) {
 				why = DROP_INVALID;
 				break;
@@ -847,16 +963,16 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 		}
 		if (idx >= 0 && !spare) {
 			/* The innermost: its first copy, after the state's. */
-			copy = depth ? caller_copy(&ps->batch, idx, &w, &inside)
-				     : ps->batch.at[idx];
+			copy = depth ? caller_copy(&fo->batch, idx, &win, &inside)
+				     : fo->batch.at[idx];
 			/*
 			 * Of the free list, outside a window: only right
 			 * after its callee, or it may be another call's.
 			 */
 			if (copy == NO_COPY ||
-			    (depth && !inside && ps->batch.known[idx] >= 0 &&
-			     is_free_frame(ps, frame)) ||
-			    (depth && !copy_confirmed(ps, idx, copy)))
+			    (depth && !inside && fo->batch.known[idx] >= 0 &&
+			     is_free_frame(w, frame)) ||
+			    (depth && !copy_confirmed(w, idx, copy)))
 				idx = -1;
 		}
 		while (idx < 0) {
@@ -864,22 +980,22 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 				why = DROP_INVALID;
 				goto done;
 			}
-			if (!read_frame_batch(ps, tstate, m, last, frame)) {
+			if (!read_frame_batch(w, tstate, m, last, frame)) {
 				why = DROP_READ;
 				goto done;
 			}
 			if (last) {
-				const unsigned char *a = ps->anchor_buf;
+				const unsigned char *a = fo->anchor_buf;
 
 				if (load_u64(a, off->frame_code) != last_code ||
 				    load_u64(a, off->frame_back) != last_back ||
 				    !frame_object_live(off, a, depth - 1) ||
-				    !copy_confirmed(ps, 0, ps->batch.at[0])) {
+				    !copy_confirmed(w, 0, fo->batch.at[0])) {
 					why = DROP_INVALID;
 					goto done;
 				}
 				idx = 0;
-				copy = ps->batch.at[0];
+				copy = fo->batch.at[0];
 				break;
 			}
 			/*
@@ -888,37 +1004,37 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			 * taken now; else start from the new copy of the
 			 * thread state.
 			 */
-			spare = note_innermost(ps, frame, 0);
-			if (spare || innermost_usable(ps, 0)) {
+			spare = note_innermost(w, frame, 0);
+			if (spare || innermost_usable(w, 0)) {
 				idx = 0;
-				copy = ps->batch.at[0];
+				copy = fo->batch.at[0];
 				break;
 			}
 			/* Not in the first batch: its first copy is this. */
-			if (!looked0 && !ps->moved) {
-				gen0 = innermost_generator(ps, frame, 0);
+			if (!looked0 && !w->moved) {
+				gen0 = innermost_generator(w, frame, 0);
 				looked0 = 1;
 				if (gen0) {
 					why = DROP_INVALID;
 					goto done;
 				}
 			}
-			pywalk_take_fresh_tstate(ps);
-			ps->moved = 1;
-			frame = load_u64(ps->tstate_buf, off->tstate_frame);
+			pywalk_take_fresh_tstate(w);
+			w->moved = 1;
+			frame = load_u64(w->tstate_buf, off->tstate_frame);
 			if (!frame)
 				goto done;
-			idx = batch_find(&ps->batch, 0, frame);
-			if (!innermost_usable(ps, idx))
+			idx = batch_find(&fo->batch, 0, frame);
+			if (!innermost_usable(w, idx))
 				idx = -1;
 			else
-				copy = ps->batch.at[idx];
+				copy = fo->batch.at[idx];
 			pywalk_loop_init(&lc);
 			why = pywalk_loop_step(&lc, frame);
 			if (why)
 				goto done;
 		}
-		f = ps->batch.buf + copy;
+		f = fo->batch.buf + copy;
 		/*
 		 * A frame that returned is taken only above every running one
 		 * (callers outlive their callees), and only when it is a
@@ -929,8 +1045,8 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			/* It returned: a caller is left to say who it was. */
 			if (!load_u64(f, off->frame_back)) {
 				/* or it is a generator's, suspended since */
-				if (!depth && !looked0 && !ps->moved)
-					innermost_generator(ps, frame, idx);
+				if (!depth && !looked0 && !w->moved)
+					innermost_generator(w, frame, idx);
 				why = DROP_INVALID;
 				break;
 			}
@@ -941,20 +1057,20 @@ enum drop_reason frameobj_walk(struct py_sampler *ps, uint64_t tstate,
 			break;
 		}
 		code = load_u64(f, off->frame_code);
-		if (!pywalk_past_limit(ps, depth)) {
-			pywalk_push(ps, out, frame, code, frame_addrq(ps, f), 1);
+		if (!pywalk_past_limit(w, depth)) {
+			pywalk_push(w, out, frame, code, frame_addrq(w, f), 1);
 			/* as last read: a generator's, for torn reads' keys */
-			ps->gen_frames[out->nr_frames - 1] =
-			    generator_code(ps, code);
+			w->gen_frames[out->nr_frames - 1] =
+			    generator_code(w, code);
 		}
-		w = frame_window(ps, idx, copy, depth);
+		win = frame_window(w, idx, copy, depth);
 		/* The sample's own, taken: the walk did not tear at it. */
 		if (!restarts)
-			ps->torn_at = 0;
+			w->torn_at = 0;
 		stale = now_stale;
 		now_stale = 0;
-		note_walked(ps, depth++, frame, idx, code);
-		ps->root_frame = frame;
+		note_walked(w, depth++, frame, idx, code);
+		w->root_frame = frame;
 		at = idx;
 		last = frame;
 		last_code = code;
@@ -968,10 +1084,10 @@ done:
 	 * known from its address (a code object's spare frame, or a
 	 * generator's, which runs one code for its life).
 	 */
-	if (why == DROP_INVALID && depth && frame && !ps->torn_at)
-		note_torn_link(ps, frame);
+	if (why == DROP_INVALID && depth && frame && !w->torn_at)
+		note_torn_link(w, frame);
 	/* Learn from this walk for the next ones, even a failed one. */
-	learn_frames(ps, m, depth, !why);
+	learn_frames(w, m, depth, !why);
 	/*
 	 * Torn, the frames taken before are left for the caller's key
 	 * (see walk_thread): each was taken while its callee's link to it
@@ -987,7 +1103,7 @@ done:
 			out->nr_frames = first_frame;
 		return why;
 	}
-	pywalk_push_omitted(ps, out);
+	pywalk_push_omitted(w, out);
 	return DROP_NONE;
 }
 
@@ -1000,25 +1116,46 @@ static void batch_release(struct py_frame_batch *b)
 	free(b->known);
 }
 
-void frameobj_release(struct py_sampler *ps)
+static void frameobj_init(struct pywalk *w)
 {
+	w->frameobj = xcalloc(1, sizeof(*w->frameobj));
+}
+
+static void frameobj_forget_prefetched(struct pywalk *w)
+{
+	w->frameobj->nr_pre_frames = 0;
+}
+
+static void frameobj_release(struct pywalk *w)
+{
+	struct frameobj_state *fo = w->frameobj;
 	size_t i;
 
-	for (i = 0; i < ps->nr_memos; i++) {
-		free(ps->memos[i].known);
-		free(ps->memos[i].spans);
+	for (i = 0; i < fo->nr_memos; i++) {
+		free(fo->memos[i].known);
+		free(fo->memos[i].spans);
 	}
-	free(ps->memos);
-	batch_release(&ps->batch);
-	free(ps->anchor_buf);
-	free(ps->by_addr);
-	free(ps->frames_seen);
-	free(ps->walk_frames);
-	free(ps->walk_known);
-	free(ps->walk_codes);
-	for (i = 0; i < ps->alloc_pre_frames; i++) {
-		free(ps->pre_frames[i].fresh);
-		batch_release(&ps->pre_frames[i].batch);
+	free(fo->memos);
+	batch_release(&fo->batch);
+	free(fo->anchor_buf);
+	free(fo->by_addr);
+	free(fo->frames_seen);
+	free(fo->walk_frames);
+	free(fo->walk_known);
+	free(fo->walk_codes);
+	for (i = 0; i < fo->alloc_pre_frames; i++) {
+		free(fo->pre_frames[i].fresh);
+		batch_release(&fo->pre_frames[i].batch);
 	}
-	free(ps->pre_frames);
+	free(fo->pre_frames);
+	free(fo);
+	w->frameobj = NULL;
 }
+
+const struct pywalk_ops frameobj_walker = {
+    .init = frameobj_init,
+    .walk = frameobj_walk,
+    .prefetch = frameobj_prefetch,
+    .forget_prefetched = frameobj_forget_prefetched,
+    .release = frameobj_release,
+};

@@ -210,11 +210,11 @@ static void copy_name(char *dst, size_t max, const char *s)
  * (tasks made without a name are numbered; the string is made only when
  * asked for).  0, or a negative errno.
  */
-static int read_task_name(struct py_sampler *ps, uint64_t obj, char *name,
+static int read_task_name(struct pywalk *w, uint64_t obj, char *name,
 			  size_t size)
 {
-	const struct py_offsets *off = ps->rt->off;
-	pid_t pid = ps->rt->pid;
+	const struct py_offsets *off = w->rt->off;
+	pid_t pid = w->rt->pid;
 	uint64_t type = 0, flags = 0, tag = 0, value = 0;
 	uint32_t digits[2] = {0, 0};
 	struct strbuf sb = STRBUF_INIT;
@@ -271,7 +271,7 @@ static int read_task_name(struct py_sampler *ps, uint64_t obj, char *name,
  * more reads than one unconfirmed.  0, -EAGAIN if the reads disagree, or
  * read_task_name's error.
  */
-static int task_name_confirmed(struct py_sampler *ps, struct pyasync *pa,
+static int task_name_confirmed(struct pywalk *w, struct pyasync *pa,
 			       uint64_t addr, uint64_t obj, char *name,
 			       size_t size)
 {
@@ -279,15 +279,15 @@ static int task_name_confirmed(struct py_sampler *ps, struct pyasync *pa,
 	    &pa->names[(addr >> 4) % PYASYNC_NAMES_KEPT];
 	char again[PY_TASK_NAME_MAX];
 	uint64_t link = 0;
-	int r = read_task_name(ps, obj, name, size);
+	int r = read_task_name(w, obj, name, size);
 
 	if (r || (kept->task == addr && kept->obj == obj &&
 		  !strcmp(kept->name, name)))
 		return r;
-	r = proc_read(ps->rt->pid, addr + (uint64_t)pa->off.task_name, &link,
+	r = proc_read(w->rt->pid, addr + (uint64_t)pa->off.task_name, &link,
 		      sizeof(link));
 	if (!r)
-		r = read_task_name(ps, obj, again, sizeof(again));
+		r = read_task_name(w, obj, again, sizeof(again));
 	if (r)
 		return r;
 	if (link != obj || strcmp(again, name))
@@ -299,7 +299,7 @@ static int task_name_confirmed(struct py_sampler *ps, struct pyasync *pa,
 }
 
 /* Reverse frames [from, to) of the walk, before they are resolved. */
-static void reverse_walk(struct py_sampler *ps, size_t from, size_t to)
+static void reverse_walk(struct pywalk *w, size_t from, size_t to)
 {
 	while (from + 1 < to) {
 		uint64_t a;
@@ -307,18 +307,18 @@ static void reverse_walk(struct py_sampler *ps, size_t from, size_t to)
 		unsigned char e;
 
 		to--;
-		a = ps->code_addrs[from];
-		ps->code_addrs[from] = ps->code_addrs[to];
-		ps->code_addrs[to] = a;
-		a = ps->frame_addrs[from];
-		ps->frame_addrs[from] = ps->frame_addrs[to];
-		ps->frame_addrs[to] = a;
-		q = ps->addrqs[from];
-		ps->addrqs[from] = ps->addrqs[to];
-		ps->addrqs[to] = q;
-		e = ps->entries[from];
-		ps->entries[from] = ps->entries[to];
-		ps->entries[to] = e;
+		a = w->code_addrs[from];
+		w->code_addrs[from] = w->code_addrs[to];
+		w->code_addrs[to] = a;
+		a = w->frame_addrs[from];
+		w->frame_addrs[from] = w->frame_addrs[to];
+		w->frame_addrs[to] = a;
+		q = w->addrqs[from];
+		w->addrqs[from] = w->addrqs[to];
+		w->addrqs[to] = q;
+		e = w->entries[from];
+		w->entries[from] = w->entries[to];
+		w->entries[to] = e;
 		from++;
 	}
 }
@@ -341,16 +341,16 @@ static uint64_t awaited_slot(const struct pyruntime *rt)
  * as suspended (its state, first) at the line it ran on to (its
  * instruction, later): a waiting task at a line that is no await.
  */
-static int coro_still(struct py_sampler *ps, uint64_t coro,
+static int coro_still(struct pywalk *w, uint64_t coro,
 		      const unsigned char *buf)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	size_t from = (size_t)(off->gen_iframe + off->gen_state_at);
 	size_t to = (size_t)(off->gen_iframe + off->iframe_instr) + 8;
 	unsigned char again[GEN_BYTES_MAX];
 
 	if (to <= from || to - from > sizeof(again) ||
-	    proc_read(ps->rt->pid, coro + from, again, to - from))
+	    proc_read(w->rt->pid, coro + from, again, to - from))
 		return 0;
 	return again[0] == buf[from] &&
 	       !memcmp(again + (to - 8 - from), buf + to - 8, 8);
@@ -363,12 +363,12 @@ static int coro_still(struct py_sampler *ps, uint64_t coro,
  * not running, none of whose coroutines may be.  Returns DROP_NONE, or
  * DROP_INVALID for data that makes no sense (a torn read).
  */
-static enum drop_reason push_coro_chain(struct py_sampler *ps,
+static enum drop_reason push_coro_chain(struct pywalk *w,
 					struct py_sample *out, uint64_t coro,
 					int waiting)
 {
-	const struct py_offsets *off = ps->rt->off;
-	pid_t pid = ps->rt->pid;
+	const struct py_offsets *off = w->rt->off;
+	pid_t pid = w->rt->pid;
 	size_t len = (size_t)(off->gen_iframe + off->iframe_size), n;
 	long state_at = off->gen_iframe + off->gen_state_at;
 	unsigned char buf[GEN_BYTES_MAX];
@@ -400,15 +400,15 @@ static enum drop_reason push_coro_chain(struct py_sampler *ps,
 		    (waiting && state == off->gen_executing) ||
 		    (n && state < off->gen_yield_from - 1))
 			return DROP_INVALID;
-		if (waiting && !coro_still(ps, coro, buf))
+		if (waiting && !coro_still(w, coro, buf))
 			return DROP_INVALID;
-		pyframe_push(ps, out, coro + (uint64_t)off->gen_iframe, f);
+		pyframe_push(w, out, coro + (uint64_t)off->gen_iframe, f);
 		if (state != off->gen_yield_from &&
 		    state != off->gen_yield_from_locked)
 			return DROP_NONE;
 		sp = load_u64(f, off->iframe_stackpointer) & ~PY_STACKREF_TAG_MASK;
-		if (sp < 8 * awaited_slot(ps->rt) ||
-		    proc_read(pid, sp - 8 * awaited_slot(ps->rt), &awaited,
+		if (sp < 8 * awaited_slot(w->rt) ||
+		    proc_read(pid, sp - 8 * awaited_slot(w->rt), &awaited,
 			      sizeof(awaited)))
 			return DROP_NONE;
 		awaited &= ~PY_STACKREF_TAG_MASK;
@@ -432,11 +432,11 @@ struct task_scan {
 };
 
 /* Note the tasks awaiting the task (read into buf): its awaited_by. */
-static void note_awaiters(struct py_sampler *ps, const struct pyasync *pa,
+static void note_awaiters(struct pywalk *w, const struct pyasync *pa,
 			  struct task_scan *sc, size_t task,
 			  const unsigned char *buf)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	uint64_t by = load_u64(buf, pa->off.task_awaited_by);
 	unsigned char head[256];
 	unsigned char *table;
@@ -459,14 +459,14 @@ static void note_awaiters(struct py_sampler *ps, const struct pyasync *pa,
 		hlen = (size_t)off->set_used + 8;
 	if (off->set_mask + 8 > (long)hlen)
 		hlen = (size_t)off->set_mask + 8;
-	if (hlen > sizeof(head) || proc_read(ps->rt->pid, by, head, hlen))
+	if (hlen > sizeof(head) || proc_read(w->rt->pid, by, head, hlen))
 		return;
 	used = (int64_t)load_u64(head, off->set_used);
 	mask = (int64_t)load_u64(head, off->set_mask);
 	if (mask < 0 || mask >= AWAITERS_MAX || used < 0 || used > mask + 1)
 		return;
 	table = xmalloc((size_t)(mask + 1) * (size_t)off->set_entry_size);
-	if (!proc_read(ps->rt->pid, load_u64(head, off->set_table), table,
+	if (!proc_read(w->rt->pid, load_u64(head, off->set_table), table,
 		       (size_t)(mask + 1) * (size_t)off->set_entry_size)) {
 		/* setentry's key comes first (Include/cpython/setobject.h);
 		 * a removed key's dummy is no task, and is left out later. */
@@ -489,7 +489,7 @@ static void note_awaiters(struct py_sampler *ps, const struct pyasync *pa,
  * interpreter's for threads that exited): thread is the thread's index
  * or -1, running its running task's address or 0.
  */
-static enum drop_reason read_task_list(struct py_sampler *ps,
+static enum drop_reason read_task_list(struct pywalk *w,
 				       struct pyasync *pa,
 				       struct py_sample *out,
 				       struct task_scan *sc, uint64_t head,
@@ -500,9 +500,9 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 	size_t tsize = (size_t)pa->off.task_size;
 	int r;
 
-	r = proc_read(ps->rt->pid, head, &node, sizeof(node));
+	r = proc_read(w->rt->pid, head, &node, sizeof(node));
 	if (r)
-		return py_read_error(r);
+		return pywalk_read_error(r);
 	while (node != head) {
 		struct py_task *task;
 		uint64_t addr;
@@ -511,9 +511,9 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		if (!node || out->nr_tasks >= TASKS_MAX)
 			return DROP_INVALID;
 		addr = node - (uint64_t)pa->off.task_node;
-		r = proc_read(ps->rt->pid, addr, buf, tsize);
+		r = proc_read(w->rt->pid, addr, buf, tsize);
 		if (r)
-			return py_read_error(r);
+			return pywalk_read_error(r);
 		/*
 		 * The list is linked both ways: a node whose link back is not
 		 * to the node that led to it was read as it changed, or is
@@ -538,20 +538,20 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		task->thread = thread;
 		task->running = running && addr == running;
 		/* Named wrong, the sample would show a task not there. */
-		r = task_name_confirmed(ps, pa, addr,
+		r = task_name_confirmed(w, pa, addr,
 					load_u64(buf, pa->off.task_name),
 					task->name, sizeof(task->name));
 		if (r)
 			return r == -EAGAIN || r == -EINVAL ? DROP_INVALID
-							     : py_read_error(r);
+							     : pywalk_read_error(r);
 		task->first = out->nr_frames;
 		if (task->running) {
 			const struct py_thread *t = &out->threads[thread];
 			uint64_t frame = load_u64(buf, pa->off.task_coro) +
-					 (uint64_t)ps->rt->off->gen_iframe;
+					 (uint64_t)w->rt->off->gen_iframe;
 
 			for (i = t->first; i < t->first + t->depth; i++)
-				if (ps->frame_addrs[i] == frame)
+				if (w->frame_addrs[i] == frame)
 					break;
 			if (i < t->first + t->depth) {
 				task->first = t->first;
@@ -560,15 +560,15 @@ static enum drop_reason read_task_list(struct py_sampler *ps,
 		}
 		if (!task->depth) {
 			enum drop_reason why = push_coro_chain(
-			    ps, out, load_u64(buf, pa->off.task_coro),
+			    w, out, load_u64(buf, pa->off.task_coro),
 			    !task->running);
 
 			if (why)
 				return why;
 			task->depth = out->nr_frames - task->first;
-			reverse_walk(ps, task->first, out->nr_frames);
+			reverse_walk(w, task->first, out->nr_frames);
 		}
-		note_awaiters(ps, pa, sc, out->nr_tasks, buf);
+		note_awaiters(w, pa, sc, out->nr_tasks, buf);
 		out->nr_tasks++;
 		node = load_u64(buf, pa->off.task_node);
 	}
@@ -620,7 +620,7 @@ static void link_awaiters(struct py_sample *out, const struct task_scan *sc)
 	free(idx);
 }
 
-enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
+enum drop_reason pyasync_read(struct pywalk *w, struct pyasync *pa,
 			      struct py_sample *out)
 {
 	const struct py_async_offsets *ao = &pa->off;
@@ -639,7 +639,7 @@ enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
 		if (now < pa->next_look)
 			return DROP_NONE;
 		pa->next_look = now + LOOK_AGAIN_NS;
-		if (pyasync_find(pa, ps->rt))
+		if (pyasync_find(pa, w->rt))
 			return DROP_NONE;
 	}
 	memset(&sc, 0, sizeof(sc));
@@ -659,25 +659,25 @@ enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
 		unsigned char span[TSTATE_SPAN_MAX];
 		uint64_t tstate = out->threads[i].tstate, running;
 
-		r = proc_read(ps->rt->pid, tstate + (uint64_t)lo, span,
+		r = proc_read(w->rt->pid, tstate + (uint64_t)lo, span,
 			      (size_t)(hi + 8 - lo));
 		if (r) {
-			why = py_read_error(r);
+			why = pywalk_read_error(r);
 			break;
 		}
 		running = load_u64(span, ao->tstate_running_loop - lo)
 			      ? load_u64(span, ao->tstate_running_task - lo)
 			      : 0;
-		why = read_task_list(ps, pa, out, &sc,
+		why = read_task_list(w, pa, out, &sc,
 				     tstate + (uint64_t)ao->tstate_tasks_head,
 				     (long)i, running);
 	}
-	if (!why && !(r = pyruntime_interp_head(ps->rt, &interp)) && interp)
-		why = read_task_list(ps, pa, out, &sc,
+	if (!why && !(r = pyruntime_interp_head(w->rt, &interp)) && interp)
+		why = read_task_list(w, pa, out, &sc,
 				     interp + (uint64_t)ao->interp_tasks_head,
 				     -1, 0);
 	if (!why && out->nr_frames > from)
-		why = pyresolve_frames(ps, out, from);
+		why = pyresolve_frames(w, out, from);
 	/*
 	 * What a task's coroutine chain leads to runs coroutine code (or a
 	 * generator's, under a yield from): any other code is not the
@@ -765,7 +765,7 @@ static size_t append_task_stack(struct pyasync *pa, struct py_sample *out,
 	return start;
 }
 
-void pyasync_stacks(struct py_sampler *ps, struct pyasync *pa,
+void pyasync_stacks(struct pywalk *w, struct pyasync *pa,
 		    struct py_sample *out, int all_tasks)
 {
 	size_t i;

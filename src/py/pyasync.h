@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "py/pysample.h"
+#include "py/pywalk.h"
 
 /* The first CPython whose interpreter keeps task lists for outside tools. */
 #define PYASYNC_SINCE 0x030E0000UL
@@ -91,7 +91,7 @@ void pyasync_release(struct pyasync *pa);
  * awaiters.  Nothing when pa has not found _asyncio.  Returns DROP_NONE
  * or why the sample must be dropped.
  */
-enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
+enum drop_reason pyasync_read(struct pywalk *w, struct pyasync *pa,
 			      struct py_sample *out);
 
 /*
@@ -103,7 +103,7 @@ enum drop_reason pyasync_read(struct py_sampler *ps, struct pyasync *pa,
  * task also gets a stack of its own, in the same form, as an extra
  * thread entry (its is_task set, state idle) of its thread.
  */
-void pyasync_stacks(struct py_sampler *ps, struct pyasync *pa,
+void pyasync_stacks(struct pywalk *w, struct pyasync *pa,
 		    struct py_sample *out, int all_tasks);
 
 #endif

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* From CPython 3.11: walking one thread's interpreter frames; and on every
- * version, what the walks share (naming the code they ran: pyresolve.c). */
+/* From CPython 3.11: walking one thread's interpreter frames, through its
+ * data-stack chunks and the generators' frames off them. */
 #include "py/pyframe.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "py/frameobj.h"
 #include "sys/proc.h"
 #include "py/pywalk.h"
 #include "util.h"
+
+/*
+ * Most bytes read before a frame that is read on its own, where its
+ * generator keeps its state: the walk's frame buffer has room for them.
+ */
+#define PY_FRAME_PREFIX_MAX 64
 
 /* Largest data-stack chunk copied whole (CPython's are 16 KiB and up). */
 #define CHUNK_MAX_BYTES (4u << 20)
@@ -26,82 +31,123 @@
 /* Room for the fields pycode reads of a code object (its first 144 bytes). */
 #define CODE_HEADER_MAX 1024
 
-void pywalk_loop_init(struct pywalk_loop *lc)
-{
-	lc->mark = 0;
-	lc->power = 1;
-	lc->since = lc->steps = 0;
-}
+/*
+ * Frames off the data stack (generators', C-stack shims) per thread
+ * copied with its chunk (3.11+).
+ */
+#define PY_SIDE_KEPT 24
+/* Windows of memory a 3.11+ walk keeps copied around its frames off
+ * the data stack (see chunk_walk_state.windows). */
+#define PY_WINDOWS 32
 
-enum drop_reason pywalk_loop_step(struct pywalk_loop *lc, uint64_t addr)
-{
-	if (++lc->steps > PY_WALK_LIMIT)
-		return DROP_DEPTH;
-	if (addr == lc->mark)
-		return DROP_INVALID;
-	if (++lc->since == lc->power) {
-		lc->mark = addr;
-		lc->power *= 2;
-		lc->since = 0;
-	}
-	return DROP_NONE;
-}
+/* A memory region copied from the target for this sample. */
+struct py_region {
+	uint64_t addr;
+	size_t len;
+	unsigned char *buf;
+	size_t alloc;
+};
 
-void pywalk_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
-		 uint64_t code, long addrq, int entry)
-{
-	if (out->nr_frames >= ps->alloc_walk) {
-		size_t n = ps->alloc_walk;
+/* Slots of the memo of returned frames' code (a power of 2). */
+#define PY_RETURNED_MEMO 256
 
-		ALLOC_GROW(ps->code_addrs, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->addrqs, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->entries, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->tlbcs, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->tlbc_arrays, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->gen_frames, out->nr_frames + 1, n);
-		n = ps->alloc_walk;
-		ALLOC_GROW(ps->frame_addrs, out->nr_frames + 1, n);
-		ps->alloc_walk = n;
-	}
-	ps->frame_addrs[out->nr_frames] = frame;
-	ps->code_addrs[out->nr_frames] = code;
-	ps->addrqs[out->nr_frames] = addrq;
-	ps->entries[out->nr_frames] = (unsigned char)entry;
-	ps->gen_frames[out->nr_frames] = 0;
-	ps->tlbcs[out->nr_frames] = 0;
-	ps->tlbc_arrays[out->nr_frames] = 0;
-	out->nr_frames++;
-}
-
-int pywalk_past_limit(struct py_sampler *ps, size_t depth)
-{
-	size_t max = ps->max_depth ? ps->max_depth : PY_DEFAULT_MAX_DEPTH;
-
-	if (depth < max)
-		return 0;
-	ps->omitted++;
-	return 1;
-}
-
-void pywalk_push_omitted(struct py_sampler *ps, struct py_sample *out)
-{
-	if (ps->omitted)
-		pywalk_push(ps, out, 0, ps->omitted, -1, PYWALK_PLACEHOLDER);
-}
-
-void pywalk_take_fresh_tstate(struct py_sampler *ps)
-{
-	long at = ps->rt->off->tstate_interp;
-
-	if (load_u64(ps->fresh_tstate, at) == load_u64(ps->tstate_buf, at))
-		memcpy(ps->tstate_buf, ps->fresh_tstate,
-		       (size_t)ps->rt->off->tstate_size);
-}
+/* What the walks of interpreter frames keep between samples. */
+struct chunk_walk_state {
+	unsigned char *frame_buf;
+	struct py_region *chunks;
+	size_t nr_chunks, alloc_chunks;
+	uint64_t next_chunk; /* older chunk not read yet, 0 when none */
+	/*
+	 * 3.11+: the memory around frames the walk found off every chunk
+	 * (generators' frames, most), copied a window at a time: a chain
+	 * of generators nested thousands deep sits in a few allocator
+	 * pools.  Good for one walk; the oldest one read is replaced.
+	 */
+	struct py_region windows[PY_WINDOWS];
+	unsigned char window_used[PY_WINDOWS]; /* a frame was taken from it */
+	/* how many walks in a row each was copied for and none took one */
+	unsigned char window_idle[PY_WINDOWS];
+	/* the bytes of each the walk took frames from: [lo, hi) */
+	uint64_t window_lo[PY_WINDOWS], window_hi[PY_WINDOWS];
+	size_t nr_windows, next_window;
+	/*
+	 * 3.11+: the chunk frames reached from a frame read at another
+	 * time (a generator's, or one in another chunk), with the fields
+	 * the walk used, and where the walk started: read again at its end.
+	 */
+	struct py_link_check {
+		uint64_t addr, code, previous, instr;
+		/*
+		 * its callee when that is a generator's frame, else 0; and
+		 * the C-stack shim between them (3.12+), else 0
+		 */
+		uint64_t gen, shim;
+	} * links;
+	size_t nr_links, alloc_links;
+	unsigned char *link_buf;
+	size_t alloc_link_buf;
+	uint64_t walk_cframe, walk_frame;
+	struct py_edge_check {
+		uint64_t caller, callee; /* the frames' addresses */
+		struct call_edge edge;
+		uint64_t caller_instr, caller_previous;
+		uint64_t callee_instr; /* as the walk found it */
+		int callee_innermost;  /* the walk's first frame */
+		/* 3.11-3.13: the code units at the two instructions */
+		uint8_t caller_unit[2], callee_unit[2];
+	} * edge_checks;
+	size_t nr_edge_checks, alloc_edge_checks;
+	unsigned char *edge_buf;
+	size_t alloc_edge_buf;
+	/* 3.14+: the code objects found for returned frames' instructions */
+	struct py_returned_memo {
+		uint64_t instr, code;
+	} returned[PY_RETURNED_MEMO];
+	/*
+	 * 3.11+: per thread state, the frames off the data stack its last
+	 * walk went through (generators', and 3.12+ the C-stack shims, the
+	 * one at the bottom there for the thread's life), copied again with
+	 * its chunk (side_buf, in the same process_vm_readv) so that the
+	 * walk need not read them on their own.
+	 */
+	struct py_side_memo {
+		uint64_t tstate;
+		uint64_t addrs[PY_SIDE_KEPT];
+		size_t nr;
+		/*
+		 * the windows its last walks took frames from, each with
+		 * how many walks in a row since took none
+		 */
+		uint64_t win_addrs[PY_WINDOWS];
+		size_t win_lens[PY_WINDOWS];
+		unsigned char win_idle[PY_WINDOWS];
+		size_t nr_win;
+	} * side_memos;
+	size_t nr_side_memos, alloc_side_memos;
+	struct py_side_memo *side_now; /* the walked thread's, or NULL */
+	uint64_t side_addrs[PY_SIDE_KEPT];
+	size_t nr_side;
+	unsigned char *side_buf;
+	/*
+	 * 3.11+, when the thread states were prefetched: each thread's
+	 * fresh thread state, C frame's current frame, newest chunk and
+	 * shims, read for all the threads walked in one process_vm_readv
+	 * (chunk_prefetch); each taken by the thread's walk.
+	 */
+	struct py_chunk_pre {
+		uint64_t tstate, cframe, current, chunk, top;
+		size_t len; /* of the chunk's copy, 0 when none */
+		unsigned char *fresh, *buf, *side;
+		size_t alloc; /* of buf */
+		uint64_t side_addrs[PY_SIDE_KEPT];
+		size_t nr_side;
+		int ready; /* read, not taken yet */
+	} * pre_chunks;
+	size_t nr_pre_chunks, alloc_pre_chunks;
+	/* the side frames the walk went through off the chunk, for side_now */
+	uint64_t walk_side[PY_SIDE_KEPT];
+	size_t nr_walk_side;
+};
 
 /* Exchange two buffers of the same size. */
 static void swap_buf(unsigned char **a, unsigned char **b)
@@ -123,24 +169,26 @@ static void swap_sized_buf(unsigned char **a, size_t *alloc_a,
 	*alloc_b = t;
 }
 
-static struct py_region *new_region(struct py_sampler *ps)
+static struct py_region *new_region(struct pywalk *w)
 {
-	size_t old = ps->alloc_chunks;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	size_t old = cw->alloc_chunks;
 	struct py_region *rg;
 
-	ALLOC_GROW(ps->chunks, ps->nr_chunks + 1, ps->alloc_chunks);
-	if (ps->alloc_chunks > old)
-		memset(ps->chunks + old, 0,
-		       (ps->alloc_chunks - old) * sizeof(*ps->chunks));
-	rg = &ps->chunks[ps->nr_chunks];
+	ALLOC_GROW(cw->chunks, cw->nr_chunks + 1, cw->alloc_chunks);
+	if (cw->alloc_chunks > old)
+		memset(cw->chunks + old, 0,
+		       (cw->alloc_chunks - old) * sizeof(*cw->chunks));
+	rg = &cw->chunks[cw->nr_chunks];
 	rg->len = 0;
 	return rg;
 }
 
 /* Copy [addr, addr+len) of the target into a new region; 0 or -errno. */
-static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
+static int read_region(struct pywalk *w, uint64_t addr, size_t len)
 {
-	struct py_region *rg = new_region(ps);
+	struct chunk_walk_state *cw = w->chunk_walk;
+	struct py_region *rg = new_region(w);
 	int r;
 
 	if (len > rg->alloc) {
@@ -148,30 +196,31 @@ static int read_region(struct py_sampler *ps, uint64_t addr, size_t len)
 		rg->buf = xmalloc(len);
 		rg->alloc = len;
 	}
-	r = proc_read(ps->rt->pid, addr, rg->buf, len);
+	r = proc_read(w->rt->pid, addr, rg->buf, len);
 	if (r)
 		return r;
 	rg->addr = addr;
 	rg->len = len;
-	ps->nr_chunks++;
+	cw->nr_chunks++;
 	return 0;
 }
 
 /* The side frames remembered for tstate, made if new (3.11+). */
-static struct py_side_memo *side_memo(struct py_sampler *ps, uint64_t tstate)
+static struct py_side_memo *side_memo(struct pywalk *w, uint64_t tstate)
 {
+	struct chunk_walk_state *cw = w->chunk_walk;
 	size_t i;
 
-	for (i = 0; i < ps->nr_side_memos; i++)
-		if (ps->side_memos[i].tstate == tstate)
-			return &ps->side_memos[i];
+	for (i = 0; i < cw->nr_side_memos; i++)
+		if (cw->side_memos[i].tstate == tstate)
+			return &cw->side_memos[i];
 	/* Threads come and go: forget them all now and then. */
-	if (ps->nr_side_memos >= PY_MAX_THREADS)
-		ps->nr_side_memos = 0;
-	ALLOC_GROW(ps->side_memos, ps->nr_side_memos + 1, ps->alloc_side_memos);
-	memset(&ps->side_memos[ps->nr_side_memos], 0, sizeof(*ps->side_memos));
-	ps->side_memos[ps->nr_side_memos].tstate = tstate;
-	return &ps->side_memos[ps->nr_side_memos++];
+	if (cw->nr_side_memos >= PY_MAX_THREADS)
+		cw->nr_side_memos = 0;
+	ALLOC_GROW(cw->side_memos, cw->nr_side_memos + 1, cw->alloc_side_memos);
+	memset(&cw->side_memos[cw->nr_side_memos], 0, sizeof(*cw->side_memos));
+	cw->side_memos[cw->nr_side_memos].tstate = tstate;
+	return &cw->side_memos[cw->nr_side_memos++];
 }
 
 /*
@@ -212,17 +261,18 @@ static size_t side_stride(const struct py_offsets *off)
  * one there still (a shim, or a generator's frame: *state_ok set);
  * else NULL.
  */
-static const unsigned char *side_frame(struct py_sampler *ps, uint64_t addr,
+static const unsigned char *side_frame(struct pywalk *w, uint64_t addr,
 				       int *state_ok)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	size_t i, stride = side_stride(off);
 
-	for (i = 0; i < ps->nr_side; i++) {
+	for (i = 0; i < cw->nr_side; i++) {
 		const unsigned char *f =
-		    ps->side_buf + i * stride + side_pre(off);
+		    cw->side_buf + i * stride + side_pre(off);
 
-		if (ps->side_addrs[i] != addr)
+		if (cw->side_addrs[i] != addr)
 			continue;
 		if (off->owner_cstack != OFF_NONE &&
 		    f[off->iframe_owner] == off->owner_cstack) {
@@ -240,15 +290,16 @@ static const unsigned char *side_frame(struct py_sampler *ps, uint64_t addr,
 }
 
 /* The walk went through the side frame at addr, found off the chunk. */
-static void note_side(struct py_sampler *ps, uint64_t addr)
+static void note_side(struct pywalk *w, uint64_t addr)
 {
+	struct chunk_walk_state *cw = w->chunk_walk;
 	size_t i;
 
-	for (i = 0; i < ps->nr_walk_side; i++)
-		if (ps->walk_side[i] == addr)
+	for (i = 0; i < cw->nr_walk_side; i++)
+		if (cw->walk_side[i] == addr)
 			return;
-	if (ps->nr_walk_side < PY_SIDE_KEPT)
-		ps->walk_side[ps->nr_walk_side++] = addr;
+	if (cw->nr_walk_side < PY_SIDE_KEPT)
+		cw->walk_side[cw->nr_walk_side++] = addr;
 }
 
 /* Make *buf hold at least len bytes (its size in *alloc). */
@@ -265,18 +316,19 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
  * Keep the side frames the last walk found, and the windows it took
  * frames from, for the thread's next one.
  */
-static void remember_side(struct py_sampler *ps)
+static void remember_side(struct pywalk *w)
 {
-	struct py_side_memo *m = ps->side_now;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	struct py_side_memo *m = cw->side_now;
 	size_t i;
 
 	if (!m)
 		return;
-	memcpy(m->addrs, ps->walk_side, ps->nr_walk_side * sizeof(*m->addrs));
-	m->nr = ps->nr_walk_side;
+	memcpy(m->addrs, cw->walk_side, cw->nr_walk_side * sizeof(*m->addrs));
+	m->nr = cw->nr_walk_side;
 	m->nr_win = 0;
-	for (i = 0; i < ps->nr_windows; i++) {
-		unsigned idle = ps->window_used[i] ? 0 : ps->window_idle[i] + 1;
+	for (i = 0; i < cw->nr_windows; i++) {
+		unsigned idle = cw->window_used[i] ? 0 : cw->window_idle[i] + 1;
 
 		/*
 		 * A walk cut short (torn) used only the windows of the
@@ -290,13 +342,13 @@ static void remember_side(struct py_sampler *ps)
 		 * and the longer the copy, the likelier the thread moves on
 		 * during it.
 		 */
-		if (ps->window_used[i]) {
-			m->win_addrs[m->nr_win] = ps->window_lo[i];
+		if (cw->window_used[i]) {
+			m->win_addrs[m->nr_win] = cw->window_lo[i];
 			m->win_lens[m->nr_win] =
-			    (size_t)(ps->window_hi[i] - ps->window_lo[i]);
+			    (size_t)(cw->window_hi[i] - cw->window_lo[i]);
 		} else {
-			m->win_addrs[m->nr_win] = ps->windows[i].addr;
-			m->win_lens[m->nr_win] = ps->windows[i].len;
+			m->win_addrs[m->nr_win] = cw->windows[i].addr;
+			m->win_lens[m->nr_win] = cw->windows[i].len;
 		}
 		m->win_idle[m->nr_win++] = (unsigned char)idle;
 	}
@@ -308,29 +360,30 @@ static void remember_side(struct py_sampler *ps)
  * window at a time as the walk comes to them.  None if any failed
  * (memory freed since): the walk reads what it needs.
  */
-static void copy_memo_windows(struct py_sampler *ps)
+static void copy_memo_windows(struct pywalk *w)
 {
-	const struct py_side_memo *m = ps->side_now;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_side_memo *m = cw->side_now;
 	size_t i;
 
 	if (!m || !m->nr_win)
 		return;
-	py_sampler_grow_iov(ps, m->nr_win);
+	pywalk_grow_iov(w, m->nr_win);
 	for (i = 0; i < m->nr_win; i++) {
-		struct py_region *w = &ps->windows[i];
+		struct py_region *win = &cw->windows[i];
 
-		ensure_buf(&w->buf, &w->alloc, m->win_lens[i]);
-		w->addr = m->win_addrs[i];
-		w->len = m->win_lens[i];
-		ps->window_used[i] = 0;
-		ps->window_idle[i] = m->win_idle[i];
-		py_sampler_set_iov(ps, i, w->buf, w->addr, w->len);
+		ensure_buf(&win->buf, &win->alloc, m->win_lens[i]);
+		win->addr = m->win_addrs[i];
+		win->len = m->win_lens[i];
+		cw->window_used[i] = 0;
+		cw->window_idle[i] = m->win_idle[i];
+		pywalk_set_iov(w, i, win->buf, win->addr, win->len);
 	}
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, m->nr_win) !=
+	if (proc_readv(w->rt->pid, w->local, w->remote, m->nr_win) !=
 	    (int)m->nr_win)
 		return;
-	ps->nr_windows = m->nr_win;
-	ps->next_window = m->nr_win % PY_WINDOWS;
+	cw->nr_windows = m->nr_win;
+	cw->next_window = m->nr_win % PY_WINDOWS;
 }
 
 /*
@@ -347,16 +400,17 @@ static size_t chunk_copy_len(uint64_t chunk, uint64_t top)
 }
 
 /* Forget the last walk's chunks and side frames (keeping their memo). */
-static void start_current_chunk(struct py_sampler *ps)
+static void start_current_chunk(struct pywalk *w)
 {
-	ps->nr_chunks = 0;
-	ps->next_chunk = 0;
-	remember_side(ps);
-	ps->nr_side = 0;
-	ps->nr_walk_side = 0;
-	ps->side_now = NULL;
-	ps->nr_windows = 0;
-	ps->next_window = 0;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	cw->nr_chunks = 0;
+	cw->next_chunk = 0;
+	remember_side(w);
+	cw->nr_side = 0;
+	cw->nr_walk_side = 0;
+	cw->side_now = NULL;
+	cw->nr_windows = 0;
+	cw->next_window = 0;
 }
 
 /*
@@ -368,32 +422,33 @@ static void start_current_chunk(struct py_sampler *ps)
  * chunk copied before stays when it is the new one's previous (the
  * thread went deeper); else it is no longer on the thread's chain.
  */
-static void copy_moved_chunk(struct py_sampler *ps)
+static void copy_moved_chunk(struct pywalk *w)
 {
-	const struct py_offsets *off = ps->rt->off;
-	uint64_t chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
-	uint64_t top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	uint64_t chunk = load_u64(w->tstate_buf, off->tstate_datastack_chunk);
+	uint64_t top = load_u64(w->tstate_buf, off->tstate_datastack_top);
 	size_t len = chunk_copy_len(chunk, top);
 	struct py_region *fresh, swap;
 
-	if (!len || (ps->nr_chunks && ps->chunks[0].addr == chunk))
+	if (!len || (cw->nr_chunks && cw->chunks[0].addr == chunk))
 		return;
-	if (read_region(ps, chunk, len))
+	if (read_region(w, chunk, len))
 		return;
-	fresh = &ps->chunks[ps->nr_chunks - 1];
+	fresh = &cw->chunks[cw->nr_chunks - 1];
 	if (load_u64(fresh->buf, off->chunk_size) < top - chunk) {
-		ps->nr_chunks--;
+		cw->nr_chunks--;
 		return;
 	}
-	if (ps->nr_chunks == 2 &&
-	    load_u64(fresh->buf, off->chunk_previous) == ps->chunks[0].addr)
+	if (cw->nr_chunks == 2 &&
+	    load_u64(fresh->buf, off->chunk_previous) == cw->chunks[0].addr)
 		return;
 	/* The fresh copy first and alone; the walk reads older ones. */
-	swap = ps->chunks[0];
-	ps->chunks[0] = *fresh;
+	swap = cw->chunks[0];
+	cw->chunks[0] = *fresh;
 	*fresh = swap;
-	ps->nr_chunks = 1;
-	ps->next_chunk = load_u64(ps->chunks[0].buf, off->chunk_previous);
+	cw->nr_chunks = 1;
+	cw->next_chunk = load_u64(cw->chunks[0].buf, off->chunk_previous);
 }
 
 /*
@@ -401,37 +456,38 @@ static void copy_moved_chunk(struct py_sampler *ps)
  * state, and the chunk when its copy holds all of its used part; *frame
  * is the innermost frame per the new copy.  Returns 0 or -errno.
  */
-static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
+static int finish_current_chunk(struct pywalk *w, struct py_region *rg,
 				uint64_t chunk, uint64_t top, size_t len,
 				uint64_t cframe, uint64_t current,
 				uint64_t *frame)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	uint64_t fresh_cframe;
 	int r;
 
-	pywalk_take_fresh_tstate(ps);
+	pywalk_take_fresh_tstate(w);
 	/* A region that failed reads as zeros: no size, not taken. */
 	if (rg && load_u64(rg->buf, off->chunk_size) >= top - chunk) {
 		rg->addr = chunk;
 		rg->len = len;
-		ps->nr_chunks = 1;
-		ps->next_chunk = load_u64(rg->buf, off->chunk_previous);
+		cw->nr_chunks = 1;
+		cw->next_chunk = load_u64(rg->buf, off->chunk_previous);
 	}
-	copy_moved_chunk(ps);
-	ps->walk_cframe = 0;
+	copy_moved_chunk(w);
+	cw->walk_cframe = 0;
 	if (off->tstate_cframe == OFF_NONE) {
-		*frame = load_u64(ps->tstate_buf, off->tstate_current_frame);
-		copy_memo_windows(ps);
+		*frame = load_u64(w->tstate_buf, off->tstate_current_frame);
+		copy_memo_windows(w);
 		return 0;
 	}
 	/* 3.11, 3.12: through the C frame, which may have changed too. */
-	fresh_cframe = load_u64(ps->tstate_buf, off->tstate_cframe);
-	ps->walk_cframe = fresh_cframe;
+	fresh_cframe = load_u64(w->tstate_buf, off->tstate_cframe);
+	cw->walk_cframe = fresh_cframe;
 	if (fresh_cframe != cframe || !current) {
 		current = 0;
 		if (fresh_cframe &&
-		    (r = proc_read(ps->rt->pid,
+		    (r = proc_read(w->rt->pid,
 				   fresh_cframe +
 				       (uint64_t)off->cframe_current_frame,
 				   &current, sizeof(current))))
@@ -443,54 +499,55 @@ static int finish_current_chunk(struct py_sampler *ps, struct py_region *rg,
 	 * before it was resumed would read as suspended (3.11 resumes each
 	 * generator of a `yield from` chain in a C frame of its own).
 	 */
-	copy_memo_windows(ps);
+	copy_memo_windows(w);
 	return 0;
 }
 
 /*
- * The copies pyframe_prefetch made for the thread at tstate, moved
+ * The copies chunk_prefetch made for the thread at tstate, moved
  * to where read_current_chunk puts its own; 1 if there were any (for the
- * same chunk and top as ps->tstate_buf's), else 0.  The read was shared
+ * same chunk and top as w->tstate_buf's), else 0.  The read was shared
  * with the other threads: whether all its regions came says nothing of
  * this thread's, and a region that failed reads as zeros, so the copy's
  * own chunk size tells.
  */
-static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
+static int take_pre_chunk(struct pywalk *w, uint64_t tstate,
 			  uint64_t chunk, uint64_t top, struct py_region **rgp,
 			  uint64_t *cframe, uint64_t *current)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	size_t i;
 	struct py_chunk_pre *pc = NULL;
 	struct py_region *rg;
 
-	for (i = 0; i < ps->nr_pre_chunks && !pc; i++)
-		if (ps->pre_chunks[i].tstate == tstate &&
-		    ps->pre_chunks[i].ready)
-			pc = &ps->pre_chunks[i];
+	for (i = 0; i < cw->nr_pre_chunks && !pc; i++)
+		if (cw->pre_chunks[i].tstate == tstate &&
+		    cw->pre_chunks[i].ready)
+			pc = &cw->pre_chunks[i];
 	if (!pc)
 		return 0;
 	pc->ready = 0;
 	if (pc->chunk != chunk || pc->top != top)
 		return 0;
 	/* The copies change hands: the prefetch reads into the old ones. */
-	swap_buf(&ps->fresh_tstate, &pc->fresh);
+	swap_buf(&w->fresh_tstate, &pc->fresh);
 	*cframe = pc->cframe;
 	*current = pc->current;
 	*rgp = NULL;
 	if (pc->len) {
-		rg = new_region(ps);
+		rg = new_region(w);
 		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
 		*rgp = rg;
 	}
 	if (side_frames_on(off)) {
-		ps->side_now = side_memo(ps, tstate);
-		if (!ps->side_buf)
-			ps->side_buf = xmalloc(PY_SIDE_KEPT * side_stride(off));
-		ps->nr_side = pc->nr_side;
-		memcpy(ps->side_addrs, pc->side_addrs,
-		       pc->nr_side * sizeof(*ps->side_addrs));
-		swap_buf(&ps->side_buf, &pc->side);
+		cw->side_now = side_memo(w, tstate);
+		if (!cw->side_buf)
+			cw->side_buf = xmalloc(PY_SIDE_KEPT * side_stride(off));
+		cw->nr_side = pc->nr_side;
+		memcpy(cw->side_addrs, pc->side_addrs,
+		       pc->nr_side * sizeof(*cw->side_addrs));
+		swap_buf(&cw->side_buf, &pc->side);
 	}
 	return 1;
 }
@@ -501,104 +558,108 @@ static int take_pre_chunk(struct py_sampler *ps, uint64_t tstate,
  * part of its newest data-stack chunk, where most of its frames live,
  * up to the end of the page (a stack that grew since the first copy),
  * and on 3.12+ the shim frames its last walk found off the chunk.
- * pyframe_prefetch may have made these copies already, for every
+ * chunk_prefetch may have made these copies already, for every
  * thread at once.  *frame is the innermost frame per the new copy.
  * Returns 0 or -errno.
  */
-static int read_current_chunk(struct py_sampler *ps, uint64_t tstate,
+static int read_current_chunk(struct pywalk *w, uint64_t tstate,
 			      uint64_t *frame)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	uint64_t chunk, top, cframe = 0, current = 0;
 	struct py_region *rg = NULL;
 	size_t n = 0, len;
 	int r;
 
-	start_current_chunk(ps);
-	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
-	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	start_current_chunk(w);
+	chunk = load_u64(w->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(w->tstate_buf, off->tstate_datastack_top);
 	len = chunk_copy_len(chunk, top);
-	if (take_pre_chunk(ps, tstate, chunk, top, &rg, &cframe, &current))
-		return finish_current_chunk(ps, rg, chunk, top, len, cframe,
+	if (take_pre_chunk(w, tstate, chunk, top, &rg, &cframe, &current))
+		return finish_current_chunk(w, rg, chunk, top, len, cframe,
 					    current, frame);
-	py_sampler_grow_iov(ps, 4 + PY_SIDE_KEPT);
-	py_sampler_set_iov(ps, n++, ps->fresh_tstate, tstate,
+	pywalk_grow_iov(w, 4 + PY_SIDE_KEPT);
+	pywalk_set_iov(w, n++, w->fresh_tstate, tstate,
 			   (size_t)off->tstate_size);
 	/* The innermost frame before the frames: not newer than they. */
 	if (off->tstate_cframe != OFF_NONE &&
-	    (cframe = load_u64(ps->tstate_buf, off->tstate_cframe)))
-		py_sampler_set_iov(ps, n++, &current,
+	    (cframe = load_u64(w->tstate_buf, off->tstate_cframe)))
+		pywalk_set_iov(w, n++, &current,
 				   cframe + (uint64_t)off->cframe_current_frame,
 				   sizeof(current));
 	if (len) {
-		rg = new_region(ps);
+		rg = new_region(w);
 		ensure_buf(&rg->buf, &rg->alloc, len);
-		py_sampler_set_iov(ps, n++, rg->buf, chunk, len);
+		pywalk_set_iov(w, n++, rg->buf, chunk, len);
 	}
 	if (side_frames_on(off)) {
 		size_t i, stride = side_stride(off);
 
-		ps->side_now = side_memo(ps, tstate);
-		if (!ps->side_buf)
-			ps->side_buf = xmalloc(PY_SIDE_KEPT * stride);
-		for (i = 0; i < ps->side_now->nr; i++) {
-			ps->side_addrs[i] = ps->side_now->addrs[i];
-			py_sampler_set_iov(ps, n++, ps->side_buf + i * stride,
-					   ps->side_addrs[i] - side_pre(off),
+		cw->side_now = side_memo(w, tstate);
+		if (!cw->side_buf)
+			cw->side_buf = xmalloc(PY_SIDE_KEPT * stride);
+		for (i = 0; i < cw->side_now->nr; i++) {
+			cw->side_addrs[i] = cw->side_now->addrs[i];
+			pywalk_set_iov(w, n++, cw->side_buf + i * stride,
+					   cw->side_addrs[i] - side_pre(off),
 					   stride);
 		}
-		ps->nr_side = ps->side_now->nr;
+		cw->nr_side = cw->side_now->nr;
 		/* A copy that failed reads as zeros: no side frame's owner. */
-		memset(ps->side_buf, 0, ps->nr_side * stride);
+		memset(cw->side_buf, 0, cw->nr_side * stride);
 	}
-	r = proc_readv(ps->rt->pid, ps->local, ps->remote, n);
+	r = proc_readv(w->rt->pid, w->local, w->remote, n);
 	if (r < 0)
 		return r;
-	return finish_current_chunk(ps, rg, chunk, top, len, cframe, current,
+	return finish_current_chunk(w, rg, chunk, top, len, cframe, current,
 				    frame);
 }
 
-/* Most threads whose chunks pyframe_prefetch reads at once. */
+/* Most threads whose chunks chunk_prefetch reads at once. */
 #define PREFETCH_THREADS_MAX 64
 
-void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
-		      const int *walk, size_t n)
+/*
+ * Before walking threads whose thread states are copied at copies (the n
+ * at tstates[i] for which walk[i] is set): copy what each walk reads
+ * first (the thread state again, its newest data-stack chunk, its shims)
+ * for all of them in one process_vm_readv.
+ */
+static void chunk_prefetch(struct pywalk *w, const unsigned char *copies,
+			   const uint64_t *tstates, const int *walk, size_t n)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	size_t tsize = (size_t)off->tstate_size, stride, i, k = 0, nr_iov = 0;
 	int r;
 
-	ps->nr_pre_chunks = 0;
-	if (off->tstate_frame != OFF_NONE) {
-		frameobj_prefetch(ps, tstates, walk, n);
-		return;
-	}
+	cw->nr_pre_chunks = 0;
 	if (off->tstate_datastack_chunk == OFF_NONE ||
 	    off->iframe_size == OFF_NONE || n > PREFETCH_THREADS_MAX ||
-	    ps->nr_side_memos + n >= PY_MAX_THREADS)
+	    cw->nr_side_memos + n >= PY_MAX_THREADS)
 		return;
 	stride = side_stride(off);
 	/*
 	 * Grown once, before any iovec points into it (&pc->current): a
 	 * move would have the read write into freed memory.
 	 */
-	if (n > ps->alloc_pre_chunks) {
-		size_t old = ps->alloc_pre_chunks;
+	if (n > cw->alloc_pre_chunks) {
+		size_t old = cw->alloc_pre_chunks;
 
-		ALLOC_GROW(ps->pre_chunks, n, ps->alloc_pre_chunks);
-		memset(ps->pre_chunks + old, 0,
-		       (ps->alloc_pre_chunks - old) * sizeof(*ps->pre_chunks));
+		ALLOC_GROW(cw->pre_chunks, n, cw->alloc_pre_chunks);
+		memset(cw->pre_chunks + old, 0,
+		       (cw->alloc_pre_chunks - old) * sizeof(*cw->pre_chunks));
 	}
 	/* Keep the last walk's side frames before memos move (they grow). */
-	start_current_chunk(ps);
-	py_sampler_grow_iov(ps, n * (4 + PY_SIDE_KEPT));
+	start_current_chunk(w);
+	pywalk_grow_iov(w, n * (4 + PY_SIDE_KEPT));
 	for (i = 0; i < n; i++) {
-		const unsigned char *copy = ps->tstate_bufs + i * tsize;
+		const unsigned char *copy = copies + i * tsize;
 		struct py_chunk_pre *pc;
 
 		if (!walk[i])
 			continue;
-		pc = &ps->pre_chunks[k++];
+		pc = &cw->pre_chunks[k++];
 		if (!pc->fresh)
 			pc->fresh = xmalloc(tsize);
 		pc->tstate = tstates[i];
@@ -607,21 +668,21 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 		pc->len = chunk_copy_len(pc->chunk, pc->top);
 		pc->cframe = pc->current = 0;
 		pc->nr_side = 0;
-		py_sampler_set_iov(ps, nr_iov++, pc->fresh, pc->tstate, tsize);
+		pywalk_set_iov(w, nr_iov++, pc->fresh, pc->tstate, tsize);
 		if (off->tstate_cframe != OFF_NONE &&
 		    (pc->cframe = load_u64(copy, off->tstate_cframe)))
-			py_sampler_set_iov(
-			    ps, nr_iov++, &pc->current,
+			pywalk_set_iov(
+			    w, nr_iov++, &pc->current,
 			    pc->cframe + (uint64_t)off->cframe_current_frame,
 			    sizeof(pc->current));
 		if (pc->len) {
 			ensure_buf(&pc->buf, &pc->alloc, pc->len);
-			py_sampler_set_iov(ps, nr_iov++, pc->buf, pc->chunk,
+			pywalk_set_iov(w, nr_iov++, pc->buf, pc->chunk,
 					   pc->len);
 		}
 		if (side_frames_on(off)) {
 			const struct py_side_memo *m =
-			    side_memo(ps, pc->tstate);
+			    side_memo(w, pc->tstate);
 			size_t j;
 
 			if (!pc->side)
@@ -629,7 +690,7 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 			pc->nr_side = m->nr;
 			for (j = 0; j < m->nr; j++) {
 				pc->side_addrs[j] = m->addrs[j];
-				py_sampler_set_iov(ps, nr_iov++,
+				pywalk_set_iov(w, nr_iov++,
 						   pc->side + j * stride,
 						   m->addrs[j] - side_pre(off),
 						   stride);
@@ -640,33 +701,34 @@ void pyframe_prefetch(struct py_sampler *ps, const uint64_t *tstates,
 	}
 	if (!k)
 		return;
-	r = proc_readv(ps->rt->pid, ps->local, ps->remote, nr_iov);
+	r = proc_readv(w->rt->pid, w->local, w->remote, nr_iov);
 	if (r < 0)
 		return;
 	for (i = 0; i < k; i++)
-		ps->pre_chunks[i].ready = 1;
-	ps->nr_pre_chunks = k;
+		cw->pre_chunks[i].ready = 1;
+	cw->nr_pre_chunks = k;
 }
 
 /* Copy the next older chunk, up to its saved top; 0 or -1. */
-static int read_older_chunk(struct py_sampler *ps)
+static int read_older_chunk(struct pywalk *w)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	unsigned char head[64];
-	uint64_t chunk = ps->next_chunk, top;
+	uint64_t chunk = cw->next_chunk, top;
 	size_t len;
 
-	ps->next_chunk = 0;
-	if (!chunk || ps->nr_chunks >= CHUNKS_MAX ||
+	cw->next_chunk = 0;
+	if (!chunk || cw->nr_chunks >= CHUNKS_MAX ||
 	    (size_t)off->chunk_data > sizeof(head) ||
-	    proc_read(ps->rt->pid, chunk, head, (size_t)off->chunk_data))
+	    proc_read(w->rt->pid, chunk, head, (size_t)off->chunk_data))
 		return -1;
 	/* The saved top counts PyObject * slots after data[]. */
 	top = load_u64(head, off->chunk_top);
 	len = (size_t)off->chunk_data + (size_t)top * 8;
-	if (top > CHUNK_MAX_BYTES / 8 || read_region(ps, chunk, len))
+	if (top > CHUNK_MAX_BYTES / 8 || read_region(w, chunk, len))
 		return -1;
-	ps->next_chunk = load_u64(head, off->chunk_previous);
+	cw->next_chunk = load_u64(head, off->chunk_previous);
 	return 0;
 }
 
@@ -674,30 +736,32 @@ static int read_older_chunk(struct py_sampler *ps)
 #define REGION_SIDE (-2)
 
 /* The walk takes a frame from [lo, hi) of window i. */
-static void note_window_use(struct py_sampler *ps, size_t i, uint64_t lo,
+static void note_window_use(struct pywalk *w, size_t i, uint64_t lo,
 			    uint64_t hi)
 {
-	if (!ps->window_used[i] || lo < ps->window_lo[i])
-		ps->window_lo[i] = lo;
-	if (!ps->window_used[i] || hi > ps->window_hi[i])
-		ps->window_hi[i] = hi;
-	ps->window_used[i] = 1;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	if (!cw->window_used[i] || lo < cw->window_lo[i])
+		cw->window_lo[i] = lo;
+	if (!cw->window_used[i] || hi > cw->window_hi[i])
+		cw->window_hi[i] = hi;
+	cw->window_used[i] = 1;
 }
 
 /*
  * The window copied this walk that holds [addr, addr + len), or NULL.
  */
-static const struct py_region *window_with(struct py_sampler *ps, uint64_t addr,
+static const struct py_region *window_with(struct pywalk *w, uint64_t addr,
 					   size_t len)
 {
+	struct chunk_walk_state *cw = w->chunk_walk;
 	size_t i;
 
-	for (i = 0; i < ps->nr_windows; i++) {
-		const struct py_region *w = &ps->windows[i];
+	for (i = 0; i < cw->nr_windows; i++) {
+		const struct py_region *win = &cw->windows[i];
 
-		if (addr >= w->addr && w->len >= len &&
-		    addr - w->addr <= w->len - len)
-			return w;
+		if (addr >= win->addr && win->len >= len &&
+		    addr - win->addr <= win->len - len)
+			return win;
 	}
 	return NULL;
 }
@@ -707,10 +771,11 @@ static const struct py_region *window_with(struct py_sampler *ps, uint64_t addr,
  * around it, or failing that (memory malloc gave, at the end of its
  * mapping) its own pages.  Returns the window, or NULL if neither read.
  */
-static const struct py_region *read_window(struct py_sampler *ps, uint64_t from,
+static const struct py_region *read_window(struct pywalk *w, uint64_t from,
 					   uint64_t to)
 {
-	struct py_region *w = &ps->windows[ps->next_window];
+	struct chunk_walk_state *cw = w->chunk_walk;
+	struct py_region *win = &cw->windows[cw->next_window];
 	uint64_t start[2], end[2];
 	int k;
 
@@ -722,22 +787,22 @@ static const struct py_region *read_window(struct py_sampler *ps, uint64_t from,
 	end[1] = (to + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
 	end[0] =
 	    end[1] > start[0] + WINDOW_BYTES ? end[1] : start[0] + WINDOW_BYTES;
-	ensure_buf(&w->buf, &w->alloc, (size_t)(end[0] - start[0]));
+	ensure_buf(&win->buf, &win->alloc, (size_t)(end[0] - start[0]));
 	for (k = 0; k < 2; k++)
-		if (!proc_read(ps->rt->pid, start[k], w->buf,
+		if (!proc_read(w->rt->pid, start[k], win->buf,
 			       (size_t)(end[k] - start[k])))
 			break;
 	if (k == 2)
 		return NULL;
-	w->addr = start[k];
-	w->len = (size_t)(end[k] - start[k]);
-	ps->window_used[ps->next_window] = 0;
+	win->addr = start[k];
+	win->len = (size_t)(end[k] - start[k]);
+	cw->window_used[cw->next_window] = 0;
 	/* Not kept for the next walk unless a generator's frame is taken. */
-	ps->window_idle[ps->next_window] = WINDOW_IDLE_WALKS - 1;
-	ps->next_window = (ps->next_window + 1) % PY_WINDOWS;
-	if (ps->nr_windows < PY_WINDOWS)
-		ps->nr_windows++;
-	return w;
+	cw->window_idle[cw->next_window] = WINDOW_IDLE_WALKS - 1;
+	cw->next_window = (cw->next_window + 1) % PY_WINDOWS;
+	if (cw->nr_windows < PY_WINDOWS)
+		cw->nr_windows++;
+	return win;
 }
 
 /*
@@ -747,18 +812,19 @@ static const struct py_region *read_window(struct py_sampler *ps, uint64_t from,
  * own is read with the bytes before it where a generator keeps its
  * state (gen_state_at), and *state_ok says whether they came.
  */
-static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
+static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 					 long *region, int *state_ok, int *err)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	size_t len = (size_t)off->iframe_size, pre = 0;
-	const struct py_region *w;
+	const struct py_region *win;
 	const unsigned char *f;
 	size_t i;
 
 	for (;;) {
-		for (i = 0; i < ps->nr_chunks; i++) {
-			const struct py_region *rg = &ps->chunks[i];
+		for (i = 0; i < cw->nr_chunks; i++) {
+			const struct py_region *rg = &cw->chunks[i];
 
 			/* Torn pointers can be anything: no overflow. */
 			if (addr >= rg->addr && rg->len >= len &&
@@ -769,14 +835,14 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 			}
 		}
 		/* Copied with the chunk: no older chunk holds it. */
-		f = side_frame(ps, addr, state_ok);
+		f = side_frame(w, addr, state_ok);
 		if (f) {
 			*region = REGION_SIDE;
-			note_side(ps, addr);
+			note_side(w, addr);
 			return f;
 		}
 		/* Frames of generators live outside the chunks. */
-		if (!ps->next_chunk || read_older_chunk(ps))
+		if (!cw->next_chunk || read_older_chunk(w))
 			break;
 	}
 	*region = -1;
@@ -788,33 +854,33 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	 * Windows are for generators' frames: any other frame is taken
 	 * from a read made now, as the walk comes to it.
 	 */
-	w = NULL;
+	win = NULL;
 	if (addr > pre && addr < UINT64_MAX - len &&
 	    off->owner_generator != OFF_NONE) {
-		w = window_with(ps, addr - pre, len + pre);
-		if (w && w->buf[addr - w->addr + off->iframe_owner] !=
+		win = window_with(w, addr - pre, len + pre);
+		if (win && win->buf[addr - win->addr + off->iframe_owner] !=
 			     off->owner_generator)
-			w = NULL;
-		if (!w)
-			w = read_window(ps, addr - pre, addr + len);
+			win = NULL;
+		if (!win)
+			win = read_window(w, addr - pre, addr + len);
 	}
-	if (w) {
-		f = w->buf + (addr - w->addr);
+	if (win) {
+		f = win->buf + (addr - win->addr);
 		*state_ok = pre > 0;
 		if (f[off->iframe_owner] == off->owner_generator)
-			note_window_use(ps, (size_t)(w - ps->windows),
+			note_window_use(w, (size_t)(win - cw->windows),
 					addr - pre, addr + len);
 	} else {
-		*err = proc_read(ps->rt->pid, addr - pre, ps->frame_buf,
+		*err = proc_read(w->rt->pid, addr - pre, cw->frame_buf,
 				 len + pre);
 		if (*err && pre) {
 			pre = 0;
-			*err = proc_read(ps->rt->pid, addr, ps->frame_buf, len);
+			*err = proc_read(w->rt->pid, addr, cw->frame_buf, len);
 		}
 		*state_ok = pre > 0;
 		if (*err)
 			return NULL;
-		f = ps->frame_buf + pre;
+		f = cw->frame_buf + pre;
 	}
 	/*
 	 * A shim or a generator's frame read on its own: copy it with the
@@ -824,7 +890,7 @@ static const unsigned char *iframe_bytes(struct py_sampler *ps, uint64_t addr,
 	     f[off->iframe_owner] == off->owner_cstack) ||
 	    (off->owner_generator != OFF_NONE &&
 	     f[off->iframe_owner] == off->owner_generator))
-		note_side(ps, addr);
+		note_side(w, addr);
 	return f;
 }
 
@@ -843,16 +909,16 @@ struct iframe_seen {
  * walk never reach pyresolve_frames, which would bring the cache up to
  * date: so before rejecting, one read tells the size now.
  */
-static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
+static int size_now_fits(struct pywalk *w, uint64_t code, uint64_t self,
 			 uint64_t callee)
 {
 	unsigned char header[CODE_HEADER_MAX];
-	size_t len = ps->codes.header_len;
+	size_t len = w->codes.header_len;
 	long words;
 
-	if (len > sizeof(header) || proc_read(ps->rt->pid, code, header, len))
+	if (len > sizeof(header) || proc_read(w->rt->pid, code, header, len))
 		return 0;
-	words = pycode_framesize(&ps->codes, header);
+	words = pycode_framesize(&w->codes, header);
 	return words && callee == self + (uint64_t)words * 8;
 }
 
@@ -887,12 +953,12 @@ static int size_now_fits(struct py_sampler *ps, uint64_t code, uint64_t self,
  * is followed by a chunk frame noted for links_still_hold, which finds
  * the thread no longer in the walk's first frame if the callee returned.
  */
-static int iframe_live(struct py_sampler *ps, const unsigned char *f,
+static int iframe_live(struct pywalk *w, const unsigned char *f,
 		       uint64_t code, const struct iframe_seen *self,
 		       const struct iframe_seen *callee, int state_ok,
 		       int *running)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	long owner = f[off->iframe_owner];
 	int32_t stacktop;
 
@@ -908,9 +974,9 @@ static int iframe_live(struct py_sampler *ps, const unsigned char *f,
 			return 0;
 		/* Only a code object seen before says its size: no read. */
 		if (callee->addr && callee->region == self->region &&
-		    (c = pycode_peek(&ps->codes, code)) && c->framesize &&
+		    (c = pycode_peek(&w->codes, code)) && c->framesize &&
 		    callee->addr != self->addr + (uint64_t)c->framesize * 8 &&
-		    !size_now_fits(ps, code, self->addr, callee->addr))
+		    !size_now_fits(w, code, self->addr, callee->addr))
 			return 0;
 		return 1;
 	}
@@ -925,9 +991,9 @@ static int iframe_live(struct py_sampler *ps, const unsigned char *f,
  * hidden), the one frame that calls from its first instruction?  Read
  * once per code object, as the walk's resolve would.
  */
-static int trampoline_code(struct py_sampler *ps, uint64_t code)
+static int trampoline_code(struct pywalk *w, uint64_t code)
 {
-	const struct pycode *c = pycode_known(&ps->codes, code);
+	const struct pycode *c = pycode_known(&w->codes, code);
 
 	return c && c->hidden;
 }
@@ -960,17 +1026,17 @@ static long iframe_where(const struct py_offsets *off, const unsigned char *f,
  * CPython's Python/pystate.c), so anything past it is a frame.  -1 when
  * the offsets do not say (_Py_DebugOffsets has no top).
  */
-static int datastack_in_use(const struct py_sampler *ps)
+static int datastack_in_use(const struct pywalk *w)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	uint64_t chunk, top;
 
 	if (off->tstate_datastack_top == OFF_NONE ||
 	    off->tstate_datastack_chunk == OFF_NONE ||
 	    off->chunk_data == OFF_NONE)
 		return -1;
-	chunk = load_u64(ps->tstate_buf, off->tstate_datastack_chunk);
-	top = load_u64(ps->tstate_buf, off->tstate_datastack_top);
+	chunk = load_u64(w->tstate_buf, off->tstate_datastack_chunk);
+	top = load_u64(w->tstate_buf, off->tstate_datastack_top);
 	return chunk && top > chunk &&
 	       top - chunk > (uint64_t)off->chunk_data + 8;
 }
@@ -980,14 +1046,15 @@ static int datastack_in_use(const struct py_sampler *ps)
  * gen: its callee, when that is a generator's frame, else 0; shim: the
  * C-stack shim between them, else 0.
  */
-static void note_link(struct py_sampler *ps, const unsigned char *f,
+static void note_link(struct pywalk *w, const unsigned char *f,
 		      uint64_t addr, uint64_t gen, uint64_t shim)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	struct py_link_check *l;
 
-	ALLOC_GROW(ps->links, ps->nr_links + 1, ps->alloc_links);
-	l = &ps->links[ps->nr_links++];
+	ALLOC_GROW(cw->links, cw->nr_links + 1, cw->alloc_links);
+	l = &cw->links[cw->nr_links++];
 	l->addr = addr;
 	l->code = load_u64(f, off->iframe_code);
 	l->previous = load_u64(f, off->iframe_previous);
@@ -1011,55 +1078,56 @@ static void note_link(struct py_sampler *ps, const unsigned char *f,
  * the thread must still be in the frame the walk started from.  One
  * read, only for chains that cross; 1 when it holds.
  */
-static int links_still_hold(struct py_sampler *ps, uint64_t tstate)
+static int links_still_hold(struct pywalk *w, uint64_t tstate)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	size_t hlen = (size_t)off->iframe_size, stride = side_stride(off);
 	size_t pre = side_pre(off), n = 0, i, strict = 0;
 	uint64_t where = 0, cframe_now = 0;
 	unsigned char *b, *g, *sh;
 
-	if (!ps->nr_links)
+	if (!cw->nr_links)
 		return 1;
-	py_sampler_grow_iov(ps, 3 * ps->nr_links + 2);
-	ensure_buf(&ps->link_buf, &ps->alloc_link_buf,
-		   ps->nr_links * (2 * hlen + stride));
+	pywalk_grow_iov(w, 3 * cw->nr_links + 2);
+	ensure_buf(&cw->link_buf, &cw->alloc_link_buf,
+		   cw->nr_links * (2 * hlen + stride));
 	/* Two shims in a row (1): not a link this check can follow. */
-	for (i = 0; i < ps->nr_links; i++)
-		strict += !ps->links[i].gen || ps->links[i].shim == 1;
-	if (strict && ps->walk_cframe)
-		py_sampler_set_iov(ps, n++, &cframe_now,
+	for (i = 0; i < cw->nr_links; i++)
+		strict += !cw->links[i].gen || cw->links[i].shim == 1;
+	if (strict && cw->walk_cframe)
+		pywalk_set_iov(w, n++, &cframe_now,
 				   tstate + (uint64_t)off->tstate_cframe,
 				   sizeof(cframe_now));
 	if (strict)
-		py_sampler_set_iov(
-		    ps, n++, &where,
-		    ps->walk_cframe
-			? ps->walk_cframe + (uint64_t)off->cframe_current_frame
+		pywalk_set_iov(
+		    w, n++, &where,
+		    cw->walk_cframe
+			? cw->walk_cframe + (uint64_t)off->cframe_current_frame
 			: tstate + (uint64_t)off->tstate_current_frame,
 		    sizeof(where));
-	b = ps->link_buf;
-	g = ps->link_buf + ps->nr_links * hlen;
-	sh = g + ps->nr_links * stride;
+	b = cw->link_buf;
+	g = cw->link_buf + cw->nr_links * hlen;
+	sh = g + cw->nr_links * stride;
 	/* Generators' frames first: each is its caller's callee. */
-	for (i = 0; i < ps->nr_links; i++)
-		if (ps->links[i].gen)
-			py_sampler_set_iov(ps, n++, g + i * stride,
-					   ps->links[i].gen - pre, stride);
-	for (i = 0; i < ps->nr_links; i++)
-		if (ps->links[i].gen && ps->links[i].shim > 1)
-			py_sampler_set_iov(ps, n++, sh + i * hlen,
-					   ps->links[i].shim, hlen);
-	for (i = 0; i < ps->nr_links; i++)
-		py_sampler_set_iov(ps, n++, b + i * hlen, ps->links[i].addr,
+	for (i = 0; i < cw->nr_links; i++)
+		if (cw->links[i].gen)
+			pywalk_set_iov(w, n++, g + i * stride,
+					   cw->links[i].gen - pre, stride);
+	for (i = 0; i < cw->nr_links; i++)
+		if (cw->links[i].gen && cw->links[i].shim > 1)
+			pywalk_set_iov(w, n++, sh + i * hlen,
+					   cw->links[i].shim, hlen);
+	for (i = 0; i < cw->nr_links; i++)
+		pywalk_set_iov(w, n++, b + i * hlen, cw->links[i].addr,
 				   hlen);
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) < 0)
+	if (proc_readv(w->rt->pid, w->local, w->remote, n) < 0)
 		return 0;
 	if (strict &&
-	    (cframe_now != ps->walk_cframe || where != ps->walk_frame))
+	    (cframe_now != cw->walk_cframe || where != cw->walk_frame))
 		return 0;
-	for (i = 0; i < ps->nr_links; i++, b += hlen) {
-		const struct py_link_check *l = &ps->links[i];
+	for (i = 0; i < cw->nr_links; i++, b += hlen) {
+		const struct py_link_check *l = &cw->links[i];
 		const unsigned char *gf = g + i * stride + pre;
 		const unsigned char *sf = sh + i * hlen;
 
@@ -1205,12 +1273,13 @@ static int call_holds(const struct py_offsets *off,
  * samples with calls not learnt yet pay for this.  1 when every pair
  * held, at some read.
  */
-static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
+static int edges_still_hold(struct pywalk *w, uint64_t tstate)
 {
-	const struct py_offsets *off = ps->rt->off;
-	size_t left = ps->nr_edge_checks, total = 0, n, i, w, poll, at;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	size_t left = cw->nr_edge_checks, total = 0, n, i, kept, poll, at;
 	/* Polled where two checks close together hold a pair (3.14+). */
-	size_t polls = ps->call_edges.window ? EDGE_POLLS : 1;
+	size_t polls = w->call_edges.window ? EDGE_POLLS : 1;
 	int ops = off->op_return_value != OFF_NONE;
 	long lo, hi;
 	unsigned char head[64], after[64];
@@ -1218,7 +1287,7 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 
 	if (!left)
 		return 1;
-	if (!ps->nr_chunks || off->tstate_datastack_chunk == OFF_NONE ||
+	if (!cw->nr_chunks || off->tstate_datastack_chunk == OFF_NONE ||
 	    off->tstate_datastack_top == OFF_NONE)
 		return 0;
 	/* Both fields in one region: they sit side by side. */
@@ -1231,64 +1300,64 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
 	if (hi + 8 - lo > (long)sizeof(head))
 		return 0;
 	for (i = 0; i < left; i++) {
-		const struct py_edge_check *c = &ps->edge_checks[i];
+		const struct py_edge_check *c = &cw->edge_checks[i];
 
 		/* Torn addresses can be anything: the callee comes after. */
 		if (c->callee - c->caller > EDGE_SPAN_MAX)
 			return 0;
 		total += pair_span(off, c);
 	}
-	py_sampler_grow_iov(ps, 3 * left + 2);
-	ensure_buf(&ps->edge_buf, &ps->alloc_edge_buf, total);
+	pywalk_grow_iov(w, 3 * left + 2);
+	ensure_buf(&cw->edge_buf, &cw->alloc_edge_buf, total);
 	for (poll = 0; poll < polls && left; poll++) {
 		n = 0;
-		py_sampler_set_iov(ps, n++, head, tstate + (uint64_t)lo,
+		pywalk_set_iov(w, n++, head, tstate + (uint64_t)lo,
 				   (size_t)(hi + 8 - lo));
 		for (i = 0, at = 0; i < left; i++) {
-			const struct py_edge_check *c = &ps->edge_checks[i];
+			const struct py_edge_check *c = &cw->edge_checks[i];
 			size_t len = pair_span(off, c);
 
-			py_sampler_set_iov(ps, n++, ps->edge_buf + at,
+			pywalk_set_iov(w, n++, cw->edge_buf + at,
 					   c->caller, len);
 			at += len;
 		}
 		/* The code units at the instructions, for call_holds. */
 		for (i = 0; ops && i < left; i++) {
-			struct py_edge_check *c = &ps->edge_checks[i];
+			struct py_edge_check *c = &cw->edge_checks[i];
 
-			py_sampler_set_iov(ps, n++, c->caller_unit,
+			pywalk_set_iov(w, n++, c->caller_unit,
 					   c->caller_instr,
 					   sizeof(c->caller_unit));
-			py_sampler_set_iov(ps, n++, c->callee_unit,
+			pywalk_set_iov(w, n++, c->callee_unit,
 					   c->callee_instr,
 					   sizeof(c->callee_unit));
 		}
-		py_sampler_set_iov(ps, n++, after, tstate + (uint64_t)lo,
+		pywalk_set_iov(w, n++, after, tstate + (uint64_t)lo,
 				   (size_t)(hi + 8 - lo));
-		if (proc_readv(ps->rt->pid, ps->local, ps->remote, n) !=
+		if (proc_readv(w->rt->pid, w->local, w->remote, n) !=
 			(int)n ||
 		    load_u64(head, off->tstate_datastack_chunk - lo) !=
-			ps->chunks[0].addr ||
+			cw->chunks[0].addr ||
 		    load_u64(after, off->tstate_datastack_chunk - lo) !=
-			ps->chunks[0].addr)
+			cw->chunks[0].addr)
 			return 0;
 		top_now = load_u64(head, off->tstate_datastack_top - lo);
 		top_after = load_u64(after, off->tstate_datastack_top - lo);
 		if (top_after < top_now)
 			top_now = top_after;
 		/* Pairs that held leave the list: the others are read again. */
-		for (i = 0, w = 0, at = 0; i < left; i++) {
-			struct py_edge_check *c = &ps->edge_checks[i];
+		for (i = 0, kept = 0, at = 0; i < left; i++) {
+			struct py_edge_check *c = &cw->edge_checks[i];
 			size_t len = pair_span(off, c);
 
-			if (call_holds(off, c, ps->edge_buf + at, top_now))
-				call_edges_add(&ps->call_edges, &c->edge,
-					       ps->sample_stamp);
+			if (call_holds(off, c, cw->edge_buf + at, top_now))
+				call_edges_add(&w->call_edges, &c->edge,
+					       w->sample_stamp);
 			else
-				ps->edge_checks[w++] = *c;
+				cw->edge_checks[kept++] = *c;
 			at += len;
 		}
-		left = w;
+		left = kept;
 	}
 	return !left;
 }
@@ -1298,22 +1367,23 @@ static int edges_still_hold(struct py_sampler *ps, uint64_t tstate)
  * callee (its code callee_code) for edges_still_hold, unless the call
  * is known.
  */
-static void note_edge(struct py_sampler *ps, const unsigned char *f,
+static void note_edge(struct pywalk *w, const unsigned char *f,
 		      uint64_t self, uint64_t code, uint64_t callee,
 		      uint64_t callee_code, uint64_t callee_instr,
 		      int callee_innermost)
 {
-	const struct py_offsets *off = ps->rt->off;
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
 	struct py_edge_check *c;
 	struct call_edge e;
 
 	e.code = code;
 	e.callee = callee_code;
-	if (call_edges_has(&ps->call_edges, &e))
+	if (call_edges_has(&w->call_edges, &e))
 		return;
-	ALLOC_GROW(ps->edge_checks, ps->nr_edge_checks + 1,
-		   ps->alloc_edge_checks);
-	c = &ps->edge_checks[ps->nr_edge_checks++];
+	ALLOC_GROW(cw->edge_checks, cw->nr_edge_checks + 1,
+		   cw->alloc_edge_checks);
+	c = &cw->edge_checks[cw->nr_edge_checks++];
 	c->caller = self;
 	c->callee = callee;
 	c->edge = e;
@@ -1331,17 +1401,18 @@ static void note_edge(struct py_sampler *ps, const unsigned char *f,
  * A program made of short calls has most of its innermost frames return
  * within a read; dropping them would keep the long calls only.
  */
-static uint64_t returned_code(struct py_sampler *ps, const unsigned char *f)
+static uint64_t returned_code(struct pywalk *w, const unsigned char *f)
 {
-	uint64_t instr = load_u64(f, ps->rt->off->iframe_instr);
+	struct chunk_walk_state *cw = w->chunk_walk;
+	uint64_t instr = load_u64(f, w->rt->off->iframe_instr);
 	struct py_returned_memo *r =
-	    &ps->returned[(instr * 0x9e3779b97f4a7c15ULL) >> 56 &
+	    &cw->returned[(instr * 0x9e3779b97f4a7c15ULL) >> 56 &
 			  (PY_RETURNED_MEMO - 1)];
 	const struct pycode *c;
 
 	if (r->instr == instr && instr)
 		return r->code;
-	c = pycode_find_instr(&ps->codes, instr);
+	c = pycode_find_instr(&w->codes, instr);
 	if (!c)
 		return 0;
 	r->instr = instr;
@@ -1350,12 +1421,13 @@ static uint64_t returned_code(struct py_sampler *ps, const unsigned char *f)
 }
 
 /* 3.11+: _PyInterpreterFrames linked by previous, mostly in chunks. */
-static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
+static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 						uint64_t tstate,
 						struct py_sample *out)
 {
+	struct chunk_walk_state *cw = w->chunk_walk;
 	size_t first = out->nr_frames;
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	struct iframe_seen callee = {0, -1, 0};
 	uint64_t callee_code = 0, callee_instr = 0;
 	/* 3.14+: frames that returned before they were copied (see there) */
@@ -1368,16 +1440,16 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	int shim = 0; /* a C-stack shim since the last Python frame */
 	uint64_t frame, base = 0;
 	int at_base = 0, last_entry = 0;
-	int r = read_current_chunk(ps, tstate, &frame);
+	int r = read_current_chunk(w, tstate, &frame);
 
 	if (r)
-		return py_read_error(r);
+		return pywalk_read_error(r);
 	/* 3.15: where the thread's own sentinel frame is (in its state). */
 	if (off->tstate_base_frame != OFF_NONE)
-		base = load_u64(ps->tstate_buf, off->tstate_base_frame);
-	ps->walk_frame = frame;
-	ps->nr_links = 0;
-	ps->nr_edge_checks = 0;
+		base = load_u64(w->tstate_buf, off->tstate_base_frame);
+	cw->walk_frame = frame;
+	cw->nr_links = 0;
+	cw->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);
 	while (frame) {
 		struct iframe_seen self = {frame, -1, 1};
@@ -1387,7 +1459,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 
 		enum drop_reason why = pywalk_loop_step(&lc, frame);
 
-		ps->torn_at = 0;
+		w->torn_at = 0;
 		if (why)
 			return why;
 		/* 3.15's base frame ends every chain: no need to read it. */
@@ -1395,9 +1467,9 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			at_base = 1;
 			break;
 		}
-		f = iframe_bytes(ps, frame, &self.region, &state_ok, &err);
+		f = iframe_bytes(w, frame, &self.region, &state_ok, &err);
 		if (!f)
-			return py_read_error(err);
+			return pywalk_read_error(err);
 		owner = f[off->iframe_owner];
 		code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
 		/*
@@ -1407,7 +1479,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 		returned = 0;
 		if (!code && returned_above && self.region == 0 &&
 		    off->hexversion >= 0x030e0000) {
-			code = returned_code(ps, f);
+			code = returned_code(w, f);
 			returned = 1;
 		}
 		returned_above = returned;
@@ -1424,8 +1496,8 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			if (!depth)
 				return DROP_INVALID;
 			/* 3.12+: a C-stack shim starts each eval call. */
-			if (out->nr_frames > first && !ps->omitted)
-				ps->entries[out->nr_frames - 1] = 1;
+			if (out->nr_frames > first && !w->omitted)
+				w->entries[out->nr_frames - 1] = 1;
 			/* Only one between two Python frames is checked. */
 			shim_addr = shim ? 1 : frame;
 			shim = 1;
@@ -1434,10 +1506,10 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			long addrq = iframe_where(off, f, code, &tlbc);
 			int running;
 
-			ps->torn_at = frame;
-			ps->torn_at_code = code;
-			ps->torn_at_addrq = tlbc ? -1 : addrq;
-			ps->torn_at_gen = off->owner_generator != OFF_NONE &&
+			w->torn_at = frame;
+			w->torn_at_code = code;
+			w->torn_at_addrq = tlbc ? -1 : addrq;
+			w->torn_at_gen = off->owner_generator != OFF_NONE &&
 					  owner == off->owner_generator;
 			self.direct = !shim;
 			shim = 0;
@@ -1447,7 +1519,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 * code is not known.  Said here, the thread is read
 			 * again.
 			 */
-			if (!code || !iframe_live(ps, f, code, &self, &callee,
+			if (!code || !iframe_live(w, f, code, &self, &callee,
 						  state_ok, &running))
 				return DROP_INVALID;
 			/*
@@ -1469,7 +1541,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 				return DROP_INVALID;
 			if (off->hexversion >= 0x030d0000 && callee.addr &&
 			    self.direct && addrq == 0 &&
-			    !trampoline_code(ps, code))
+			    !trampoline_code(w, code))
 				return DROP_INVALID;
 			/*
 			 * 3.12, 3.13: running again, its callee returned
@@ -1485,7 +1557,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 				struct call_edge e = {.code = code,
 						      .callee = callee_code};
 
-				if (!call_edges_has(&ps->call_edges, &e))
+				if (!call_edges_has(&w->call_edges, &e))
 					return DROP_INVALID;
 			}
 			/*
@@ -1494,7 +1566,7 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			 */
 			if (callee.addr && self.region >= 0 &&
 			    callee.region != self.region)
-				note_link(ps, f, frame,
+				note_link(w, f, frame,
 					  callee_gen && side_pre(off)
 					      ? callee.addr
 					      : 0,
@@ -1502,16 +1574,16 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			if (callee.addr && self.direct && self.region == 0 &&
 			    callee.region == 0 && !running && !returned &&
 			    !callee_returned)
-				note_edge(ps, f, frame, code, callee.addr,
+				note_edge(w, f, frame, code, callee.addr,
 					  callee_code, callee_instr,
 					  depth == 1);
 			last_entry = off->iframe_is_entry != OFF_NONE &&
 				     f[off->iframe_is_entry];
-			if (!pywalk_past_limit(ps, depth)) {
-				pywalk_push(ps, out, frame, code, addrq,
+			if (!pywalk_past_limit(w, depth)) {
+				pywalk_push(w, out, frame, code, addrq,
 					    last_entry);
-				ps->tlbcs[out->nr_frames - 1] = tlbc;
-				ps->gen_frames[out->nr_frames - 1] =
+				w->tlbcs[out->nr_frames - 1] = tlbc;
+				w->gen_frames[out->nr_frames - 1] =
 					off->owner_generator != OFF_NONE &&
 					owner == off->owner_generator;
 			}
@@ -1523,12 +1595,12 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 			callee_code = code;
 			callee_returned = returned;
 			callee_instr = load_u64(f, off->iframe_instr);
-			ps->root_frame = frame;
-			ps->torn_at = 0;
+			w->root_frame = frame;
+			w->torn_at = 0;
 		}
 		frame = load_u64(f, off->iframe_previous);
 	}
-	ps->torn_at = 0;
+	w->torn_at = 0;
 	/*
 	 * The chain of a thread ends at its first frame: the shim of its
 	 * first eval call (3.12+), or a frame of its own (3.11), and on
@@ -1557,52 +1629,72 @@ static enum drop_reason walk_interpreter_frames(struct py_sampler *ps,
 	 * read in the moment a new C frame is linked in before it says
 	 * which frame it runs (3.11, 3.12's _PyEval_EvalFrameDefault).
 	 */
-	if (!depth && datastack_in_use(ps) == 1)
+	if (!depth && datastack_in_use(w) == 1)
 		return DROP_INVALID;
-	if (!links_still_hold(ps, tstate) || !edges_still_hold(ps, tstate))
+	if (!links_still_hold(w, tstate) || !edges_still_hold(w, tstate))
 		return DROP_INVALID;
-	pywalk_push_omitted(ps, out);
+	pywalk_push_omitted(w, out);
 	return DROP_NONE;
 }
 
-void pyframe_push(struct py_sampler *ps, struct py_sample *out, uint64_t frame,
+void pyframe_push(struct pywalk *w, struct py_sample *out, uint64_t frame,
 		  const unsigned char *f)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = w->rt->off;
 	uint64_t code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
 	int32_t tlbc;
 	long addrq = iframe_where(off, f, code, &tlbc);
 
-	pywalk_push(ps, out, frame, code, addrq, 0);
-	ps->tlbcs[out->nr_frames - 1] = tlbc;
+	pywalk_push(w, out, frame, code, addrq, 0);
+	w->tlbcs[out->nr_frames - 1] = tlbc;
 }
 
-void pyframe_push_copied(struct py_sampler *ps, struct py_sample *out,
-			 uint64_t code_word, uint64_t pos_word)
+static void chunk_init(struct pywalk *w)
 {
-	const struct py_offsets *off = ps->rt->off;
-	uint64_t code, start;
+	const struct py_offsets *off = w->rt->off;
 
-	if (off->tstate_frame != OFF_NONE) {
-		int32_t lasti = (int32_t)pos_word;
-		int units = ps->codes.kind == LINETABLE_310 ? 2 : 1;
+	w->chunk_walk = xcalloc(1, sizeof(*w->chunk_walk));
+	/* Room for what a generator keeps before its frame, too. */
+	w->chunk_walk->frame_buf =
+	    xcalloc(1, (size_t)off->iframe_size + PY_FRAME_PREFIX_MAX);
+}
 
-		pywalk_push(ps, out, 0, code_word,
-			    lasti < 0 ? -1 : (long)lasti * units, 1);
-		return;
+static void chunk_forget_prefetched(struct pywalk *w)
+{
+	w->chunk_walk->nr_pre_chunks = 0;
+}
+
+static void chunk_release(struct pywalk *w)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	size_t i;
+
+	free(cw->frame_buf);
+	for (i = 0; i < cw->alloc_chunks; i++)
+		free(cw->chunks[i].buf);
+	free(cw->chunks);
+	for (i = 0; i < PY_WINDOWS; i++)
+		free(cw->windows[i].buf);
+	free(cw->side_memos);
+	free(cw->side_buf);
+	free(cw->links);
+	free(cw->link_buf);
+	free(cw->edge_checks);
+	free(cw->edge_buf);
+	for (i = 0; i < cw->alloc_pre_chunks; i++) {
+		free(cw->pre_chunks[i].fresh);
+		free(cw->pre_chunks[i].buf);
+		free(cw->pre_chunks[i].side);
 	}
-	code = code_word & ~PY_STACKREF_TAG_MASK;
-	start = code + (uint64_t)off->code_code_adaptive;
-	pywalk_push(ps, out, 0, code,
-		    pos_word >= start ? (long)(pos_word - start) : -1, 0);
+	free(cw->pre_chunks);
+	free(cw);
+	w->chunk_walk = NULL;
 }
 
-enum drop_reason pyframe_walk(struct py_sampler *ps, uint64_t tstate,
-			      struct py_sample *out)
-{
-	ps->omitted = 0;
-	ps->torn_at = 0;
-	if (ps->rt->off->tstate_frame != OFF_NONE)
-		return frameobj_walk(ps, tstate, out);
-	return walk_interpreter_frames(ps, tstate, out);
-}
+const struct pywalk_ops chunk_walker = {
+    .init = chunk_init,
+    .walk = walk_interpreter_frames,
+    .prefetch = chunk_prefetch,
+    .forget_prefetched = chunk_forget_prefetched,
+    .release = chunk_release,
+};

@@ -10,9 +10,9 @@
 /* Bytes of a pthread mutex or condition variable, at most. */
 #define GIL_SYNC_SIZE 64
 
-void pygil_read(struct py_sampler *ps, uint64_t interp, struct gil_view *g)
+void pygil_read(const struct pyruntime *rt, uint64_t interp,
+		struct gil_view *g)
 {
-	const struct pyruntime *rt = ps->rt;
 	const struct py_offsets *off = rt->off;
 	unsigned char buf[64];
 	uint64_t gil = 0;

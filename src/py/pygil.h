@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "py/pysample.h"
+#include "py/pyruntime.h"
 
 /* The GIL of one interpreter, as this sample saw it. */
 struct gil_view {
@@ -15,6 +15,7 @@ struct gil_view {
 };
 
 /* Read the GIL serving interp into g; g is left zeroed if unknown. */
-void pygil_read(struct py_sampler *ps, uint64_t interp, struct gil_view *g);
+void pygil_read(const struct pyruntime *rt, uint64_t interp,
+		struct gil_view *g);
 
 #endif

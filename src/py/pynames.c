@@ -4,11 +4,12 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sys/proc.h"
 #include "py/pyattr.h"
-#include "py/pyframe.h"
+#include "py/pywalk.h"
 #include "py/pystate.h"
 #include "util.h"
 
@@ -35,9 +36,9 @@ static int is_thread_bootstrap(const struct pycode *code)
  * thread: a new thread can reuse an old one's thread state and frame
  * memory, but not (for a long while) its tid.
  */
-static void python_names(struct py_sampler *ps, struct py_sample *out)
+static void python_names(struct pynames *nm, struct py_sample *out)
 {
-	const struct py_offsets *off = ps->rt->off;
+	const struct py_offsets *off = nm->rt->off;
 	long locals = off->frame_localsplus != OFF_NONE
 			  ? off->frame_localsplus
 			  : off->iframe_localsplus;
@@ -47,7 +48,7 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 		return;
 	for (i = 0; i < out->nr_threads; i++) {
 		struct py_thread *t = &out->threads[i];
-		struct py_name_memo *nm = NULL;
+		struct py_name_memo *memo = NULL;
 		struct strbuf sb = STRBUF_INIT;
 		uint64_t self;
 		int r;
@@ -55,90 +56,104 @@ static void python_names(struct py_sampler *ps, struct py_sample *out)
 		if (!t->root_frame || !t->depth)
 			continue;
 		/* Threads keep their order between samples: try i first. */
-		for (j = 0; j < ps->nr_names && !nm; j++) {
-			size_t k = (i + j) % ps->nr_names;
+		for (j = 0; j < nm->nr_names && !memo; j++) {
+			size_t k = (i + j) % nm->nr_names;
 
-			if (ps->names[k].tstate == t->tstate &&
-			    ps->names[k].root_frame == t->root_frame &&
-			    ps->names[k].tid == t->tid)
-				nm = &ps->names[k];
+			if (nm->names[k].tstate == t->tstate &&
+			    nm->names[k].root_frame == t->root_frame &&
+			    nm->names[k].tid == t->tid)
+				memo = &nm->names[k];
 		}
 		/*
 		 * A stack cut at the depth limit does not show _bootstrap:
 		 * keep what is known, look when the thread is shallower.
 		 */
-		if (t->omitted && (!nm || nm->tries < NAME_TRIES))
+		if (t->omitted && (!memo || memo->tries < NAME_TRIES))
 			continue;
-		if (!nm) {
+		if (!memo) {
 			/* Threads come and go: start over, not grow forever. */
-			if (ps->nr_names >= PY_MAX_THREADS)
-				ps->nr_names = 0;
-			ALLOC_GROW(ps->names, ps->nr_names + 1,
-				   ps->alloc_names);
-			nm = &ps->names[ps->nr_names++];
-			memset(nm, 0, sizeof(*nm));
-			nm->tstate = t->tstate;
-			nm->root_frame = t->root_frame;
-			nm->tid = t->tid;
+			if (nm->nr_names >= PY_MAX_THREADS)
+				nm->nr_names = 0;
+			ALLOC_GROW(nm->names, nm->nr_names + 1,
+				   nm->alloc_names);
+			memo = &nm->names[nm->nr_names++];
+			memset(memo, 0, sizeof(*memo));
+			memo->tstate = t->tstate;
+			memo->root_frame = t->root_frame;
+			memo->tid = t->tid;
 		}
-		if (nm->tries < NAME_TRIES &&
+		if (memo->tries < NAME_TRIES &&
 		    is_thread_bootstrap(
 			out->frames[t->first + t->depth - 1].code)) {
-			r = proc_read(ps->rt->pid,
+			r = proc_read(nm->rt->pid,
 				      t->root_frame + (uint64_t)locals, &self,
 				      sizeof(self));
 			/* 3.14+: a _PyStackRef, maybe tagged. */
 			self &= ~PY_STACKREF_TAG_MASK;
 			if (!r)
-				r = pyattr_str(ps->rt->pid, off, self, "_name",
+				r = pyattr_str(nm->rt->pid, off, self, "_name",
 					       &sb);
 			/* A torn read: try again next sample, a few times. */
 			if (r && r != -ENOENT) {
-				nm->tries++;
+				memo->tries++;
 				strbuf_release(&sb);
 				continue;
 			}
-			utf8_truncate(nm->name, sizeof(nm->name), sb.buf);
+			utf8_truncate(memo->name, sizeof(memo->name), sb.buf);
 			strbuf_release(&sb);
 		}
-		nm->tries = NAME_TRIES;
-		memcpy(t->name, nm->name, sizeof(t->name));
+		memo->tries = NAME_TRIES;
+		memcpy(t->name, memo->name, sizeof(t->name));
 	}
 }
 
 /* OS thread names that say more than the process's own name. */
-static void name_threads(struct py_sampler *ps, struct py_sample *out)
+static void name_threads(struct pynames *nm, struct pystate *tasks,
+			 struct py_sample *out)
 {
 	size_t i;
 
-	if (!ps->process_name[0]) {
+	if (!nm->process_name[0]) {
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)ps->rt->pid);
-		proc_read_text(path, ps->process_name,
-			       sizeof(ps->process_name));
-		ps->process_name[strcspn(ps->process_name, "\n")] = '\0';
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)nm->rt->pid);
+		proc_read_text(path, nm->process_name,
+			       sizeof(nm->process_name));
+		nm->process_name[strcspn(nm->process_name, "\n")] = '\0';
 	}
 	for (i = 0; i < out->nr_threads; i++) {
 		struct py_thread *t = &out->threads[i];
-		struct py_task_file *tf = t->tid ? pystate_task(ps, t->tid) : NULL;
+		struct py_task_file *tf = t->tid ? pystate_task(tasks, t->tid) : NULL;
 
 		/* A name from threading comes first. */
 		if (t->name[0])
 			continue;
-		if (tf && tf->comm[0] && strcmp(tf->comm, ps->process_name))
+		if (tf && tf->comm[0] && strcmp(tf->comm, nm->process_name))
 			memcpy(t->name, tf->comm, sizeof(tf->comm));
 		/*
 		 * The process's first thread, where Python starts: threading
 		 * calls it MainThread (its object holds no name spyc reads).
 		 */
-		else if (t->tid == ps->rt->pid)
+		else if (t->tid == nm->rt->pid)
 			snprintf(t->name, sizeof(t->name), "MainThread");
 	}
 }
 
-void pynames_fill(struct py_sampler *ps, struct py_sample *out)
+void pynames_init(struct pynames *nm, const struct pyruntime *rt)
 {
-	python_names(ps, out);
-	name_threads(ps, out);
+	memset(nm, 0, sizeof(*nm));
+	nm->rt = rt;
+}
+
+void pynames_fill(struct pynames *nm, struct pystate *tasks,
+		  struct py_sample *out)
+{
+	python_names(nm, out);
+	name_threads(nm, tasks, out);
+}
+
+void pynames_release(struct pynames *nm)
+{
+	free(nm->names);
+	memset(nm, 0, sizeof(*nm));
 }

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "py/pysample.h"
+#include "py/pywalk.h"
 
 /*
  * Turn the code addresses of the frames walked from frame number from
@@ -13,7 +13,10 @@
  * cache) and lines.  Returns DROP_NONE or why the sample must be
  * dropped.
  */
-enum drop_reason pyresolve_frames(struct py_sampler *ps, struct py_sample *out,
+enum drop_reason pyresolve_frames(struct pywalk *w, struct py_sample *out,
 				  size_t from);
+
+/* Free what pyresolve_frames keeps in w. */
+void pyresolve_release(struct pywalk *w);
 
 #endif

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "py/calledge.h"
 #include "py/frameobj.h"
-#include "sys/proc.h"
 #include "py/pyasync.h"
 #include "py/pyframe.h"
 #include "py/pygil.h"
@@ -16,12 +16,134 @@
 #include "py/pyresolve.h"
 #include "py/pystate.h"
 #include "py/pywalk.h"
+#include "sys/proc.h"
 #include "util.h"
 
 /* Bytes of glibc's struct pthread searched for the tid field. */
 #define PTHREAD_SCAN_BYTES 1024
 /* Largest span of PyInterpreterState read for next and the threads. */
 #define INTERP_HEAD_MAX 4096
+
+/*
+ * Frames of a torn read kept as its key (see walk_thread in pysample.c):
+ * the innermost, the generators' frames under it and the first frame
+ * that is not a generator's.  A chain of `yield from` deeper than this
+ * is keyed by its innermost frames only.
+ */
+#define WALK_KEY_MAX 16
+
+/* A frame of a torn read, as the walk arrays held it. */
+struct walk_key {
+	uint64_t frame, code, tlbc_array;
+	long addrq;
+	int32_t tlbc;
+	unsigned char entry;
+	unsigned char line_known; /* addrq and tlbc are the frame's then */
+};
+
+/*
+ * What was under a generator's frame when a stack holding it was last
+ * read whole: its callers down to the first frame that is not a
+ * generator's (in a `yield from` chain, those that delegate to it).  A
+ * torn read that found the generator running, linked to nothing by the
+ * time its frame was copied, takes them as its key's (see take_key in
+ * pysample.c).  Slots by frame address, the newest kept.
+ */
+#define GEN_CALLERS_SLOTS 256
+
+struct gen_callers {
+	uint64_t frame, code; /* the generator's frame */
+	size_t nr;
+	struct walk_key under[WALK_KEY_MAX - 1];
+};
+
+/* A thread's key, for the read made once it is stopped. */
+struct walk_stop_key {
+	uint64_t ident;
+	size_t nr;
+	struct walk_key key[WALK_KEY_MAX];
+};
+
+/* The sampler's own state: what py_sampler.state points to. */
+struct py_sampler_state {
+	/* the walk context, and the version's walker in it */
+	struct pywalk walk;
+	struct pystate tasks;  /* the target's threads' /proc files */
+	struct pynames names;  /* the names known of its threads */
+	/*
+	 * The last sample's interpreter (when it was the only one) and its
+	 * thread states, in order: read again all at once in the next
+	 * sample (see prefetch_threads), into tstate_bufs.
+	 */
+	uint64_t pre_interp;
+	uint64_t *pre_tstates;
+	size_t nr_pre, alloc_pre;
+	/* With want_gc, the collector's flag, read with them (pre_gc_read) */
+	int32_t pre_gc;
+	int pre_gc_read;
+	/*
+	 * Up to 3.10 (no native id in the thread state): each one's
+	 * pthread_t as last seen, and the tid its struct pthread held when
+	 * read again with the thread states; 0 when not read.
+	 */
+	uint64_t *pre_idents;
+	int32_t *pre_tids;
+	size_t alloc_pre_idents, alloc_pre_tids;
+	unsigned char *tstate_bufs;
+	size_t alloc_tstate_bufs;
+	unsigned char *pre_head;
+	/*
+	 * A whole read of a torn stack that did not hold the frame the
+	 * first read found innermost, kept while later reads look for that
+	 * frame (see walk_thread): its frames as the arrays above hold them.
+	 */
+	struct walk_spare {
+		uint64_t *code_addrs, *frame_addrs, *tlbc_arrays;
+		long *addrqs;
+		unsigned char *entries, *gen_frames;
+		int32_t *tlbcs;
+		size_t nr, alloc;
+		uint64_t root_frame;
+		size_t omitted;
+	} spare;
+	struct gen_callers *gen_callers; /* GEN_CALLERS_SLOTS, or NULL */
+	/*
+	 * Calls to or from a generator's frame (caller's code, callee's)
+	 * seen in stacks read whole: a key's frames are put back only on
+	 * such calls (a generator's object, freed, can come back at the
+	 * same place under another caller).
+	 */
+	struct call_edges gen_edges;
+	int *pre_walk; /* of the prefetched threads, those walked */
+	size_t alloc_pre_walk;
+	/* the "<GC>" frame's stand-in code object (see want_gc) */
+	struct pycode *gc_code;
+	/*
+	 * The thread state of the thread running the collection seen last
+	 * (0: none seen yet, or not told), kept while samples see it run:
+	 * a collection runs in one thread from start to end.
+	 */
+	uint64_t gc_collector;
+	/*
+	 * STOP_READS_TORN: the keys of the threads whose first read tore
+	 * (see walk_thread in pysample.c), for the read made while they are
+	 * stopped: that read is of a later moment.
+	 */
+	struct walk_stop_key *stop_keys;
+	size_t nr_stop_keys, alloc_stop_keys;
+	/* py_sampler_walk_only's idents, sorted; NULL: every thread */
+	const uint64_t *walk_only;
+	size_t nr_walk_only;
+	/* glibc's struct pthread: where it keeps the tid (up to 3.10) */
+	long pthread_tid_at;
+	/* the target's thread ids, as it sees them, to spyc's */
+	struct tidmap tidmap;
+	struct {
+		uint64_t ident;
+		long tid;
+	} * tids;
+	size_t nr_tids, alloc_tids;
+};
 
 static const char *const drop_names[DROP_NR] = {
     [DROP_NONE] = "none",	   [DROP_READ] = "failed reads",
@@ -48,30 +170,6 @@ const char *drop_reason_name(enum drop_reason reason)
 	if (reason < 0 || reason >= DROP_NR)
 		return "unknown";
 	return drop_names[reason];
-}
-
-void py_sampler_grow_iov(struct py_sampler *ps, size_t n)
-{
-	size_t a = ps->alloc_iov;
-
-	ALLOC_GROW(ps->local, n, a);
-	a = ps->alloc_iov;
-	ALLOC_GROW(ps->remote, n, a);
-	ps->alloc_iov = a;
-}
-
-void py_sampler_set_iov(struct py_sampler *ps, size_t i, void *buf,
-			uint64_t addr, size_t len)
-{
-	ps->local[i].iov_base = buf;
-	ps->local[i].iov_len = len;
-	ps->remote[i].iov_base = (void *)(uintptr_t)addr;
-	ps->remote[i].iov_len = len;
-}
-
-enum drop_reason py_read_error(int r)
-{
-	return r == -ESRCH ? DROP_GONE : DROP_READ;
 }
 
 void py_sample_release(struct py_sample *s)
@@ -103,99 +201,68 @@ void py_sample_keep_states(struct py_sample *s, const struct py_thread *before,
 
 void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 {
-	const struct py_offsets *off = rt->off;
-	long frame_len =
-	    off->frame_size != OFF_NONE ? off->frame_size : off->iframe_size;
+	struct py_sampler_state *st = xcalloc(1, sizeof(*st));
 
 	memset(ps, 0, sizeof(*ps));
 	ps->rt = rt;
-	pycode_cache_init(&ps->codes, rt);
-	ps->tstate_buf = xcalloc(1, (size_t)off->tstate_size);
-	ps->fresh_tstate = xcalloc(1, (size_t)off->tstate_size);
-	/* Room for what a generator keeps before its frame, too. */
-	ps->frame_buf = xcalloc(1, (size_t)frame_len + PY_FRAME_PREFIX_MAX);
-	ps->pthread_tid_at = -1;
-	tidmap_init(&ps->tidmap, rt->pid);
-	/* 3.11: nothing tells a frame being pushed (see calledge.h). */
-	if (off->hexversion >= 0x030b0000 && off->hexversion < 0x030c0000)
-		ps->call_edges.checks = CALL_EDGE_CHECKS_UNGUARDED;
-	/* 3.14+: pairs read again until they hold (see there). */
-	if (off->hexversion >= 0x030e0000) {
-		ps->call_edges.checks = CALL_EDGE_CHECKS_POLLED;
-		ps->call_edges.window = CALL_EDGE_WINDOW;
-	}
+	ps->state = st;
+	/* The version's walker, chosen once: frame objects up to 3.10. */
+	pywalk_init(&st->walk, rt,
+		    rt->off->tstate_frame != OFF_NONE ? &frameobj_walker
+						      : &chunk_walker);
+	pystate_init(&st->tasks, rt->pid);
+	pynames_init(&st->names, rt);
+	st->pthread_tid_at = -1;
+	tidmap_init(&st->tidmap, rt->pid);
 }
 
 void py_sampler_release(struct py_sampler *ps)
 {
-	size_t i;
+	struct py_sampler_state *st = ps->state;
 
-	if (ps->gc_code)
-		pycode_stand_in_free(ps->gc_code);
-	pycode_cache_release(&ps->codes);
-	free(ps->tstate_buf);
-	free(ps->side_memos);
-	free(ps->side_buf);
-	free(ps->pre_tstates);
-	free(ps->tstate_bufs);
-	free(ps->pre_head);
-	free(ps->fresh_tstate);
-	free(ps->frame_buf);
-	for (i = 0; i < ps->alloc_chunks; i++)
-		free(ps->chunks[i].buf);
-	for (i = 0; i < PY_WINDOWS; i++)
-		free(ps->windows[i].buf);
-	free(ps->chunks);
-	free(ps->code_addrs);
-	free(ps->frame_addrs);
-	free(ps->addrqs);
-	free(ps->entries);
-	free(ps->tlbcs);
-	free(ps->tlbc_arrays);
-	free(ps->spare.code_addrs);
-	free(ps->spare.frame_addrs);
-	free(ps->spare.tlbc_arrays);
-	free(ps->spare.addrqs);
-	free(ps->spare.entries);
-	free(ps->spare.gen_frames);
-	free(ps->gen_frames);
-	free(ps->stop_keys);
-	free(ps->gen_callers);
-	call_edges_release(&ps->gen_edges);
-	free(ps->spare.tlbcs);
-	free(ps->tlbc_words);
-	free(ps->tlbc_slots);
-	free(ps->headers);
-	free(ps->codes_read);
-	free(ps->pre_idents);
-	free(ps->pre_tids);
-	free(ps->local);
-	free(ps->remote);
-	free(ps->tids);
-	frameobj_release(ps);
-	free(ps->links);
-	free(ps->link_buf);
-	call_edges_release(&ps->call_edges);
-	free(ps->edge_checks);
-	free(ps->edge_buf);
-	for (i = 0; i < ps->alloc_pre_chunks; i++) {
-		free(ps->pre_chunks[i].fresh);
-		free(ps->pre_chunks[i].buf);
-		free(ps->pre_chunks[i].side);
-	}
-	free(ps->pre_chunks);
-	free(ps->pre_walk);
-	pystate_release(ps);
-	tidmap_release(&ps->tidmap);
-	free(ps->names);
+	if (!st)
+		return;
+	if (st->gc_code)
+		pycode_stand_in_free(st->gc_code);
+	free(st->pre_tstates);
+	free(st->pre_idents);
+	free(st->pre_tids);
+	free(st->tstate_bufs);
+	free(st->pre_head);
+	free(st->pre_walk);
+	free(st->spare.code_addrs);
+	free(st->spare.frame_addrs);
+	free(st->spare.tlbc_arrays);
+	free(st->spare.addrqs);
+	free(st->spare.entries);
+	free(st->spare.gen_frames);
+	free(st->spare.tlbcs);
+	free(st->stop_keys);
+	free(st->gen_callers);
+	call_edges_release(&st->gen_edges);
+	free(st->tids);
+	tidmap_release(&st->tidmap);
+	pynames_release(&st->names);
+	pystate_release(&st->tasks);
+	pyresolve_release(&st->walk);
+	pywalk_release(&st->walk);
+	free(st);
 	memset(ps, 0, sizeof(*ps));
 }
 
-void py_thread_set_tid(struct py_sampler *ps, struct py_thread *t,
-		       long inner)
+const struct tidmap *py_sampler_tidmap(const struct py_sampler *ps)
 {
-	t->tid = tidmap_outer(&ps->tidmap, inner);
-	t->inner_tid = ps->tidmap.nested && t->tid ? inner : 0;
+	return &ps->state->tidmap;
+}
+
+/* Give t the native id inner, read from the target's memory (its id as
+ * the target sees it): t->tid becomes spyc's id of that thread, 0 if the
+ * target has no such thread (see tidmap_outer). */
+static void set_tid(struct py_sampler *ps, struct py_thread *t, long inner)
+{
+	struct py_sampler_state *st = ps->state;
+	t->tid = tidmap_outer(&st->tidmap, inner);
+	t->inner_tid = st->tidmap.nested && t->tid ? inner : 0;
 }
 
 static int is_task(const long *tids, size_t n, long tid)
@@ -271,6 +338,7 @@ static void find_pthread_tid_offset(struct py_sampler *ps,
 				    const struct py_sample *out,
 				    const long *tasks, size_t nr_tasks)
 {
+	struct py_sampler_state *st = ps->state;
 	unsigned char *bufs;
 	size_t i, n = out->nr_threads;
 
@@ -284,42 +352,44 @@ static void find_pthread_tid_offset(struct py_sampler *ps,
 			      PTHREAD_SCAN_BYTES))
 			memset(bufs + i * PTHREAD_SCAN_BYTES, 0,
 			       PTHREAD_SCAN_BYTES);
-	ps->pthread_tid_at = scan_pthread_tid(bufs, n, tasks, nr_tasks, 1);
-	if (ps->pthread_tid_at < 0)
-		ps->pthread_tid_at =
+	st->pthread_tid_at = scan_pthread_tid(bufs, n, tasks, nr_tasks, 1);
+	if (st->pthread_tid_at < 0)
+		st->pthread_tid_at =
 		    scan_pthread_tid(bufs, n, tasks, nr_tasks, 0);
 	free(bufs);
 }
 
 static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	long tasks[PY_MAX_THREADS];
 	size_t nr_tasks, i, nio = 0;
 	int32_t tids[PY_MAX_THREADS];
 	size_t slot[PY_MAX_THREADS];
 
-	if (ps->pthread_tid_at < 0) {
-		nr_tasks = tidmap_inner_tasks(&ps->tidmap, tasks,
+	if (st->pthread_tid_at < 0) {
+		nr_tasks = tidmap_inner_tasks(&st->tidmap, tasks,
 					      ARRAY_SIZE(tasks));
 		find_pthread_tid_offset(ps, out, tasks, nr_tasks);
-		if (ps->pthread_tid_at < 0)
+		if (st->pthread_tid_at < 0)
 			return;
 	}
-	py_sampler_grow_iov(ps, out->nr_threads);
+	pywalk_grow_iov(w, out->nr_threads);
 	for (i = 0; i < out->nr_threads && nio < PY_MAX_THREADS; i++) {
 		/* known_idle() may have read this one already. */
 		if (out->threads[i].tid)
 			continue;
 		slot[nio] = i;
-		py_sampler_set_iov(
-		    ps, nio, &tids[nio],
-		    out->threads[i].ident + (uint64_t)ps->pthread_tid_at, 4);
+		pywalk_set_iov(
+		    w, nio, &tids[nio],
+		    out->threads[i].ident + (uint64_t)st->pthread_tid_at, 4);
 		nio++;
 	}
-	if (!nio || proc_readv(ps->rt->pid, ps->local, ps->remote, nio) < 0)
+	if (!nio || proc_readv(ps->rt->pid, w->local, w->remote, nio) < 0)
 		return;
 	for (i = 0; i < nio; i++)
-		py_thread_set_tid(ps, &out->threads[slot[i]],
+		set_tid(ps, &out->threads[slot[i]],
 				  tids[i] > 0 ? tids[i] : 0);
 }
 
@@ -338,65 +408,74 @@ static void fill_native_tids(struct py_sampler *ps, struct py_sample *out)
 static void move_frames(struct py_sampler *ps, size_t to, size_t from,
 			size_t n)
 {
-	memmove(ps->code_addrs + to, ps->code_addrs + from,
-		n * sizeof(*ps->code_addrs));
-	memmove(ps->frame_addrs + to, ps->frame_addrs + from,
-		n * sizeof(*ps->frame_addrs));
-	memmove(ps->addrqs + to, ps->addrqs + from, n * sizeof(*ps->addrqs));
-	memmove(ps->entries + to, ps->entries + from,
-		n * sizeof(*ps->entries));
-	memmove(ps->gen_frames + to, ps->gen_frames + from,
-		n * sizeof(*ps->gen_frames));
-	memmove(ps->tlbcs + to, ps->tlbcs + from, n * sizeof(*ps->tlbcs));
-	memmove(ps->tlbc_arrays + to, ps->tlbc_arrays + from,
-		n * sizeof(*ps->tlbc_arrays));
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
+	memmove(w->code_addrs + to, w->code_addrs + from,
+		n * sizeof(*w->code_addrs));
+	memmove(w->frame_addrs + to, w->frame_addrs + from,
+		n * sizeof(*w->frame_addrs));
+	memmove(w->addrqs + to, w->addrqs + from, n * sizeof(*w->addrqs));
+	memmove(w->entries + to, w->entries + from,
+		n * sizeof(*w->entries));
+	memmove(w->gen_frames + to, w->gen_frames + from,
+		n * sizeof(*w->gen_frames));
+	memmove(w->tlbcs + to, w->tlbcs + from, n * sizeof(*w->tlbcs));
+	memmove(w->tlbc_arrays + to, w->tlbc_arrays + from,
+		n * sizeof(*w->tlbc_arrays));
 }
 
 /* Make room for frames up to index n - 1 in the walk arrays. */
 static void walk_room(struct py_sampler *ps, struct py_sample *out, size_t n)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t keep = out->nr_frames;
 
-	if (n <= ps->alloc_walk)
+	if (n <= w->alloc_walk)
 		return;
 	out->nr_frames = n - 1;
-	pywalk_push(ps, out, 0, 0, 0, 0);
+	pywalk_push(w, out, 0, 0, 0, 0);
 	out->nr_frames = keep;
 }
 
 static struct gen_callers *gen_callers_slot(struct py_sampler *ps,
 					    uint64_t frame)
 {
+	struct py_sampler_state *st = ps->state;
 	/* Fibonacci hashing: frames inside objects of one size share low bits */
 	size_t slot = (size_t)((frame * 0x9e3779b97f4a7c15ull) >> 56);
 
-	if (!ps->gen_callers)
-		ps->gen_callers = xcalloc(GEN_CALLERS_SLOTS,
-					  sizeof(*ps->gen_callers));
-	return &ps->gen_callers[slot % GEN_CALLERS_SLOTS];
+	if (!st->gen_callers)
+		st->gen_callers = xcalloc(GEN_CALLERS_SLOTS,
+					  sizeof(*st->gen_callers));
+	return &st->gen_callers[slot % GEN_CALLERS_SLOTS];
 }
 
 /* Fill key from frame i of the walk arrays. */
 static void key_from_walk(const struct py_sampler *ps, size_t i,
 			  struct walk_key *key)
 {
-	key->frame = ps->frame_addrs[i];
-	key->code = ps->code_addrs[i];
-	key->addrq = ps->addrqs[i];
-	key->tlbc = ps->tlbcs[i];
-	key->tlbc_array = ps->tlbc_arrays[i];
-	key->entry = ps->entries[i];
+	const struct py_sampler_state *st = ps->state;
+	const struct pywalk *w = &st->walk;
+	key->frame = w->frame_addrs[i];
+	key->code = w->code_addrs[i];
+	key->addrq = w->addrqs[i];
+	key->tlbc = w->tlbcs[i];
+	key->tlbc_array = w->tlbc_arrays[i];
+	key->entry = w->entries[i];
 	key->line_known = 1;
 }
 
-/* Fill key from the frame the last walk tore at (ps->torn_at). */
+/* Fill key from the frame the last walk tore at (w->torn_at). */
 static void key_from_torn_at(const struct py_sampler *ps, struct walk_key *key)
 {
+	const struct py_sampler_state *st = ps->state;
+	const struct pywalk *w = &st->walk;
 	memset(key, 0, sizeof(*key));
-	key->frame = ps->torn_at;
-	key->code = ps->torn_at_code;
-	key->addrq = ps->torn_at_addrq;
-	key->line_known = ps->torn_at_addrq >= 0;
+	key->frame = w->torn_at;
+	key->code = w->torn_at_code;
+	key->addrq = w->torn_at_addrq;
+	key->line_known = w->torn_at_addrq >= 0;
 }
 
 /*
@@ -405,16 +484,18 @@ static void key_from_torn_at(const struct py_sampler *ps, struct walk_key *key)
  */
 static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t i, end = t->first + t->depth;
 
 	for (i = t->first; i + 1 < end; i++) {
-		struct call_edge e = {ps->code_addrs[i + 1], ps->code_addrs[i]};
+		struct call_edge e = {w->code_addrs[i + 1], w->code_addrs[i]};
 
-		if ((!ps->gen_frames[i] && !ps->gen_frames[i + 1]) ||
-		    !ps->frame_addrs[i] || !ps->frame_addrs[i + 1])
+		if ((!w->gen_frames[i] && !w->gen_frames[i + 1]) ||
+		    !w->frame_addrs[i] || !w->frame_addrs[i + 1])
 			continue;
-		if (!call_edges_has(&ps->gen_edges, &e))
-			call_edges_add(&ps->gen_edges, &e, ps->sample_stamp);
+		if (!call_edges_has(&st->gen_edges, &e))
+			call_edges_add(&st->gen_edges, &e, w->sample_stamp);
 	}
 }
 
@@ -433,9 +514,11 @@ static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
 static void remember_gen_callers(struct py_sampler *ps,
 				 const struct py_thread *t, int torn)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t i, j, end = t->first + t->depth, walked;
 
-	for (walked = t->first; walked < end && ps->frame_addrs[walked];)
+	for (walked = t->first; walked < end && w->frame_addrs[walked];)
 		walked++;
 	for (i = t->first; i < walked; i++) {
 		struct walk_key under[WALK_KEY_MAX - 1];
@@ -444,19 +527,19 @@ static void remember_gen_callers(struct py_sampler *ps,
 		size_t n = 0, k;
 		int whole = 0, last_gen = 1;
 
-		if (!ps->gen_frames[i])
+		if (!w->gen_frames[i])
 			continue;
 		for (j = i + 1; j < walked && n < WALK_KEY_MAX - 1; j++) {
 			key_from_walk(ps, j, &under[n++]);
-			if (!ps->gen_frames[j]) {
+			if (!w->gen_frames[j]) {
 				whole = 1;
 				break;
 			}
 		}
-		if (!whole && j == walked && torn && ps->torn_at &&
-		    ps->torn_at_code && n < WALK_KEY_MAX - 1) {
+		if (!whole && j == walked && torn && w->torn_at &&
+		    w->torn_at_code && n < WALK_KEY_MAX - 1) {
 			key_from_torn_at(ps, &under[n++]);
-			last_gen = ps->torn_at_gen;
+			last_gen = w->torn_at_gen;
 			whole = !last_gen;
 		}
 		if (!whole && last_gen && n && j == walked) {
@@ -471,10 +554,10 @@ static void remember_gen_callers(struct py_sampler *ps,
 		}
 		if (!whole)
 			continue;
-		gc = gen_callers_slot(ps, ps->frame_addrs[i]);
+		gc = gen_callers_slot(ps, w->frame_addrs[i]);
 		memcpy(gc->under, under, n * sizeof(*under));
-		gc->frame = ps->frame_addrs[i];
-		gc->code = ps->code_addrs[i];
+		gc->frame = w->frame_addrs[i];
+		gc->code = w->code_addrs[i];
 		gc->nr = n;
 	}
 }
@@ -492,18 +575,20 @@ static void remember_gen_callers(struct py_sampler *ps,
 static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 		       struct walk_key *key)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t i, n = 0;
 
 	for (i = t->first; i < t->first + t->depth && n < WALK_KEY_MAX; i++) {
-		if (!ps->frame_addrs[i])
+		if (!w->frame_addrs[i])
 			break;
 		key_from_walk(ps, i, &key[n++]);
-		if (!ps->gen_frames[i])
+		if (!w->gen_frames[i])
 			return n;
 	}
-	if (n < WALK_KEY_MAX && ps->torn_at && ps->torn_at_code) {
+	if (n < WALK_KEY_MAX && w->torn_at && w->torn_at_code) {
 		key_from_torn_at(ps, &key[n++]);
-		if (!ps->torn_at_gen)
+		if (!w->torn_at_gen)
 			return n;
 	}
 	/* the last a generator's: what was under it when last read whole */
@@ -533,12 +618,14 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 		      struct py_sample *out, const struct walk_key *key,
 		      size_t nr_key)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t i = 0, j, k, end = t->first + t->depth, rest;
 
 	for (j = 0; j < nr_key; j++) {
 		for (i = t->first; i < end; i++)
-			if (ps->frame_addrs[i] == key[j].frame &&
-			    ps->code_addrs[i] == key[j].code)
+			if (w->frame_addrs[i] == key[j].frame &&
+			    w->code_addrs[i] == key[j].code)
 				break;
 		if (i < end)
 			break;
@@ -548,10 +635,10 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 	/* every call put back made by the program, as seen before */
 	for (k = 0; k < j; k++) {
 		struct call_edge e = {k + 1 < j ? key[k + 1].code
-						: ps->code_addrs[i],
+						: w->code_addrs[i],
 				      key[k].code};
 
-		if (!call_edges_has(&ps->gen_edges, &e))
+		if (!call_edges_has(&st->gen_edges, &e))
 			return 0;
 	}
 	rest = end - i;
@@ -560,19 +647,19 @@ static int cut_at_key(struct py_sampler *ps, struct py_thread *t,
 	for (i = 0; i < j; i++) {
 		size_t at = t->first + i;
 
-		ps->frame_addrs[at] = key[i].frame;
-		ps->code_addrs[at] = key[i].code;
-		ps->addrqs[at] = key[i].addrq;
-		ps->entries[at] = key[i].entry;
-		ps->gen_frames[at] = 1;
-		ps->tlbcs[at] = key[i].tlbc;
-		ps->tlbc_arrays[at] = key[i].tlbc_array;
+		w->frame_addrs[at] = key[i].frame;
+		w->code_addrs[at] = key[i].code;
+		w->addrqs[at] = key[i].addrq;
+		w->entries[at] = key[i].entry;
+		w->gen_frames[at] = 1;
+		w->tlbcs[at] = key[i].tlbc;
+		w->tlbc_arrays[at] = key[i].tlbc_array;
 	}
 	/* the key's frame on the line it ran then */
 	if (key[j].line_known) {
-		ps->addrqs[t->first + j] = key[j].addrq;
-		ps->tlbcs[t->first + j] = key[j].tlbc;
-		ps->tlbc_arrays[t->first + j] = key[j].tlbc_array;
+		w->addrqs[t->first + j] = key[j].addrq;
+		w->tlbcs[t->first + j] = key[j].tlbc;
+		w->tlbc_arrays[t->first + j] = key[j].tlbc_array;
 	}
 	t->depth = j + rest;
 	out->nr_frames = t->first + t->depth;
@@ -599,44 +686,48 @@ static void spare_grow(struct walk_spare *sp, size_t n)
 	sp->alloc = a;
 }
 
-/* Keep t's stack, just walked, in ps->spare. */
+/* Keep t's stack, just walked, in st->spare. */
 static void spare_keep(struct py_sampler *ps, const struct py_thread *t)
 {
-	struct walk_spare *sp = &ps->spare;
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
+	struct walk_spare *sp = &st->spare;
 	size_t n = t->depth, f = t->first;
 
 	spare_grow(sp, n + 1);
-	memcpy(sp->code_addrs, ps->code_addrs + f, n * sizeof(*sp->code_addrs));
-	memcpy(sp->frame_addrs, ps->frame_addrs + f,
+	memcpy(sp->code_addrs, w->code_addrs + f, n * sizeof(*sp->code_addrs));
+	memcpy(sp->frame_addrs, w->frame_addrs + f,
 	       n * sizeof(*sp->frame_addrs));
-	memcpy(sp->tlbc_arrays, ps->tlbc_arrays + f,
+	memcpy(sp->tlbc_arrays, w->tlbc_arrays + f,
 	       n * sizeof(*sp->tlbc_arrays));
-	memcpy(sp->addrqs, ps->addrqs + f, n * sizeof(*sp->addrqs));
-	memcpy(sp->entries, ps->entries + f, n * sizeof(*sp->entries));
-	memcpy(sp->gen_frames, ps->gen_frames + f, n * sizeof(*sp->gen_frames));
-	memcpy(sp->tlbcs, ps->tlbcs + f, n * sizeof(*sp->tlbcs));
+	memcpy(sp->addrqs, w->addrqs + f, n * sizeof(*sp->addrqs));
+	memcpy(sp->entries, w->entries + f, n * sizeof(*sp->entries));
+	memcpy(sp->gen_frames, w->gen_frames + f, n * sizeof(*sp->gen_frames));
+	memcpy(sp->tlbcs, w->tlbcs + f, n * sizeof(*sp->tlbcs));
 	sp->nr = n;
 	sp->root_frame = t->root_frame;
 	sp->omitted = t->omitted;
 }
 
-/* Put the stack kept in ps->spare back as t's, at t->first. */
+/* Put the stack kept in st->spare back as t's, at t->first. */
 static void spare_restore(struct py_sampler *ps, struct py_thread *t,
 			  struct py_sample *out)
 {
-	const struct walk_spare *sp = &ps->spare;
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
+	const struct walk_spare *sp = &st->spare;
 	size_t n = sp->nr, f = t->first;
 
 	walk_room(ps, out, f + n);
-	memcpy(ps->code_addrs + f, sp->code_addrs, n * sizeof(*sp->code_addrs));
-	memcpy(ps->frame_addrs + f, sp->frame_addrs,
+	memcpy(w->code_addrs + f, sp->code_addrs, n * sizeof(*sp->code_addrs));
+	memcpy(w->frame_addrs + f, sp->frame_addrs,
 	       n * sizeof(*sp->frame_addrs));
-	memcpy(ps->tlbc_arrays + f, sp->tlbc_arrays,
+	memcpy(w->tlbc_arrays + f, sp->tlbc_arrays,
 	       n * sizeof(*sp->tlbc_arrays));
-	memcpy(ps->addrqs + f, sp->addrqs, n * sizeof(*sp->addrqs));
-	memcpy(ps->entries + f, sp->entries, n * sizeof(*sp->entries));
-	memcpy(ps->gen_frames + f, sp->gen_frames, n * sizeof(*sp->gen_frames));
-	memcpy(ps->tlbcs + f, sp->tlbcs, n * sizeof(*sp->tlbcs));
+	memcpy(w->addrqs + f, sp->addrqs, n * sizeof(*sp->addrqs));
+	memcpy(w->entries + f, sp->entries, n * sizeof(*sp->entries));
+	memcpy(w->gen_frames + f, sp->gen_frames, n * sizeof(*sp->gen_frames));
+	memcpy(w->tlbcs + f, sp->tlbcs, n * sizeof(*sp->tlbcs));
 	out->nr_frames = f + n;
 	t->depth = n;
 	t->root_frame = sp->root_frame;
@@ -647,10 +738,11 @@ static void spare_restore(struct py_sampler *ps, struct py_thread *t,
 static void keep_stop_key(struct py_sampler *ps, const struct py_thread *t,
 			  const struct walk_key *key, size_t nr_key)
 {
+	struct py_sampler_state *st = ps->state;
 	struct walk_stop_key *sk;
 
-	ALLOC_GROW(ps->stop_keys, ps->nr_stop_keys + 1, ps->alloc_stop_keys);
-	sk = &ps->stop_keys[ps->nr_stop_keys++];
+	ALLOC_GROW(st->stop_keys, st->nr_stop_keys + 1, st->alloc_stop_keys);
+	sk = &st->stop_keys[st->nr_stop_keys++];
 	sk->ident = t->ident;
 	sk->nr = nr_key;
 	memcpy(sk->key, key, nr_key * sizeof(*key));
@@ -660,16 +752,17 @@ static void keep_stop_key(struct py_sampler *ps, const struct py_thread *t,
 static const struct walk_stop_key *find_stop_key(const struct py_sampler *ps,
 						 const struct py_thread *t)
 {
+	const struct py_sampler_state *st = ps->state;
 	size_t i;
 
-	for (i = 0; i < ps->nr_stop_keys; i++)
-		if (ps->stop_keys[i].ident == t->ident)
-			return &ps->stop_keys[i];
+	for (i = 0; i < st->nr_stop_keys; i++)
+		if (st->stop_keys[i].ident == t->ident)
+			return &st->stop_keys[i];
 	return NULL;
 }
 
 /*
- * Walk t's frames, from the copy of its thread state in ps->tstate_buf,
+ * Walk t's frames, from the copy of its thread state in w->tstate_buf,
  * onto the end of out.  A chain that was torn (it changed while it was
  * read) or could not be read through is read again from a fresh copy
  * of the thread state: the thread has moved on, and dropping the whole
@@ -693,6 +786,8 @@ static const struct walk_stop_key *find_stop_key(const struct py_sampler *ps,
 static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 				    struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	struct walk_key key[WALK_KEY_MAX];
 	size_t nr_key = 0;
 	int have_spare = 0;
@@ -704,11 +799,13 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		int torn;
 
 		t->first = out->nr_frames;
-		ps->root_frame = 0;
-		ps->moved = attempt;
-		why = pyframe_walk(ps, t->tstate, out);
-		t->root_frame = ps->root_frame;
-		t->omitted = ps->omitted;
+		w->root_frame = 0;
+		w->moved = attempt;
+		w->omitted = 0;
+		w->torn_at = 0;
+		why = w->ops->walk(w, t->tstate, out);
+		t->root_frame = w->root_frame;
+		t->omitted = w->omitted;
 		t->depth = out->nr_frames - t->first;
 		torn = why == DROP_INVALID || why == DROP_READ;
 		t->torn = 0;
@@ -732,7 +829,7 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 			t->torn = 1;
 			return DROP_NONE;
 		}
-		if (!why && !attempt && ps->nr_stop_keys) {
+		if (!why && !attempt && st->nr_stop_keys) {
 			const struct walk_stop_key *sk = find_stop_key(ps, t);
 
 			if (sk)
@@ -761,33 +858,16 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 			return why;
 		}
 		out->nr_frames = t->first;
-		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
+		r = proc_read(ps->rt->pid, t->tstate, w->tstate_buf,
 			      (size_t)ps->rt->off->tstate_size);
 		if (r)
-			return py_read_error(r);
+			return pywalk_read_error(r);
 	}
 	if (attempt)
 		ps->walks_again++;
 	return DROP_NONE;
 }
 
-/*
- * Does t's stack start where a thread's must?  A generator's or a
- * coroutine's frame is never a thread's first: reached as the last
- * frame, the chain was read while that generator was suspending or
- * resuming, and its link to its caller was missed.  (Frames past the
- * depth limit are not read: nothing to tell then.)
- */
-static int starts_at_root(const struct py_sample *out,
-			  const struct py_thread *t)
-{
-	const struct pycode *root;
-
-	if (!t->depth || t->omitted)
-		return 1;
-	root = out->frames[t->first + t->depth - 1].code;
-	return !(root->flags & PYCODE_SUSPENDABLE);
-}
 
 /*
  * Read again, once, the stacks of out's threads that do not start where
@@ -796,6 +876,8 @@ static int starts_at_root(const struct py_sample *out,
 static enum drop_reason check_roots(struct py_sampler *ps,
 				    struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t i, from = out->nr_frames;
 	enum drop_reason why = DROP_NONE;
 	int r;
@@ -803,20 +885,20 @@ static enum drop_reason check_roots(struct py_sampler *ps,
 	for (i = 0; i < out->nr_threads && !why; i++) {
 		struct py_thread *t = &out->threads[i];
 
-		if (starts_at_root(out, t))
+		if (pywalk_starts_at_root(out, t))
 			continue;
-		r = proc_read(ps->rt->pid, t->tstate, ps->tstate_buf,
+		r = proc_read(ps->rt->pid, t->tstate, w->tstate_buf,
 			      (size_t)ps->rt->off->tstate_size);
-		why = r ? py_read_error(r) : walk_thread(ps, t, out);
+		why = r ? pywalk_read_error(r) : walk_thread(ps, t, out);
 		/* One stack, read again: not a second one. */
 		ps->walks--;
 		if (!why)
 			ps->walks_again++;
 	}
 	if (!why && out->nr_frames > from)
-		why = pyresolve_frames(ps, out, from);
+		why = pyresolve_frames(w, out, from);
 	for (i = 0; i < out->nr_threads && !why; i++)
-		if (!starts_at_root(out, &out->threads[i]))
+		if (!pywalk_starts_at_root(out, &out->threads[i]))
 			why = DROP_INVALID;
 	return why;
 }
@@ -828,28 +910,29 @@ static enum drop_reason check_roots(struct py_sampler *ps,
  */
 static void drop_hidden_frames(struct py_sampler *ps, struct py_sample *out)
 {
-	size_t i, j, w;
+	struct pywalk *w = &ps->state->walk;
+	size_t i, j, kept;
 
 	for (i = 0; i < out->nr_threads; i++) {
 		struct py_thread *t = &out->threads[i];
 
-		for (j = w = t->first; j < t->first + t->depth; j++) {
+		for (j = kept = t->first; j < t->first + t->depth; j++) {
 			const struct py_frame *fr = &out->frames[j];
 
 			if (fr->code->hidden) {
-				if (fr->entry && w > t->first) {
-					out->frames[w - 1].entry = fr->entry;
-					ps->entries[w - 1] = fr->entry;
+				if (fr->entry && kept > t->first) {
+					out->frames[kept - 1].entry = fr->entry;
+					w->entries[kept - 1] = fr->entry;
 				}
 				continue;
 			}
-			if (w != j) {
-				out->frames[w] = *fr;
-				move_frames(ps, w, j, 1);
+			if (kept != j) {
+				out->frames[kept] = *fr;
+				move_frames(ps, kept, j, 1);
 			}
-			w++;
+			kept++;
 		}
-		t->depth = w - t->first;
+		t->depth = kept - t->first;
 	}
 }
 
@@ -896,13 +979,14 @@ static uint64_t gc_flag_addr(const struct py_sampler *ps, uint64_t interp)
  */
 static int gc_collecting(struct py_sampler *ps, uint64_t interp, size_t n)
 {
+	struct py_sampler_state *st = ps->state;
 	uint64_t at;
 	int32_t collecting;
 
 	if (!ps->want_gc)
 		return 0;
-	if (n && ps->pre_gc_read)
-		return ps->pre_gc == 1;
+	if (n && st->pre_gc_read)
+		return st->pre_gc == 1;
 	at = gc_flag_addr(ps, interp);
 	if (!at || proc_read(ps->rt->pid, at, &collecting, sizeof(collecting)))
 		return 0;
@@ -916,12 +1000,14 @@ static int gc_collecting(struct py_sampler *ps, uint64_t interp, size_t n)
  * only interpreter, its first thread state, each one's next, the last
  * one's none, each one's interpreter), the sample needs no other read to
  * find its threads.  Returns how many thread states are in
- * ps->tstate_bufs, in order; 0 when they must be found one by one.
+ * st->tstate_bufs, in order; 0 when they must be found one by one.
  */
 static size_t prefetch_threads(struct py_sampler *ps)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	const struct py_offsets *off = ps->rt->off;
-	size_t n = ps->nr_pre, size = (size_t)off->tstate_size, i;
+	size_t n = st->nr_pre, size = (size_t)off->tstate_size, i;
 	uint64_t head_addr = interp_head_addr(ps->rt), interp = 0, next, gc_at;
 	size_t nio;
 	long lo, hi;
@@ -929,49 +1015,49 @@ static size_t prefetch_threads(struct py_sampler *ps)
 	if (!n || !head_addr)
 		return 0;
 	interp_head_span(off, &lo, &hi);
-	py_sampler_grow_iov(ps, 2 * n + 3);
-	py_sampler_set_iov(ps, 0, &interp, head_addr, sizeof(interp));
-	py_sampler_set_iov(ps, 1, ps->pre_head, ps->pre_interp + (uint64_t)lo,
+	pywalk_grow_iov(w, 2 * n + 3);
+	pywalk_set_iov(w, 0, &interp, head_addr, sizeof(interp));
+	pywalk_set_iov(w, 1, st->pre_head, st->pre_interp + (uint64_t)lo,
 			   (size_t)(hi + 8 - lo));
 	for (i = 0; i < n; i++)
-		py_sampler_set_iov(ps, i + 2, ps->tstate_bufs + i * size,
-				   ps->pre_tstates[i], size);
+		pywalk_set_iov(w, i + 2, st->tstate_bufs + i * size,
+				   st->pre_tstates[i], size);
 	nio = n + 2;
 	/*
 	 * Up to 3.10, each thread's tid too, from its struct pthread: good
 	 * when the thread state still names that pthread_t (new_thread).
 	 */
-	memset(ps->pre_tids, 0, n * sizeof(*ps->pre_tids));
+	memset(st->pre_tids, 0, n * sizeof(*st->pre_tids));
 	if (off->tstate_native_thread_id == OFF_NONE &&
-	    ps->pthread_tid_at >= 0) {
+	    st->pthread_tid_at >= 0) {
 		for (i = 0; i < n; i++) {
-			if (ps->pre_idents[i])
-				py_sampler_set_iov(
-				    ps, nio++, &ps->pre_tids[i],
-				    ps->pre_idents[i] +
-					(uint64_t)ps->pthread_tid_at,
-				    sizeof(ps->pre_tids[i]));
+			if (st->pre_idents[i])
+				pywalk_set_iov(
+				    w, nio++, &st->pre_tids[i],
+				    st->pre_idents[i] +
+					(uint64_t)st->pthread_tid_at,
+				    sizeof(st->pre_tids[i]));
 		}
 	}
 	/* The collector's flag, in the same read (a system call less). */
-	ps->pre_gc = 0;
-	gc_at = ps->want_gc ? gc_flag_addr(ps, ps->pre_interp) : 0;
-	ps->pre_gc_read = gc_at != 0;
+	st->pre_gc = 0;
+	gc_at = ps->want_gc ? gc_flag_addr(ps, st->pre_interp) : 0;
+	st->pre_gc_read = gc_at != 0;
 	if (gc_at)
-		py_sampler_set_iov(ps, nio++, &ps->pre_gc, gc_at,
-				   sizeof(ps->pre_gc));
+		pywalk_set_iov(w, nio++, &st->pre_gc, gc_at,
+				   sizeof(st->pre_gc));
 	/* Regions that failed read as zeros: no tid, and no link holds. */
-	if (proc_readv(ps->rt->pid, ps->local, ps->remote, nio) <
+	if (proc_readv(ps->rt->pid, w->local, w->remote, nio) <
 		(int)(n + 2) ||
-	    interp != ps->pre_interp ||
-	    load_u64(ps->pre_head, off->interp_next - lo) ||
-	    load_u64(ps->pre_head, off->interp_threads_head - lo) !=
-		ps->pre_tstates[0])
+	    interp != st->pre_interp ||
+	    load_u64(st->pre_head, off->interp_next - lo) ||
+	    load_u64(st->pre_head, off->interp_threads_head - lo) !=
+		st->pre_tstates[0])
 		return 0;
 	for (i = 0; i < n; i++) {
-		const unsigned char *buf = ps->tstate_bufs + i * size;
+		const unsigned char *buf = st->tstate_bufs + i * size;
 
-		next = i + 1 < n ? ps->pre_tstates[i + 1] : 0;
+		next = i + 1 < n ? st->pre_tstates[i + 1] : 0;
 		if (load_u64(buf, off->tstate_interp) != interp ||
 		    load_u64(buf, off->tstate_next) != next)
 			return 0;
@@ -983,27 +1069,28 @@ static size_t prefetch_threads(struct py_sampler *ps)
 static void remember_threads(struct py_sampler *ps, uint64_t interp,
 			     const struct py_sample *out, size_t nr)
 {
+	struct py_sampler_state *st = ps->state;
 	size_t i, size = (size_t)ps->rt->off->tstate_size;
 
-	ps->nr_pre = 0;
+	st->nr_pre = 0;
 	if (!interp || !nr)
 		return;
-	ALLOC_GROW(ps->pre_tstates, nr, ps->alloc_pre);
-	ALLOC_GROW(ps->pre_idents, nr, ps->alloc_pre_idents);
-	ALLOC_GROW(ps->pre_tids, nr, ps->alloc_pre_tids);
-	if (ps->alloc_tstate_bufs < nr) {
-		free(ps->tstate_bufs);
-		ps->tstate_bufs = xmalloc(nr * size);
-		ps->alloc_tstate_bufs = nr;
+	ALLOC_GROW(st->pre_tstates, nr, st->alloc_pre);
+	ALLOC_GROW(st->pre_idents, nr, st->alloc_pre_idents);
+	ALLOC_GROW(st->pre_tids, nr, st->alloc_pre_tids);
+	if (st->alloc_tstate_bufs < nr) {
+		free(st->tstate_bufs);
+		st->tstate_bufs = xmalloc(nr * size);
+		st->alloc_tstate_bufs = nr;
 	}
-	if (!ps->pre_head)
-		ps->pre_head = xmalloc(INTERP_HEAD_MAX);
+	if (!st->pre_head)
+		st->pre_head = xmalloc(INTERP_HEAD_MAX);
 	for (i = 0; i < nr; i++) {
-		ps->pre_tstates[i] = out->threads[i].tstate;
-		ps->pre_idents[i] = out->threads[i].ident;
+		st->pre_tstates[i] = out->threads[i].tstate;
+		st->pre_idents[i] = out->threads[i].ident;
 	}
-	ps->pre_interp = interp;
-	ps->nr_pre = nr;
+	st->pre_interp = interp;
+	st->nr_pre = nr;
 }
 
 static int compare_idents(const void *a, const void *b)
@@ -1015,43 +1102,47 @@ static int compare_idents(const void *a, const void *b)
 
 void py_sampler_walk_only(struct py_sampler *ps, uint64_t *idents, size_t n)
 {
+	struct py_sampler_state *st = ps->state;
 	if (idents)
 		qsort(idents, n, sizeof(*idents), compare_idents);
-	ps->walk_only = idents;
-	ps->nr_walk_only = idents ? n : 0;
+	st->walk_only = idents;
+	st->nr_walk_only = idents ? n : 0;
 }
 
-/* Whether ps->walk_only, if set, has the thread with this ident. */
+/* Whether st->walk_only, if set, has the thread with this ident. */
 static int walk_wanted(const struct py_sampler *ps, uint64_t ident)
 {
-	return !ps->walk_only ||
-	       bsearch(&ident, ps->walk_only, ps->nr_walk_only,
-		       sizeof(*ps->walk_only), compare_idents);
+	const struct py_sampler_state *st = ps->state;
+	return !st->walk_only ||
+	       bsearch(&ident, st->walk_only, st->nr_walk_only,
+		       sizeof(*st->walk_only), compare_idents);
 }
 
 /*
- * Add the thread whose thread state, at tstate, ps->tstate_buf holds a
+ * Add the thread whose thread state, at tstate, w->tstate_buf holds a
  * copy of, without walking it; it is marked skipped if it is idle and
- * its frames are not wanted, or ps->walk_only leaves it out.
+ * its frames are not wanted, or st->walk_only leaves it out.
  */
 static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 				    uint64_t ident, long tid,
 				    struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	const struct py_offsets *off = ps->rt->off;
 	struct py_thread *t;
 
 	ALLOC_GROW(out->threads, out->nr_threads + 1, out->alloc_threads);
 	t = &out->threads[out->nr_threads++];
-	t->ident = load_u64(ps->tstate_buf, off->tstate_thread_id);
-	py_thread_set_tid(
+	t->ident = load_u64(w->tstate_buf, off->tstate_thread_id);
+	set_tid(
 	    ps, t,
 	    off->tstate_native_thread_id == OFF_NONE
 		? 0
-		: (long)load_u64(ps->tstate_buf, off->tstate_native_thread_id));
+		: (long)load_u64(w->tstate_buf, off->tstate_native_thread_id));
 	/* A tid read beside this copy, of the struct pthread it names. */
 	if (!t->tid && ident && ident == t->ident && tid > 0)
-		py_thread_set_tid(ps, t, tid);
+		set_tid(ps, t, tid);
 	t->tstate = tstate;
 	t->state = THREAD_UNKNOWN;
 	t->holds_gil = 0;
@@ -1064,11 +1155,22 @@ static struct py_thread *new_thread(struct py_sampler *ps, uint64_t tstate,
 	t->sched = 0;
 	t->attached = off->tstate_state == OFF_NONE
 			  ? -1
-			  : load_u32(ps->tstate_buf, off->tstate_state) ==
+			  : load_u32(w->tstate_buf, off->tstate_state) ==
 				(uint32_t)off->thread_attached;
-	t->skipped =
-	    !walk_wanted(ps, t->ident) ||
-	    (ps->skip_idle && ps->want_state && pystate_known_idle(ps, t));
+	t->skipped = !walk_wanted(ps, t->ident);
+	if (!t->skipped && ps->skip_idle && ps->want_state) {
+		/* Up to 3.10 its tid is where glibc keeps it. */
+		if (!t->tid && st->pthread_tid_at >= 0) {
+			int32_t id = 0;
+
+			if (!proc_read(ps->rt->pid,
+				       t->ident + (uint64_t)st->pthread_tid_at,
+				       &id, sizeof(id)) &&
+			    id > 0)
+				set_tid(ps, t, id);
+		}
+		t->skipped = pystate_known_idle(&st->tasks, t);
+	}
 	return t;
 }
 
@@ -1089,25 +1191,28 @@ static enum drop_reason add_thread(struct py_sampler *ps, uint64_t tstate,
 static enum drop_reason add_prefetched(struct py_sampler *ps, size_t n,
 				       struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	size_t tsize = (size_t)ps->rt->off->tstate_size, first, i;
 	enum drop_reason why;
 
 	first = out->nr_threads;
-	ALLOC_GROW(ps->pre_walk, n, ps->alloc_pre_walk);
+	ALLOC_GROW(st->pre_walk, n, st->alloc_pre_walk);
 	for (i = 0; i < n; i++) {
-		memcpy(ps->tstate_buf, ps->tstate_bufs + i * tsize, tsize);
-		ps->pre_walk[i] =
-		    !new_thread(ps, ps->pre_tstates[i], ps->pre_idents[i],
-				ps->pre_tids[i], out)
+		memcpy(w->tstate_buf, st->tstate_bufs + i * tsize, tsize);
+		st->pre_walk[i] =
+		    !new_thread(ps, st->pre_tstates[i], st->pre_idents[i],
+				st->pre_tids[i], out)
 			 ->skipped;
 	}
-	pyframe_prefetch(ps, ps->pre_tstates, ps->pre_walk, n);
+	w->ops->prefetch(w, st->tstate_bufs,
+				      st->pre_tstates, st->pre_walk, n);
 	for (i = 0; i < n; i++) {
 		struct py_thread *t = &out->threads[first + i];
 
-		if (!ps->pre_walk[i])
+		if (!st->pre_walk[i])
 			continue;
-		memcpy(ps->tstate_buf, ps->tstate_bufs + i * tsize, tsize);
+		memcpy(w->tstate_buf, st->tstate_bufs + i * tsize, tsize);
 		why = walk_thread(ps, t, out);
 		if (why)
 			return why;
@@ -1122,6 +1227,8 @@ static enum drop_reason add_prefetched(struct py_sampler *ps, size_t n,
 static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 				     struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t first = interp;
 	size_t interps = 0;
@@ -1143,23 +1250,23 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 		r = proc_read(ps->rt->pid, interp + (uint64_t)lo, head,
 			      (size_t)(hi + 8 - lo));
 		if (r)
-			return py_read_error(r);
+			return pywalk_read_error(r);
 		tstate = load_u64(head, off->interp_threads_head - lo);
 		next_interp = load_u64(head, off->interp_next - lo);
 		while (tstate) {
 			if (++threads > PY_MAX_THREADS)
 				return DROP_DEPTH;
-			r = proc_read(ps->rt->pid, tstate, ps->tstate_buf,
+			r = proc_read(ps->rt->pid, tstate, w->tstate_buf,
 				      (size_t)off->tstate_size);
 			if (r)
-				return py_read_error(r);
-			if (load_u64(ps->tstate_buf, off->tstate_interp) !=
+				return pywalk_read_error(r);
+			if (load_u64(w->tstate_buf, off->tstate_interp) !=
 			    interp)
 				return DROP_INVALID;
 			why = add_thread(ps, tstate, out);
 			if (why)
 				return why;
-			tstate = load_u64(ps->tstate_buf, off->tstate_next);
+			tstate = load_u64(w->tstate_buf, off->tstate_next);
 		}
 		interp = next_interp;
 	}
@@ -1182,6 +1289,7 @@ static enum drop_reason find_threads(struct py_sampler *ps, uint64_t interp,
 static enum drop_reason check_tids(const struct py_sampler *ps,
 				   const struct py_sample *out)
 {
+	const struct py_sampler_state *st = ps->state;
 	size_t i, j, n = out->nr_threads;
 
 	/*
@@ -1199,9 +1307,9 @@ static enum drop_reason check_tids(const struct py_sampler *ps,
 			    !out->threads[j].is_task)
 				return DROP_INVALID;
 	}
-	if (ps->tidmap.nested ||
+	if (st->tidmap.nested ||
 	    (ps->rt->off->tstate_native_thread_id == OFF_NONE &&
-	     ps->pthread_tid_at < 0))
+	     st->pthread_tid_at < 0))
 		return DROP_NONE;
 	for (i = 0; i < n; i++) {
 		const struct py_thread *t = &out->threads[i];
@@ -1230,6 +1338,8 @@ static enum drop_reason check_tids(const struct py_sampler *ps,
 static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 			 struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	struct py_thread *holder = NULL, *attached = NULL, *only = NULL;
 	size_t i, nr = 0, nr_attached = 0;
 
@@ -1247,18 +1357,18 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 			attached = t;
 		}
 	}
-	if (!ps->gc_collector) {
+	if (!st->gc_collector) {
 		if (gil->locked)
-			ps->gc_collector = holder ? holder->tstate : 0;
+			st->gc_collector = holder ? holder->tstate : 0;
 		else if (nr == 1)
-			ps->gc_collector = only->tstate;
+			st->gc_collector = only->tstate;
 		else if (nr_attached == 1)
-			ps->gc_collector = attached->tstate;
+			st->gc_collector = attached->tstate;
 	}
 	holder = NULL;
-	for (i = 0; ps->gc_collector && i < out->nr_threads; i++)
+	for (i = 0; st->gc_collector && i < out->nr_threads; i++)
 		if (!out->threads[i].is_task &&
-		    out->threads[i].tstate == ps->gc_collector)
+		    out->threads[i].tstate == st->gc_collector)
 			holder = &out->threads[i];
 	/* Holding the GIL, where there is one: else it waits for it. */
 	if (holder && gil->locked && gil->holder != holder->tstate)
@@ -1267,8 +1377,8 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 	 * none: the frame goes over a stack, never alone. */
 	if (!holder || !holder->depth)
 		return;
-	if (!ps->gc_code)
-		ps->gc_code = pycode_stand_in("<GC>");
+	if (!st->gc_code)
+		st->gc_code = pycode_stand_in("<GC>");
 	/* Innermost first: it goes before the holder's first frame, in
 	 * the walk's arrays too, which stay beside the frames. */
 	walk_room(ps, out, out->nr_frames + 1);
@@ -1277,14 +1387,14 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 		(out->nr_frames - holder->first) * sizeof(*out->frames));
 	move_frames(ps, holder->first + 1, holder->first,
 		    out->nr_frames - holder->first);
-	out->frames[holder->first] = (struct py_frame){ps->gc_code, 0, 0};
-	ps->code_addrs[holder->first] = 0;
-	ps->frame_addrs[holder->first] = 0;
-	ps->addrqs[holder->first] = -1;
-	ps->entries[holder->first] = 0;
-	ps->gen_frames[holder->first] = 0;
-	ps->tlbcs[holder->first] = 0;
-	ps->tlbc_arrays[holder->first] = 0;
+	out->frames[holder->first] = (struct py_frame){st->gc_code, 0, 0};
+	w->code_addrs[holder->first] = 0;
+	w->frame_addrs[holder->first] = 0;
+	w->addrqs[holder->first] = -1;
+	w->entries[holder->first] = 0;
+	w->gen_frames[holder->first] = 0;
+	w->tlbcs[holder->first] = 0;
+	w->tlbc_arrays[holder->first] = 0;
 	out->nr_frames++;
 	for (i = 0; i < out->nr_threads; i++)
 		if (&out->threads[i] != holder &&
@@ -1295,6 +1405,8 @@ static void add_gc_frame(struct py_sampler *ps, const struct gil_view *gil,
 
 enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 {
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
 	const struct py_offsets *off = ps->rt->off;
 	uint64_t interp;
 	struct gil_view gil;
@@ -1302,34 +1414,34 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	size_t n;
 	int r, collecting;
 
-	ps->sample_stamp++;
+	w->sample_stamp++;
+	w->max_depth = ps->max_depth;
 	/* The first read of a sample: keys left by the last are done with. */
 	if (ps->stop_reads)
-		ps->nr_stop_keys = 0;
+		st->nr_stop_keys = 0;
 	/* The previous sample is done with: its replaced code may go. */
-	pycode_cache_collect(&ps->codes);
+	pycode_cache_collect(&w->codes);
 	/* Copies left by a sample that was dropped are stale now. */
-	ps->nr_pre_chunks = 0;
-	ps->nr_pre_frames = 0;
+	w->ops->forget_prefetched(w);
 	out->nr_threads = 0;
 	out->nr_frames = 0;
 	out->nr_tasks = 0;
 	out->nr_awaiters = 0;
 	n = prefetch_threads(ps);
 	if (n) {
-		interp = ps->pre_interp;
+		interp = st->pre_interp;
 	} else {
 		r = pyruntime_interp_head(ps->rt, &interp);
 		if (r)
-			return py_read_error(r);
+			return pywalk_read_error(r);
 	}
 	/* The main interpreter's GIL: the one Python threads share. */
 	memset(&gil, 0, sizeof(gil));
 	collecting = gc_collecting(ps, interp, n);
 	if (!collecting)
-		ps->gc_collector = 0;
+		st->gc_collector = 0;
 	if ((ps->want_gil || collecting) && interp)
-		pygil_read(ps, interp, &gil);
+		pygil_read(ps->rt, interp, &gil);
 	if (n) {
 		why = add_prefetched(ps, n, out);
 		if (why)
@@ -1339,7 +1451,7 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 		if (why)
 			return why;
 	}
-	why = pyresolve_frames(ps, out, 0);
+	why = pyresolve_frames(w, out, 0);
 	if (!why)
 		why = check_roots(ps, out);
 	if (why)
@@ -1353,15 +1465,44 @@ enum drop_reason py_sampler_sample(struct py_sampler *ps, struct py_sample *out)
 	if (why)
 		return why;
 	if (ps->want_state || ps->want_gil)
-		pystate_annotate(ps, out, &gil);
+		pystate_annotate(&st->tasks, out, &gil, ps->want_state,
+				 ps->want_gil);
 	if (ps->want_names)
-		pynames_fill(ps, out);
+		pynames_fill(&st->names, &st->tasks, out);
 	if (ps->async) {
-		why = pyasync_read(ps, ps->async, out);
+		why = pyasync_read(w, ps->async, out);
 		if (why)
 			return why;
 		if (ps->async_stacks)
-			pyasync_stacks(ps, ps->async, out, ps->async_all);
+			pyasync_stacks(w, ps->async, out,
+				       ps->async_all);
 	}
 	return DROP_NONE;
+}
+
+void py_sampler_push_copied(struct py_sampler *ps, struct py_sample *out,
+			    uint64_t code_word, uint64_t pos_word)
+{
+	const struct py_offsets *off = ps->rt->off;
+	struct pywalk *w = &ps->state->walk;
+	uint64_t code, start;
+
+	if (off->tstate_frame != OFF_NONE) {
+		int32_t lasti = (int32_t)pos_word;
+		int units = w->codes.kind == LINETABLE_310 ? 2 : 1;
+
+		pywalk_push(w, out, 0, code_word,
+			    lasti < 0 ? -1 : (long)lasti * units, 1);
+		return;
+	}
+	code = code_word & ~PY_STACKREF_TAG_MASK;
+	start = code + (uint64_t)off->code_code_adaptive;
+	pywalk_push(w, out, 0, code,
+		    pos_word >= start ? (long)(pos_word - start) : -1, 0);
+}
+
+enum drop_reason py_sampler_name_frames(struct py_sampler *ps,
+					struct py_sample *out)
+{
+	return pyresolve_frames(&ps->state->walk, out, 0);
 }

@@ -3,10 +3,12 @@
  * Unit tests of the frame walkers (pyframe.c 3.11+, frameobj.c up to
  * 3.10) on frames of a real CPython embedded in this process: each
  * shared CPython found is loaded in a child of its own, made to call
- * back into C at a known point, and sampled there, a target perfectly
- * stopped; then its memory is made to lie as a torn read would, case by
- * case, and the sample must be dropped for the expected reason (or keep
- * the right frames), the memory put back after.
+ * back into C at a known point, and its thread walked there through a
+ * walk context of the test's own (the walker alone, without the
+ * sampler's reads again), a target perfectly stopped; then its memory
+ * is made to lie as a torn read would, case by case, and the walk must
+ * be dropped for the expected reason (or keep the right frames), the
+ * memory put back after.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,8 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "py/frameobj.h"
+#include "py/pyframe.h"
+#include "py/pyresolve.h"
 #include "py/pyruntime.h"
-#include "py/pysample.h"
+#include "py/pywalk.h"
 #include "util.h"
 
 #include "check.h"
@@ -47,12 +52,13 @@ static struct {
 	int (*dict_set_item_string)(void *, const char *, void *);
 	const char *(*unicode_as_utf8)(void *);
 	void *(*long_from_long)(long);
+	void *(*thread_state_get)(void);
 } api;
 
 static const char *slot_id; /* the version slot this child tests */
 static struct pyruntime rt;
-static struct py_sampler ps;
-static int ps_ready;
+static struct pywalk walk;
+static int walk_ready;
 static struct py_sample sample;
 static uint64_t probe_arg; /* the probe's argument: a str, not code */
 static int probes;	   /* how many scenarios called back */
@@ -73,6 +79,9 @@ static char *stack_text(const struct py_sample *s)
 
 		char line[1024];
 
+		/* the interpreter's own frames, which the sampler leaves out */
+		if (fr->code->hidden)
+			continue;
 		snprintf(line, sizeof(line), "%s|%d|%s\n", fr->code->name,
 			 fr->line, fr->code->filename);
 		strbuf_addstr(&sb, line);
@@ -81,21 +90,43 @@ static char *stack_text(const struct py_sample *s)
 }
 
 /*
- * One sample of this process with sampler p; the stack it found in
- * *text (freed by the caller), "" when dropped.
+ * One walk of this thread's frames with walk context w, as the sampler
+ * makes it; the stack it found in *text (freed by the caller), "" when
+ * dropped.
  */
-static enum drop_reason take(struct py_sampler *p, char **text)
+static enum drop_reason take(struct pywalk *w, char **text)
 {
-	enum drop_reason why = py_sampler_sample(p, &sample);
+	const struct py_offsets *off = rt.off;
+	uint64_t tstate = (uint64_t)(uintptr_t)api.thread_state_get();
+	struct py_thread *t;
+	enum drop_reason why;
 
+	w->sample_stamp++;
+	pycode_cache_collect(&w->codes);
+	sample.nr_threads = sample.nr_frames = 0;
+	ALLOC_GROW(sample.threads, 1, sample.alloc_threads);
+	t = &sample.threads[sample.nr_threads++];
+	memset(t, 0, sizeof(*t));
+	memcpy(w->tstate_buf, (void *)(uintptr_t)tstate,
+	       (size_t)off->tstate_size);
+	w->omitted = 0;
+	w->torn_at = 0;
+	w->root_frame = 0;
+	why = w->ops->walk(w, tstate, &sample);
+	t->depth = sample.nr_frames;
+	if (!why)
+		why = pyresolve_frames(w, &sample, 0);
+	/* Up to 3.10 the walker cannot tell; the sampler reads it again. */
+	if (!why && !pywalk_starts_at_root(&sample, t))
+		why = DROP_INVALID;
 	*text = why ? xstrdup("") : stack_text(&sample);
 	return why;
 }
 
-/* Where frame i of the last whole sample (0: the innermost) is. */
+/* Where frame i of the last whole walk (0: the innermost) is. */
 static uint64_t frame_at(size_t i)
 {
-	return ps.frame_addrs[sample.threads[0].first + i];
+	return walk.frame_addrs[sample.threads[0].first + i];
 }
 
 /* Memory of this process made to lie, and put back. */
@@ -144,7 +175,7 @@ static void undo(const struct lie *l)
  * expected frames again.
  */
 static void expect(const char *scenario, const char *what, const struct lie *l,
-		   size_t n, struct py_sampler *p, enum drop_reason want,
+		   size_t n, struct pywalk *p, enum drop_reason want,
 		   const char *expected)
 {
 	char *text;
@@ -162,7 +193,7 @@ static void expect(const char *scenario, const char *what, const struct lie *l,
 		failed = 1;
 	}
 	free(text);
-	why = take(&ps, &text);
+	why = take(&walk, &text);
 	if (why || strcmp(text, expected)) {
 		fprintf(stderr, "%s: %s: after %s: '%s', stack:\n%s", slot_id,
 			scenario, what, drop_reason_name(why), text);
@@ -227,22 +258,22 @@ static uint64_t garbage_frame(const struct py_offsets *off)
 	return (uint64_t)(uintptr_t)(buf + 512);
 }
 
-/* The calls ps learnt, kept aside while forget_calls holds. */
+/* The calls the walks learnt, kept aside while forget_calls holds. */
 static struct call_edges calls_known;
 
-/* Make ps a sampler that knows the code objects but no call yet. */
+/* Make the walks know the code objects but no call yet. */
 static void forget_calls(void)
 {
-	calls_known = ps.call_edges;
-	ps.call_edges.slots = NULL;
-	ps.call_edges.nr = ps.call_edges.cap = 0;
+	calls_known = walk.call_edges;
+	walk.call_edges.slots = NULL;
+	walk.call_edges.nr = walk.call_edges.cap = 0;
 }
 
-/* Give ps back the calls it learnt. */
+/* Give the walks back the calls they learnt. */
 static void remember_calls(void)
 {
-	call_edges_release(&ps.call_edges);
-	ps.call_edges = calls_known;
+	call_edges_release(&walk.call_edges);
+	walk.call_edges = calls_known;
 }
 
 /* Cases of the 3.11+ walker (pyframe.c): interpreter frames. */
@@ -255,27 +286,27 @@ static void lies_iframes(const char *scenario, const char *expected)
 	if (!strcmp(scenario, "plain")) {
 		/* A callee linked past its caller: the frame sizes tell. */
 		l[0] = lie_u64(f0 + off->iframe_previous, f2);
-		expect(scenario, "frame skipped", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "frame skipped", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A chunk frame not the thread's own: popped, reused. */
 		l[0] = lie_u8(f1 + off->iframe_owner,
 			      (unsigned char)off->owner_generator);
-		expect(scenario, "owner generator", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "owner generator", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A link to nothing mapped: the read fails. */
 		l[0] = lie_u64(f0 + off->iframe_previous, unmapped());
-		expect(scenario, "link unmapped", l, 1, &ps, DROP_READ,
+		expect(scenario, "link unmapped", l, 1, &walk, DROP_READ,
 		       expected);
 		/* A chain ending at a frame no thread starts with. */
 		l[0] = lie_u64(f0 + off->iframe_previous, garbage_frame(off));
-		expect(scenario, "link to garbage", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "link to garbage", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A frame of no code: popped (3.14 clears it). */
 		l[0] = lie_u64(f1 + off->iframe_code, 0);
-		expect(scenario, "no code", l, 1, &ps, DROP_INVALID, expected);
+		expect(scenario, "no code", l, 1, &walk, DROP_INVALID, expected);
 		/* A code pointer at another object (a str). */
 		l[0] = lie_u64(f1 + off->iframe_code, probe_arg);
-		expect(scenario, "code is a str", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code is a str", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/*
 		 * A code pointer at nothing mapped, below the frame's
@@ -283,10 +314,10 @@ static void lies_iframes(const char *scenario, const char *expected)
 		 * running frame's.
 		 */
 		l[0] = lie_u64(f1 + off->iframe_code, unmapped_at(0));
-		expect(scenario, "code unmapped below", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code unmapped below", l, 1, &walk, DROP_INVALID,
 		       expected);
 		l[0] = lie_u64(f1 + off->iframe_code, unmapped_at(1));
-		expect(scenario, "code unmapped above", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code unmapped above", l, 1, &walk, DROP_INVALID,
 		       expected);
 		if (off->iframe_stacktop != OFF_NONE &&
 		    off->hexversion < 0x030e0000) {
@@ -298,10 +329,10 @@ static void lies_iframes(const char *scenario, const char *expected)
 			forget_calls();
 			l[0] = lie_i32(f1 + off->iframe_stacktop, -1);
 			expect(scenario, "caller running, pair never seen", l,
-			       1, &ps, DROP_INVALID, expected);
+			       1, &walk, DROP_INVALID, expected);
 			remember_calls();
 			l[0] = lie_i32(f1 + off->iframe_stacktop, -1);
-			expect(scenario, "caller running, pair seen", l, 1, &ps,
+			expect(scenario, "caller running, pair seen", l, 1, &walk,
 			       DROP_NONE, expected);
 		}
 		if (off->hexversion >= 0x030e0000) {
@@ -313,11 +344,11 @@ static void lies_iframes(const char *scenario, const char *expected)
 			forget_calls();
 			l[0] = lie_u64(f0 + off->iframe_code, 0);
 			expect(scenario, "callee returned, pair never seen", l,
-			       1, &ps, DROP_INVALID, expected);
+			       1, &walk, DROP_INVALID, expected);
 			remember_calls();
 			l[0] = lie_u64(f0 + off->iframe_code, 0);
 			expect(scenario, "callee returned, pair seen", l, 1,
-			       &ps, DROP_NONE, expected);
+			       &walk, DROP_NONE, expected);
 		}
 	}
 	if (!strcmp(scenario, "gen") || !strcmp(scenario, "coro")) {
@@ -328,7 +359,7 @@ static void lies_iframes(const char *scenario, const char *expected)
 		/* A generator suspended while the chain was read. */
 		l[0] = lie_u8(g + off->gen_state_at,
 			      (unsigned char)(off->gen_executing - 1));
-		expect(scenario, "generator not running", l, 1, &ps,
+		expect(scenario, "generator not running", l, 1, &walk,
 		       DROP_INVALID, expected);
 	}
 	if (!strcmp(scenario, "gen")) {
@@ -336,11 +367,11 @@ static void lies_iframes(const char *scenario, const char *expected)
 
 		/* Generators' frames linked into a loop. */
 		l[0] = lie_u64(g2 + off->iframe_previous, g4);
-		expect(scenario, "loop of generators", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "loop of generators", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* The chain cut at a generator: no thread starts there. */
 		l[0] = lie_u64(g1 + off->iframe_previous, 0);
-		expect(scenario, "ends at a generator", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "ends at a generator", l, 1, &walk, DROP_INVALID,
 		       expected);
 	}
 }
@@ -356,34 +387,34 @@ static void lies_frame_objects(const char *scenario, const char *expected)
 	if (!strcmp(scenario, "plain")) {
 		/* A caller held once: freed and reused mid-read. */
 		l[0] = lie_u64(f1 + off->frame_refcnt, 1);
-		expect(scenario, "caller held once", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "caller held once", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A caller that does not run. */
 		l[0] = lie_u8(f1 + off->frame_executing,
 			      (unsigned char)(running + 1));
-		expect(scenario, "caller not running", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "caller not running", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* Frames linked into a loop. */
 		l[0] = lie_u64(f2 + off->frame_back, f1);
-		expect(scenario, "loop", l, 1, &ps, DROP_INVALID, expected);
+		expect(scenario, "loop", l, 1, &walk, DROP_INVALID, expected);
 		/* A link to nothing mapped: reads as zeros, not a frame. */
 		l[0] = lie_u64(f0 + off->frame_back, unmapped());
-		expect(scenario, "link unmapped", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "link unmapped", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A link to bytes that are no frame. */
 		l[0] = lie_u64(f0 + off->frame_back, garbage_frame(off));
-		expect(scenario, "link to garbage", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "link to garbage", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A code pointer at another object (a str). */
 		l[0] = lie_u64(f1 + off->frame_code, probe_arg);
-		expect(scenario, "code is a str", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code is a str", l, 1, &walk, DROP_INVALID,
 		       expected);
 		/* A code pointer at nothing mapped: no running frame's. */
 		l[0] = lie_u64(f1 + off->frame_code, unmapped_at(0));
-		expect(scenario, "code unmapped below", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code unmapped below", l, 1, &walk, DROP_INVALID,
 		       expected);
 		l[0] = lie_u64(f1 + off->frame_code, unmapped_at(1));
-		expect(scenario, "code unmapped above", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "code unmapped above", l, 1, &walk, DROP_INVALID,
 		       expected);
 	}
 	if (!strcmp(scenario, "gen") || !strcmp(scenario, "coro")) {
@@ -392,13 +423,13 @@ static void lies_frame_objects(const char *scenario, const char *expected)
 		/* A generator suspended while the chain was read. */
 		l[0] = lie_u8(frame_at(mid) + off->frame_executing,
 			      (unsigned char)(running + 1));
-		expect(scenario, "generator not running", l, 1, &ps,
+		expect(scenario, "generator not running", l, 1, &walk,
 		       DROP_INVALID, expected);
 	}
 	if (!strcmp(scenario, "gen")) {
 		/* The chain cut at a generator: no thread starts there. */
 		l[0] = lie_u64(frame_at(4) + off->frame_back, 0);
-		expect(scenario, "ends at a generator", l, 1, &ps, DROP_INVALID,
+		expect(scenario, "ends at a generator", l, 1, &walk, DROP_INVALID,
 		       expected);
 	}
 }
@@ -424,13 +455,15 @@ static void *probe(void *self, void *arg)
 	memcpy(scenario, text, (size_t)(expected - text));
 	scenario[expected - text] = 0;
 	expected++;
-	if (!ps_ready) {
-		py_sampler_init(&ps, &rt);
-		ps_ready = 1;
+	if (!walk_ready) {
+		pywalk_init(&walk, &rt,
+			    rt.off->tstate_frame != OFF_NONE ? &frameobj_walker
+							     : &chunk_walker);
+		walk_ready = 1;
 	}
 	/* Taken whole every time: calls are learnt in two samples (3.11). */
 	for (i = 0; i < 3; i++) {
-		why = take(&ps, &got);
+		why = take(&walk, &got);
 		if (why || strcmp(got, expected)) {
 			fprintf(stderr,
 				"%s: %s: sample %d: '%s'\n  spyc:\n%s"
@@ -524,6 +557,7 @@ static int load_api(void *lib)
 	SYM(dict_set_item_string, "PyDict_SetItemString");
 	SYM(unicode_as_utf8, "PyUnicode_AsUTF8");
 	SYM(long_from_long, "PyLong_FromLong");
+	SYM(thread_state_get, "PyThreadState_Get");
 #undef SYM
 	return 0;
 }
