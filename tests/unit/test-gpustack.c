@@ -17,7 +17,11 @@
 
 #include "check.h"
 
-/* Every table gives a layout of its kind, but free-threaded ones. */
+/*
+ * Every table gives a layout of its kind, but those of free-threaded
+ * builds with thread-local bytecode (3.14t on: a frame's instruction may
+ * be in a copy the agent does not follow); 3.13t has none.
+ */
 static void test_layouts(void)
 {
 	size_t i;
@@ -28,7 +32,7 @@ static void test_layouts(void)
 		unsigned minor = (off->hexversion >> 16) & 0xff;
 		int r = gpu_py_layout_fill(off, &l);
 
-		if (off->free_threaded) {
+		if (off->free_threaded && off->iframe_tlbc_index != OFF_NONE) {
 			CHECK(r == -1);
 			continue;
 		}
