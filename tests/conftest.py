@@ -83,6 +83,15 @@ QUICK_LEFT_OUT_TESTS = set(["test_result_unchanged_under_thousands_of_native_sam
 # tier.  Every other test runs on the static slot as on the others.
 STATIC_LEFT_OUT = QUICK_LEFT_OUT
 STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | QUICK_LEFT_OUT_TESTS
+# The free-threaded builds (three slots) run the long robustness files on
+# the newest one only, in every tier: each older one runs every other
+# test (its own tables, its walks held to the truth), and the newest reads
+# as they do with thread-local bytecode besides.  Keeps a whole run near
+# an hour.
+FREE_THREADED_LEFT_OUT = QUICK_LEFT_OUT
+# Tests that read a tree of processes under faults (some 14 s a slot): on
+# SPREAD_SLOTS only, the layouts where the walk differs.
+SPREAD_ONLY_TESTS = set(["test_record_subprocesses"])
 # What must be here (SPYC_REQUIRE): "slots", every test slot filled;
 # "agent", spyc-agent.so built; "tools", every program and package the
 # tests check spyc's output or run their targets with (scripts/install-deps
@@ -223,6 +232,27 @@ def static_twin_filled(slot):
                tuple(s.interpreter.version_info[:3]) == v for s in SLOTS)
 
 
+def newest_free_threaded_slot():
+    """The newest filled free-threaded slot, or None."""
+    found = [s for s in SLOTS
+             if s.interpreter is not None and s.is_free_threaded]
+    return found[-1] if found else None
+
+
+def spread_slots():
+    """The slots where the walk differs: the oldest and newest with the
+    GIL, 3.10 (the last of frame objects), 3.11 (the first of data-stack
+    chunks), 3.12 (C-stack shims) and the newest free-threaded one."""
+    filled = [s for s in SLOTS if s.interpreter is not None and
+              s.name != "static" and not s.is_free_threaded]
+    picked = filled[:1] + filled[-1:] + [
+        s for s in filled
+        if tuple(s.interpreter.version_info[:2]) in ((3, 10), (3, 11),
+                                                      (3, 12))]
+    ft = newest_free_threaded_slot()
+    return set(s.id for s in picked + ([ft] if ft else []))
+
+
 def quick_drops(item, name, slot, newest):
     """Whether the quick tier leaves item out."""
     every_slot = (name in QUICK_EVERY_SLOT and
@@ -234,6 +264,8 @@ def quick_drops(item, name, slot, newest):
 
 def pytest_collection_modifyitems(config, items):
     newest = newest_slot()
+    newest_ft = newest_free_threaded_slot()
+    spread = spread_slots()
     keep, drop = [], []
     for item in items:
         name = os.path.basename(str(item.fspath))
@@ -242,7 +274,11 @@ def pytest_collection_modifyitems(config, items):
         if (QUICK and quick_drops(item, name, slot, newest)) or (
                 (name in STATIC_LEFT_OUT or
                  item.originalname in STATIC_LEFT_OUT_TESTS) and
-                static_twin_filled(slot)):
+                static_twin_filled(slot)) or (
+                name in FREE_THREADED_LEFT_OUT and slot is not None and
+                slot.is_free_threaded and slot is not newest_ft) or (
+                item.originalname in SPREAD_ONLY_TESTS and
+                slot is not None and slot.id not in spread):
             drop.append(item)
         else:
             keep.append(item)
