@@ -284,10 +284,23 @@ static void lies_iframes(const char *scenario, const char *expected)
 	struct lie l[1];
 
 	if (!strcmp(scenario, "plain")) {
+		uint64_t outer = frame_at(sample.threads[0].depth - 1);
+
 		/* A callee linked past its caller: the frame sizes tell. */
 		l[0] = lie_u64(f0 + off->iframe_previous, f2);
 		expect(scenario, "frame skipped", l, 1, &walk, DROP_INVALID,
 		       expected);
+		/*
+		 * The innermost linked to what is under the thread's first
+		 * frame (the bottom shim, 3.15's base frame, nothing on
+		 * 3.11): a chain that ends as a thread's does, but from a
+		 * frame that is not where a thread's first frame goes.
+		 */
+		l[0] = lie_u64(f0 + off->iframe_previous,
+			       *(uint64_t *)(uintptr_t)(outer +
+							off->iframe_previous));
+		expect(scenario, "linked to the thread's bottom", l, 1, &walk,
+		       DROP_INVALID, expected);
 		/* A chunk frame not the thread's own: popped, reused. */
 		l[0] = lie_u8(f1 + off->iframe_owner,
 			      (unsigned char)off->owner_generator);
