@@ -89,9 +89,16 @@ STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | QUICK_LEFT_OUT_TESTS
 # as they do with thread-local bytecode besides.  Keeps a whole run near
 # an hour.
 FREE_THREADED_LEFT_OUT = QUICK_LEFT_OUT
-# Tests that read a tree of processes under faults (some 14 s a slot): on
-# SPREAD_SLOTS only, the layouts where the walk differs.
-SPREAD_ONLY_TESTS = set(["test_record_subprocesses"])
+# Long robustness runs and comparisons (5-14 s a slot): on spread_slots()
+# only, the layouts where the walk differs.  Every slot runs every other
+# test of their files.
+SPREAD_ONLY_TESTS = set([
+    "test_record_subprocesses",                     # a tree, under faults
+    "test_record_many_samples",                     # 3 modes, under faults
+    "test_stopped_by_someone_else",                 # hostile: SIGSTOP'd
+    "test_stopped_launched", "test_launched",       # hostile programs
+    "test_attached_native",
+    "test_blocking_does_not_lean_to_system_calls"])  # a comparison
 # What must be here (SPYC_REQUIRE): "slots", every test slot filled;
 # "agent", spyc-agent.so built; "tools", every program and package the
 # tests check spyc's output or run their targets with (scripts/install-deps
