@@ -4,9 +4,11 @@
 #include "sys/native.h"
 
 #include <dwarf.h>
+#include <elf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libunwind-ptrace.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,6 +152,136 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 	return 0;
 }
 
+/* libunwind's, exported though not declared: ip in a search table. */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
+					      unw_word_t ip, unw_dyn_info_t *di,
+					      unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+/* The mapping of maps (sorted by address) that holds addr, or NULL. */
+static const struct proc_map *mapping_at(const struct proc_maps *maps,
+					 uint64_t addr)
+{
+	size_t lo = 0, hi = maps->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct proc_map *m = &maps->maps[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* Whether an .eh_frame_hdr encoding reads 4 bytes (what ld writes). */
+static int four_bytes(unsigned char enc)
+{
+	return (enc & 0x0f) == DW_EH_PE_udata4 ||
+	       (enc & 0x0f) == DW_EH_PE_sdata4;
+}
+
+/*
+ * The binary-search table of the module mapped at ip, found in the
+ * target's memory rather than in the module's file: its ELF and program
+ * headers (in its first mapping), then PT_GNU_EH_FRAME's .eh_frame_hdr.
+ * For a module whose file libunwind cannot open at the path maps gives:
+ * one replaced on disk since it was loaded (an upgrade under a running
+ * job: maps says "(deleted)"), or one out of spyc's reach.  Returns 0,
+ * or -1 if there is no such table.
+ */
+static int table_from_memory(struct native_unwinder *nu, uint64_t ip,
+			     unw_dyn_info_t *di)
+{
+	const struct proc_maps *maps = &nu->mem.ro;
+	const struct proc_map *m = mapping_at(maps, ip), *first = NULL;
+	Elf64_Phdr ph[64];
+	Elf64_Ehdr eh;
+	const Elf64_Phdr *text = NULL, *hdr_ph = NULL;
+	uint64_t load_base = 0, hdr;
+	unsigned char head[12];
+	uint32_t fdes;
+	size_t i;
+	int have_base = 0;
+
+	if (!m || !m->inode)
+		return -1;
+	/* The module's first mapping: of its file's start, lowest. */
+	for (i = 0; i < maps->nr; i++)
+		if (maps->maps[i].inode == m->inode && !maps->maps[i].offset &&
+		    maps->maps[i].path &&
+		    !strcmp(maps->maps[i].path, m->path)) {
+			first = &maps->maps[i];
+			break;
+		}
+	if (!first || proc_read(nu->pid, first->start, &eh, sizeof(eh)) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+	    eh.e_phnum > sizeof(ph) / sizeof(ph[0]) ||
+	    eh.e_phoff + eh.e_phnum * sizeof(Elf64_Phdr) >
+		first->end - first->start ||
+	    proc_read(nu->pid, first->start + eh.e_phoff, ph,
+		      eh.e_phnum * sizeof(Elf64_Phdr)))
+		return -1;
+	/* Where the segment of file offset 0 was put: the load bias. */
+	for (i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && !have_base) {
+			load_base = first->start - (ph[i].p_vaddr & ~0xfffULL);
+			have_base = 1;
+		}
+	for (i = 0; have_base && i < eh.e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			hdr_ph = &ph[i];
+		else if (ph[i].p_type == PT_LOAD &&
+			 ip - load_base >= ph[i].p_vaddr &&
+			 ip - load_base - ph[i].p_vaddr < ph[i].p_memsz)
+			text = &ph[i];
+	}
+	if (!hdr_ph || !text)
+		return -1;
+	hdr = load_base + hdr_ph->p_vaddr;
+	/*
+	 * version, the encodings of eh_frame_ptr, fde_count and the table,
+	 * eh_frame_ptr, fde_count: the table follows, pairs of 4-byte
+	 * offsets from hdr (datarel), as libunwind reads it.
+	 */
+	if (proc_read(nu->pid, hdr, head, sizeof(head)) || head[0] != 1 ||
+	    !four_bytes(head[1]) || !four_bytes(head[2]) ||
+	    (head[2] & 0x70) != DW_EH_PE_absptr ||
+	    head[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -1;
+	memcpy(&fdes, head + 8, sizeof(fdes));
+	memset(di, 0, sizeof(*di));
+	di->format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di->start_ip = load_base + text->p_vaddr;
+	di->end_ip = di->start_ip + text->p_memsz;
+	di->u.rti.segbase = hdr;
+	di->u.rti.table_data = hdr + sizeof(head);
+	di->u.rti.table_len = (uint64_t)fdes * 8 / sizeof(unw_word_t);
+	return 0;
+}
+
+/*
+ * libunwind's search, by the module's file at its maps path; where that
+ * finds nothing, by the table in the target's memory (table_from_memory).
+ */
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip,
+			  unw_proc_info_t *pi, int need_unwind_info, void *arg)
+{
+	unw_dyn_info_t di;
+	int r = _UPT_find_proc_info(as, ip, pi, need_unwind_info, arg);
+
+	if (r != -UNW_ENOINFO || !active || table_from_memory(active, ip, &di))
+		return r;
+	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi,
+						  need_unwind_info, arg);
+}
+
 /*
  * Report the target's modules to libdw.  A target with a root of its own
  * (a container's mount namespace) names its files by paths of that
@@ -197,6 +329,51 @@ static int report_modules(struct native_unwinder *nu)
 
 static int may_trace(pid_t pid);
 
+/* Each module's userdata: its unwinder, for find_elf. */
+static int set_module_unwinder(Dwfl_Module *mod, void **userdata,
+			       const char *name, Dwarf_Addr start, void *arg)
+{
+	*userdata = arg;
+	return DWARF_CB_OK;
+}
+
+/*
+ * A module's file.  One that left its path since it was mapped (an
+ * upgrade put another file there: maps says "(deleted)") is opened as
+ * /proc/PID/map_files/START-END, the very file mapped, where spyc may
+ * (root, or CAP_CHECKPOINT_RESTORE); never the file now at its path.
+ * Else libdw's own search: the path (through /proc/PID/root for a
+ * container), which is the mapped file.
+ */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	struct native_unwinder *nu = *userdata;
+	const struct proc_map *m;
+	Dwarf_Addr start;
+	char path[96];
+	int fd;
+
+	if (!nu || !proc_path_deleted(module_name) ||
+	    !dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL))
+		goto libdw;
+	m = mapping_at(&nu->mem.ro, start);
+	if (!m || m->start != start || m->offset)
+		goto libdw;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
+		 (int)nu->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		goto libdw;
+	*file_name = xstrdup(path);
+	*elfp = NULL;
+	return fd;
+libdw:
+	return dwfl_linux_proc_find_elf(mod, userdata, module_name, base,
+					file_name, elfp);
+}
+
 /*
  * Where libdw looks for a module's separate debug info: by default beside
  * it, in .debug beside it, and under /usr/lib/debug, by the module's
@@ -211,7 +388,7 @@ static Dwfl_Callbacks *dwfl_callbacks(struct native_unwinder *nu)
 	Dwfl_Callbacks *cb = xcalloc(1, sizeof(*cb));
 	struct strbuf sb = STRBUF_INIT;
 
-	cb->find_elf = dwfl_linux_proc_find_elf;
+	cb->find_elf = find_elf;
 	cb->find_debuginfo = dwfl_standard_find_debuginfo;
 	if (nu->other_root) {
 		strbuf_addf(&sb,
@@ -248,14 +425,15 @@ int native_init(struct native_unwinder *nu, const struct pyruntime *rt)
 	 */
 	acc.access_mem = access_mem;
 	acc.access_reg = access_reg;
+	acc.find_proc_info = find_proc_info;
 	nu->as = unw_create_addr_space(&acc, 0);
 	if (!nu->as)
 		return error("libunwind cannot create an address space");
 	unw_set_caching_policy(nu->as, UNW_CACHE_GLOBAL);
 	dwfl = dwfl_begin(dwfl_callbacks(nu));
 	nu->dwfl = dwfl;
-	if (!dwfl || report_modules(nu) ||
-	    dwfl_report_end(dwfl, NULL, NULL)) {
+	if (!dwfl || report_modules(nu) || dwfl_report_end(dwfl, NULL, NULL) ||
+	    dwfl_getmodules(dwfl, set_module_unwinder, nu, 0) < 0) {
 		nu->dwfl = NULL;
 		if (dwfl)
 			dwfl_end(dwfl);
@@ -687,6 +865,7 @@ static struct native_sym *describe(struct native_unwinder *nu, uint64_t ip)
 		dwfl_report_begin_add(nu->dwfl);
 		report_modules(nu);
 		dwfl_report_end(nu->dwfl, NULL, NULL);
+		dwfl_getmodules(nu->dwfl, set_module_unwinder, nu, 0);
 		mod = dwfl_addrmodule(nu->dwfl, ip);
 	}
 	if (mod) {

@@ -424,8 +424,7 @@ char *proc_file_path(pid_t pid, const char *path)
 	return strbuf_detach(&sb);
 }
 
-/* Whether maps, just read, says the file mapped at path left its path. */
-static int proc_map_deleted(const char *path)
+int proc_path_deleted(const char *path)
 {
 	static const char deleted[] = " (deleted)";
 	size_t len = strlen(path);
@@ -464,7 +463,7 @@ char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 			return strbuf_detach(&sb);
 		strbuf_release(&sb);
 	}
-	if (proc_map_deleted(path))
+	if (proc_path_deleted(path))
 		return NULL;
 	return proc_file_path(pid, path);
 }

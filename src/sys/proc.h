@@ -162,6 +162,12 @@ char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 		       const char *path);
 
 /*
+ * Whether a path as maps gives it says that the file mapped has left
+ * that path since ("PATH (deleted)").
+ */
+int proc_path_deleted(const char *path);
+
+/*
  * Read a small text file (a /proc entry) into buf, NUL-terminated.
  * Returns the bytes read, or -1 (buf then holds "").
  */
