@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -258,54 +257,3 @@ def test_only_sampled_threads_are_read_again(spyc, python, targets,
             option, counts)
     assert_running(t.pid)
 
-
-SWAPSPIN = os.path.join(REPO, "tests", "build", "lib", "swapspin.so")
-SWAPSPIN2 = os.path.join(REPO, "tests", "build", "lib", "swapspin2.so")
-
-
-def test_library_replaced_on_disk(spyc, any_python, targets, tmp_path):
-    """A library replaced on disk while the target runs it (an upgrade
-    renames a new build over its path) is named and unwound from the
-    file that is mapped: the innermost frame is tests/lib/swapspin.c's
-    static function, by its name and line, under the library's exported
-    one, and the Python frames under them follow, as before the
-    replacement.  The file now at the path is another layout, whose
-    innermost function has another name."""
-    if not (os.path.exists(SWAPSPIN) and os.path.exists(SWAPSPIN2)):
-        pytest.skip("tests/build/lib/swapspin*.so not built (make "
-                    "test-tools)")
-    lib = str(tmp_path / "libswapspin.so")
-    subprocess.check_call(["cp", SWAPSPIN, lib])
-    t = targets.start(any_python, "debugspin.py", lib, "{report}",
-                      "spyc_swap_spin")
-
-    def innermost():
-        doc, res = spyc.dump_json(t.pid, extra=["--native"])
-        main = [th for th in doc["threads"] if th.get("native_id") == t.pid]
-        assert len(main) == 1, res.describe()
-        frames = main[0]["frames"]
-        names = [f["name"] for f in frames]
-        return frames, names, res
-
-    frames, names, res = innermost()
-    assert names[:2] == ["spyc_swap_inner_first", "spyc_swap_spin"], (
-        names, res.describe())
-    before = [f["name"] for f in frames if not f.get("native")]
-    assert before and before[-1] == "<module>", (names, res.describe())
-    # As an upgrade does: a new file, renamed over the path.
-    new = str(tmp_path / "libswapspin.so.new")
-    subprocess.check_call(["cp", SWAPSPIN2, new])
-    os.rename(new, lib)
-    frames, names, res = innermost()
-    assert "spyc_swap_inner_second" not in names, (
-        "named from the file now at the library's path\n" + res.describe())
-    assert names[:2] == ["spyc_swap_inner_first", "spyc_swap_spin"], (
-        "the replaced library's frames are not named from its own file\n" +
-        res.describe())
-    assert frames[0]["file"].endswith("swapspin.c") and frames[0]["line"], (
-        frames[0], res.describe())
-    after = [f["name"] for f in frames if not f.get("native")]
-    assert after == before, (
-        "the stack is not unwound through the replaced library\n" +
-        res.describe())
-    assert_running(t.pid)

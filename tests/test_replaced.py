@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""A target whose interpreter was replaced on disk after it started, as a
-package upgrade does under a running job: the new file takes the old
+"""A target whose interpreter (or, with --native, a library) was replaced
+on disk after it started, as a package upgrade does under a running job: the new file takes the old
 one's path (written beside it, then renamed over it), and the target
 keeps running the old one, which /proc/PID/maps now names
 "PATH (deleted)".  spyc must read the file the target has mapped, not
@@ -14,7 +14,7 @@ build is made to load the copied libpython with LD_LIBRARY_PATH (each
 has a RUNPATH, which that overrides), which the test checks in its
 maps."""
 
-import glob
+import json
 import os
 import shutil
 import subprocess
@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from conftest import copy_spyc_for_other_users, parse_dump_text, target_env
+from conftest import (REPO, TARGETS, copy_spyc_for_other_users,
+                      parse_dump_text, target_env)
 
 NOBODY = 65534
 
@@ -236,5 +237,142 @@ def test_capabilities_instead_of_root(spyc, any_python):
     finally:
         proc.kill()
         proc.wait()
+        shutil.rmtree(os.path.dirname(spyc_copy))
+        shutil.rmtree(root)
+
+
+# A library replaced under a target that runs it (--native): two builds
+# of one source, laid out otherwise, the innermost function named
+# otherwise in each (tests/lib/swapspin.c).
+SWAPSPIN = os.path.join(REPO, "tests", "build", "lib", "swapspin.so")
+SWAPSPIN2 = os.path.join(REPO, "tests", "build", "lib", "swapspin2.so")
+
+
+class SwapTarget(object):
+    """A target, as user (None: root), that spins in a copy of SWAPSPIN
+    under root (mode 755), which replace() replaces with SWAPSPIN2 as an
+    upgrade does."""
+
+    def __init__(self, python, root, user=None):
+        if not (os.path.exists(SWAPSPIN) and os.path.exists(SWAPSPIN2)):
+            pytest.skip("tests/build/lib/swapspin*.so not built (make "
+                        "test-tools)")
+        self.lib = os.path.join(root, "libswapspin.so")
+        shutil.copy2(SWAPSPIN, self.lib)
+        os.chmod(self.lib, 0o755)
+        out = os.path.join(root, "out")
+        os.mkdir(out)
+        if user is not None:
+            os.chown(out, user, user)
+        report = os.path.join(out, "report.json")
+        kw = dict(user=user, group=user, extra_groups=[]) if user else {}
+        self.proc = subprocess.Popen(
+            [python.path, os.path.join(TARGETS, "debugspin.py"), self.lib,
+             report, "spyc_swap_spin"], env=target_env(),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+        self.pid = self.proc.pid
+        deadline = time.time() + 60
+        while not os.path.exists(report):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.proc.kill()
+                pytest.fail("debugspin.py did not start: %s" %
+                            self.proc.stderr.read())
+            time.sleep(0.05)
+
+    def replace(self):
+        new = self.lib + ".new"
+        shutil.copy2(SWAPSPIN2, new)
+        os.rename(new, self.lib)
+        assert self.lib + " (deleted)" in mapped_paths(self.pid)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def main_frames(spyc, pid, **kw):
+    """The names and frames of pid's main thread in dump --native."""
+    res = spyc.run(["dump", "--pid", pid, "--json", "--native"], **kw)
+    res.assert_ok()
+    doc = json.loads(res.stdout)
+    main = [th for th in doc["threads"] if th.get("native_id") == pid]
+    assert len(main) == 1, res.describe()
+    frames = main[0]["frames"]
+    return [f["name"] for f in frames], frames, res
+
+
+def python_names(frames):
+    return [f["name"] for f in frames if not f.get("native")]
+
+
+def test_library_replaced(spyc, any_python, tmp_path):
+    """As root, a library replaced on disk while the target runs it is
+    named and unwound from the file that is mapped: the innermost frame is
+    swapspin.c's static function, by its name and line, under the
+    library's exported one, and the Python frames under them follow, as
+    before the replacement (before: 'libswapspin.so (deleted)+0x...', and
+    the stack ended there)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: /proc/PID/map_files opens for root only")
+    t = SwapTarget(any_python, str(tmp_path))
+    try:
+        names, frames, res = main_frames(spyc, t.pid)
+        assert names[:2] == ["spyc_swap_inner_first", "spyc_swap_spin"], (
+            names, res.describe())
+        before = python_names(frames)
+        assert before and before[-1] == "<module>", (names, res.describe())
+        t.replace()
+        names, frames, res = main_frames(spyc, t.pid)
+        assert "spyc_swap_inner_second" not in names, (
+            "named from the file now at the library's path\n" +
+            res.describe())
+        assert names[:2] == ["spyc_swap_inner_first", "spyc_swap_spin"], (
+            "the replaced library's frames are not named from its own "
+            "file\n" + res.describe())
+        assert frames[0]["file"].endswith("swapspin.c") and \
+            frames[0]["line"], (frames[0], res.describe())
+        assert python_names(frames) == before, (
+            "the stack is not unwound through the replaced library\n" +
+            res.describe())
+        assert t.proc.poll() is None, "the target must live on"
+    finally:
+        t.close()
+
+
+def test_library_replaced_as_another_user(spyc, any_python):
+    """As the target's own user, not root: /proc/PID/map_files is closed,
+    so the replaced library's two frames are left unnamed ('LIBRARY
+    (deleted)+0xOFFSET'), never named from the file now at its path; they
+    are unwound all the same, from the table in the target's memory: the
+    Python frames under them are those before the replacement."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the target and spyc as nobody")
+    if not runs_as_nobody(any_python):
+        pytest.skip("CPython %s cannot be run by nobody here (its files "
+                    "are closed to other users)" % any_python.version)
+    root = tempfile.mkdtemp(prefix="spyc-swap-")
+    os.chmod(root, 0o755)
+    spyc_copy = copy_spyc_for_other_users(spyc.path)
+    as_nobody = dict(exe=spyc_copy, prefix=[
+        "setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+        "--clear-groups"])
+    t = SwapTarget(any_python, root, user=NOBODY)
+    try:
+        names, frames, res = main_frames(spyc, t.pid, **as_nobody)
+        before = python_names(frames)
+        assert before and before[-1] == "<module>", (names, res.describe())
+        t.replace()
+        names, frames, res = main_frames(spyc, t.pid, **as_nobody)
+        assert not [n for n in names if n.startswith("spyc_swap_inner")], (
+            "named from a file that is not the one mapped\n" +
+            res.describe())
+        assert [n.split("+")[0] for n in names[:2]] == [
+            "libswapspin.so (deleted)"] * 2, (names, res.describe())
+        assert python_names(frames) == before, (
+            "the stack is not unwound through the replaced library\n" +
+            res.describe())
+        assert t.proc.poll() is None, "the target must live on"
+    finally:
+        t.close()
         shutil.rmtree(os.path.dirname(spyc_copy))
         shutil.rmtree(root)
