@@ -71,11 +71,28 @@ QUICK_NEWEST_ONLY_TESTS = set([
     "test_blocking_does_not_lean_to_system_calls",
     "test_yield_from_chain_generators_kept",
     "test_plain_agrees_with_stopped_reads"])
+# Of the files above, what the quick tier runs on spread_slots() only:
+# (test, what its id holds); every slot still runs the profile against
+# the CPU time each function measured (plain reads) and dump --blocking
+# against the stopped target, the same tests' other modes, the stopped
+# reads over fastgen.py's every workload and the generator and asyncio
+# walks running where the walk differs; CPython's own sampler is
+# compared on the shared build only.  spyc top's slot tests run on the
+# newest slot and the newest free-threaded one.
+QUICK_SPREAD_ONLY = set([
+    ("test_shares_match_cpu_time", "-blocking]"),
+    ("test_stopped_reads_never_torn", ""),
+    ("test_plain_reads_generators", ""),
+    ("test_asyncio_stacks_start_at_the_root", ""),
+    ("test_agrees_with_cpython_sampler", "-static]")])
 # Fault injection, hostile targets and stress: the long robustness runs.
 QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
                       "test_valgrind.py"])
-# A test that takes a minute on its own.
-QUICK_LEFT_OUT_TESTS = set(["test_result_unchanged_under_thousands_of_native_samples"])
+# A test that takes a minute on its own, and those that wait out slow
+# sampling rates in real time.
+QUICK_LEFT_OUT_TESTS = set([
+    "test_result_unchanged_under_thousands_of_native_samples",
+    "test_plain_slow_rate", "test_record_slow_and_fractional_rates"])
 # A static build is read as its shared twin once its interpreter is found
 # (the symbols in the executable, not in libpython): where a shared build
 # of the same version fills its slot too, the long robustness runs and
@@ -260,13 +277,20 @@ def spread_slots():
     return set(s.id for s in picked + ([ft] if ft else []))
 
 
-def quick_drops(item, name, slot, newest):
+def quick_drops(item, name, slot, newest, spread):
     """Whether the quick tier leaves item out."""
     every_slot = (name in QUICK_EVERY_SLOT and
                   item.originalname not in QUICK_NEWEST_ONLY_TESTS)
+    spread_only = any(item.originalname == test and held in item.name
+                      for test, held in QUICK_SPREAD_ONLY)
+    params = getattr(item, "callspec", None)
+    top_slot = params.params.get("top_python") if params else None
     return name in QUICK_LEFT_OUT or \
         item.originalname in QUICK_LEFT_OUT_TESTS or (
-            slot is not None and not every_slot and slot is not newest)
+            slot is not None and not every_slot and slot is not newest) or (
+            spread_only and (slot is None or slot.id not in spread)) or (
+            top_slot is not None and top_slot is not newest and
+            top_slot is not newest_free_threaded_slot())
 
 
 def pytest_collection_modifyitems(config, items):
@@ -278,7 +302,7 @@ def pytest_collection_modifyitems(config, items):
         name = os.path.basename(str(item.fspath))
         params = getattr(item, "callspec", None)
         slot = params.params.get("python") if params else None
-        if (QUICK and quick_drops(item, name, slot, newest)) or (
+        if (QUICK and quick_drops(item, name, slot, newest, spread)) or (
                 (name in STATIC_LEFT_OUT or
                  item.originalname in STATIC_LEFT_OUT_TESTS) and
                 static_twin_filled(slot)) or (

@@ -294,6 +294,7 @@ def container(image, podman, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("container"))
     c = start_container(podman, image, workdir, image.tag + "-states")
     c.image = image.tag
+    c.exe = image.exe
     yield c
     c.close()
 
@@ -421,9 +422,16 @@ def spyc_in(container, where, *args, **kw):
     """Run spyc in a container (podman exec, or a podman run of the
     image with more arguments), again on exit 1 up to tries times
     (DUMP_TRIES unless told): (exit code, stdout, stderr)."""
+    return spyc_in_argv(container, where + ["/usr/local/bin/spyc"], *args,
+                        **kw)
+
+
+def spyc_in_argv(container, argv, *args, **kw):
+    """Run argv (podman's, which runs spyc) with args after it, again on
+    exit 1 as spyc_in does: (exit code, stdout, stderr)."""
     for _ in range(kw.get("tries", DUMP_TRIES)):
-        res = subprocess.run(container.podman.argv + where +
-                             ["/usr/local/bin/spyc"] + [str(a) for a in args],
+        res = subprocess.run(container.podman.argv + argv +
+                             [str(a) for a in args],
                              env=container.podman.env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, timeout=PODMAN_TIMEOUT)
         if res.returncode != 1:
@@ -920,3 +928,49 @@ def test_subprocesses(spyc, image, podman, tmp_path):
         work = "child_%s_work" % i
         assert sum(n for frames, n in stacks if work in frames) > \
             0.9 * sum(n for _, n in stacks), (work, stacks)
+
+
+# Run in a sidecar by the image's own interpreter (the image has no
+# shell, no setcap): spyc copied to /tmp, given CAP_SYS_PTRACE as setcap
+# gives it (the security.capability attribute, VFS_CAP_REVISION_2 with
+# the effective bit) unless argv[1] is "plain", then run as nobody.
+AS_NOBODY = r"""
+import os, shutil, struct, sys
+spyc = "/tmp/spyc"
+shutil.copy2("/usr/local/bin/spyc", spyc)
+os.chmod(spyc, 0o755)
+if sys.argv[1] == "setcap":
+    CAP_SYS_PTRACE = 19
+    os.setxattr(spyc, "security.capability",
+                struct.pack("<5I", 0x02000000 | 1, 1 << CAP_SYS_PTRACE, 0,
+                            0, 0))
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+os.execv(spyc, [spyc] + sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("caps", ["setcap", "plain"])
+def test_sidecar_not_root(container, caps):
+    """spyc as a user other than root in a sidecar (with SYS_PTRACE in
+    its bounding set), the target root's: given CAP_SYS_PTRACE by setcap,
+    as the README's Permissions section says, it reads the target as root
+    does; without it, one line that names the capability, exit 2."""
+    where = ["run", "--rm", "--pid", "container:" + container.name,
+             "--cap-add", "SYS_PTRACE", "-e", "LD_LIBRARY_PATH=/opt/py/lib",
+             container.image, container.exe, "-c", AS_NOBODY, caps]
+    code, out, err = spyc_in_argv(container, where, "dump", "--pid",
+                                  container.info["pid"], "--json",
+                                  tries=DUMP_TRIES if caps == "setcap" else 1)
+    describe = "exit %d\n%s\n%s" % (code, out, err)
+    if caps == "setcap":
+        assert code == 0, describe
+        check_states(json.loads(out), container.info, describe)
+        return
+    assert code == 2, describe
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "spyc: no permission to read pid %d" % container.info["pid"]), (
+            describe)
+    assert "CAP_SYS_PTRACE" in lines[0], describe

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -293,18 +294,49 @@ def hot_profiles(spyc, newest, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def callgraph_profiles(spyc, newest, tmp_path_factory):
-    """callgraph.py (recursion, many functions) as speedscope, folded and
-    pprof.
+    """callgraph.py (recursion, many functions) in each format report
+    reads, recorded at once by as many spyc attached to one run of it.
     6 s each: its calls are so short that on a slow machine the first
     seconds' reads of its stacks can all tear (dropped, counted) until
     spyc has learnt its call pairs."""
     d = tmp_path_factory.mktemp("callgraph")
-    paths = {}
-    for fmt in ("json", "txt", "pb.gz", "trace.json", "html"):
-        paths[fmt] = str(d / ("cg." + fmt))
-        record(spyc, newest, paths[fmt], "callgraph.py",
-               str(d / ("report-%s.json" % fmt)), duration=6,
-               extra=["--full-filenames"])
+    ready = str(d / "report.json")
+    target = subprocess.Popen(
+        [newest.path, os.path.join(TARGETS, "callgraph.py"), ready],
+        env=target_env(), cwd=str(d), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    paths, recorders = {}, {}
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(ready):
+            assert target.poll() is None and time.time() < deadline, (
+                "callgraph.py did not start")
+            time.sleep(0.05)
+        for fmt in ("json", "txt", "pb.gz", "trace.json", "html"):
+            paths[fmt] = str(d / ("cg." + fmt))
+            recorders[fmt] = subprocess.Popen(
+                [spyc.path, "record", "--pid", str(target.pid), "--rate",
+                 "200", "--duration", "6", "--full-filenames", "-o",
+                 paths[fmt]], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+        for fmt, rec in recorders.items():
+            _, err = rec.communicate(timeout=90)
+            describe = "record -o %s: exit %d\n%s" % (
+                paths[fmt], rec.returncode, err.decode("utf-8", "replace"))
+            summary = parse_summary(err.decode("utf-8", "replace"),
+                                    describe)
+            # As record() takes them: reads of a target that calls this
+            # fast may tear, on a loaded machine.
+            if rec.returncode != 1 or not summary.dropped:
+                assert_exit_ok(rec.returncode, summary, describe)
+            assert summary.samples > 0, describe
+    finally:
+        for rec in recorders.values():
+            if rec.poll() is None:
+                rec.kill()
+                rec.wait()
+        target.kill()
+        target.wait()
     return paths
 
 
