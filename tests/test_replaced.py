@@ -162,17 +162,22 @@ def runs_as_nobody(python):
     return res.returncode == 0
 
 
+def skip_unless_nobody_runs(python):
+    """Skip, saying why, unless root may run python and spyc as nobody."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the target and spyc as nobody")
+    if not runs_as_nobody(python):
+        pytest.skip("CPython %s cannot be run by nobody here (its files "
+                    "are closed to other users)" % python.version)
+
+
 def test_refused_without_map_files(spyc, any_python):
     """As the target's own user, not root: /proc/PID/map_files is closed
     to spyc, and the path leads to another file: one line that says the
     file was replaced and what would read it, exit 2.  (What spyc says
     does not depend on the version: the newest.)"""
     python = any_python
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the target and spyc as nobody")
-    if not runs_as_nobody(python):
-        pytest.skip("CPython %s cannot be run by nobody here (its files "
-                    "are closed to other users)" % python.version)
+    skip_unless_nobody_runs(python)
     root = tempfile.mkdtemp(prefix="spyc-replaced-")
     os.chmod(root, 0o755)
     exe = copy_interpreter(python, root)
@@ -345,11 +350,7 @@ def test_library_replaced_as_another_user(spyc, any_python):
     (deleted)+0xOFFSET'), never named from the file now at its path; they
     are unwound all the same, from the table in the target's memory: the
     Python frames under them are those before the replacement."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the target and spyc as nobody")
-    if not runs_as_nobody(any_python):
-        pytest.skip("CPython %s cannot be run by nobody here (its files "
-                    "are closed to other users)" % any_python.version)
+    skip_unless_nobody_runs(any_python)
     root = tempfile.mkdtemp(prefix="spyc-swap-")
     os.chmod(root, 0o755)
     spyc_copy = copy_spyc_for_other_users(spyc.path)
