@@ -88,18 +88,24 @@ QUICK_SPREAD_ONLY = set([
 # Fault injection, hostile targets and stress: the long robustness runs.
 QUICK_LEFT_OUT = set(["test_faults.py", "test_hostile.py", "test_stress.py",
                       "test_valgrind.py"])
-# A test that takes a minute on its own, and those that wait out slow
-# sampling rates in real time.
-QUICK_LEFT_OUT_TESTS = set([
-    "test_result_unchanged_under_thousands_of_native_samples",
-    "test_plain_slow_rate", "test_record_slow_and_fractional_rates"])
+# A test that takes a minute on its own, those that wait out slow
+# sampling rates in real time, and slow runs (5-8 s) of one feature's
+# edge: spyc built without CUPTI, the agent attached a second time or to
+# a target whose main thread is blocked, a diff of merged and Chrome
+# trace profiles, an ignored SIGTERM waited out.
+LONG_TESTS = set(["test_result_unchanged_under_thousands_of_native_samples"])
+QUICK_LEFT_OUT_TESTS = LONG_TESTS | set([
+    "test_plain_slow_rate", "test_record_slow_and_fractional_rates",
+    "test_build_without_cupti", "test_fake_gpu_attach_again",
+    "test_agent_main_thread_blocked", "test_diff_merged_and_chrome",
+    "test_kill_after_duration"])
 # A static build is read as its shared twin once its interpreter is found
 # (the symbols in the executable, not in libpython): where a shared build
 # of the same version fills its slot too, the long robustness runs and
 # comparisons, which test the reading, run on that one only, in every
 # tier.  Every other test runs on the static slot as on the others.
 STATIC_LEFT_OUT = QUICK_LEFT_OUT
-STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | QUICK_LEFT_OUT_TESTS
+STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | LONG_TESTS
 # The free-threaded builds (three slots) run the long robustness files on
 # the newest one only, in every tier: each older one runs every other
 # test (its own tables, its walks held to the truth), and the newest reads
