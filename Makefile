@@ -6,7 +6,7 @@
 #   make deps          install what building and testing need (and npm's)
 #   make test          make deps, then unit tests and the quick tier of the
 #                      live tests: core paths on every CPython found, the
-#                      rest on the newest (about 11 minutes)
+#                      rest on the newest (about 10 minutes)
 #   make test-all      make deps, then unit tests, every live test on every
 #                      CPython found, test-sanitize and test-valgrind (CI)
 #   make bench         benchmark table (not part of make test)
