@@ -283,7 +283,7 @@ def spread_slots():
     return set(s.id for s in picked + ([ft] if ft else []))
 
 
-def quick_drops(item, name, slot, newest, spread):
+def quick_drops(item, name, slot, newest, newest_ft, spread):
     """Whether the quick tier leaves item out."""
     every_slot = (name in QUICK_EVERY_SLOT and
                   item.originalname not in QUICK_NEWEST_ONLY_TESTS)
@@ -296,7 +296,7 @@ def quick_drops(item, name, slot, newest, spread):
             slot is not None and not every_slot and slot is not newest) or (
             spread_only and (slot is None or slot.id not in spread)) or (
             top_slot is not None and top_slot is not newest and
-            top_slot is not newest_free_threaded_slot())
+            top_slot is not newest_ft)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -308,7 +308,7 @@ def pytest_collection_modifyitems(config, items):
         name = os.path.basename(str(item.fspath))
         params = getattr(item, "callspec", None)
         slot = params.params.get("python") if params else None
-        if (QUICK and quick_drops(item, name, slot, newest, spread)) or (
+        if (QUICK and quick_drops(item, name, slot, newest, newest_ft, spread)) or (
                 (name in STATIC_LEFT_OUT or
                  item.originalname in STATIC_LEFT_OUT_TESTS) and
                 static_twin_filled(slot)) or (

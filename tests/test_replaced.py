@@ -310,6 +310,15 @@ def python_names(frames):
     return [f["name"] for f in frames if not f.get("native")]
 
 
+def assert_unwound_through(t, frames, before, res):
+    """The Python frames under the replaced library's are those before
+    the replacement, and the target lives on."""
+    assert python_names(frames) == before, (
+        "the stack is not unwound through the replaced library\n" +
+        res.describe())
+    assert t.proc.poll() is None, "the target must live on"
+
+
 def test_library_replaced(spyc, any_python, tmp_path):
     """As root, a library replaced on disk while the target runs it is
     named and unwound from the file that is mapped: the innermost frame is
@@ -336,10 +345,7 @@ def test_library_replaced(spyc, any_python, tmp_path):
             "file\n" + res.describe())
         assert frames[0]["file"].endswith("swapspin.c") and \
             frames[0]["line"], (frames[0], res.describe())
-        assert python_names(frames) == before, (
-            "the stack is not unwound through the replaced library\n" +
-            res.describe())
-        assert t.proc.poll() is None, "the target must live on"
+        assert_unwound_through(t, frames, before, res)
     finally:
         t.close()
 
@@ -369,10 +375,7 @@ def test_library_replaced_as_another_user(spyc, any_python):
             res.describe())
         assert [n.split("+")[0] for n in names[:2]] == [
             "libswapspin.so (deleted)"] * 2, (names, res.describe())
-        assert python_names(frames) == before, (
-            "the stack is not unwound through the replaced library\n" +
-            res.describe())
-        assert t.proc.poll() is None, "the target must live on"
+        assert_unwound_through(t, frames, before, res)
     finally:
         t.close()
         shutil.rmtree(os.path.dirname(spyc_copy))

@@ -158,26 +158,6 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 					      unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
 
-/* The mapping of maps (sorted by address) that holds addr, or NULL. */
-static const struct proc_map *mapping_at(const struct proc_maps *maps,
-					 uint64_t addr)
-{
-	size_t lo = 0, hi = maps->nr;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct proc_map *m = &maps->maps[mid];
-
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
-}
-
 /* Whether an .eh_frame_hdr encoding reads 4 bytes (what ld writes). */
 static int four_bytes(unsigned char enc)
 {
@@ -198,15 +178,14 @@ static int table_from_memory(struct native_unwinder *nu, uint64_t ip,
 			     unw_dyn_info_t *di)
 {
 	const struct proc_maps *maps = &nu->mem.ro;
-	const struct proc_map *m = mapping_at(maps, ip), *first = NULL;
+	const struct proc_map *m = proc_maps_find(maps, ip), *first = NULL;
 	Elf64_Phdr ph[64];
 	Elf64_Ehdr eh;
 	const Elf64_Phdr *text = NULL, *hdr_ph = NULL;
-	uint64_t load_base = 0, hdr;
+	uint64_t load_base, hdr;
 	unsigned char head[12];
 	uint32_t fdes;
 	size_t i;
-	int have_base = 0;
 
 	if (!m || !m->inode)
 		return -1;
@@ -229,12 +208,12 @@ static int table_from_memory(struct native_unwinder *nu, uint64_t ip,
 		      eh.e_phnum * sizeof(Elf64_Phdr)))
 		return -1;
 	/* Where the segment of file offset 0 was put: the load bias. */
-	for (i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && !have_base) {
-			load_base = first->start - (ph[i].p_vaddr & ~0xfffULL);
-			have_base = 1;
-		}
-	for (i = 0; have_base && i < eh.e_phnum; i++) {
+	for (i = 0; i < eh.e_phnum && ph[i].p_type != PT_LOAD; i++)
+		;
+	if (i == eh.e_phnum)
+		return -1;
+	load_base = first->start - (ph[i].p_vaddr & ~0xfffULL);
+	for (i = 0; i < eh.e_phnum; i++) {
 		if (ph[i].p_type == PT_GNU_EH_FRAME)
 			hdr_ph = &ph[i];
 		else if (ph[i].p_type == PT_LOAD &&
@@ -357,12 +336,10 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name,
 	if (!nu || !proc_path_deleted(module_name) ||
 	    !dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL))
 		goto libdw;
-	m = mapping_at(&nu->mem.ro, start);
+	m = proc_maps_find(&nu->mem.ro, start);
 	if (!m || m->start != start || m->offset)
 		goto libdw;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
-		 (int)nu->pid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
+	proc_map_files_name(nu->pid, m, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		goto libdw;

@@ -113,6 +113,25 @@ out:
 	return ret;
 }
 
+const struct proc_map *proc_maps_find(const struct proc_maps *maps,
+				      uint64_t addr)
+{
+	size_t lo = 0, hi = maps->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct proc_map *m = &maps->maps[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
 struct proc_counts proc_counts;
 
 /* process_vm_readv, counted (and timed) in proc_counts; errno as it. */
@@ -424,6 +443,13 @@ char *proc_file_path(pid_t pid, const char *path)
 	return strbuf_detach(&sb);
 }
 
+void proc_map_files_name(pid_t pid, const struct proc_map *m, char *buf,
+			 size_t size)
+{
+	snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+}
+
 int proc_path_deleted(const char *path)
 {
 	static const char deleted[] = " (deleted)";
@@ -451,9 +477,10 @@ char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 		}
 	}
 	if (m) {
-		strbuf_addf(&sb, "/proc/%d/map_files/%llx-%llx", (int)pid,
-			    (unsigned long long)m->start,
-			    (unsigned long long)m->end);
+		char name[96];
+
+		proc_map_files_name(pid, m, name, sizeof(name));
+		strbuf_addstr(&sb, name);
 		/*
 		 * With spyc's effective ids and capabilities (a non-root
 		 * spyc given CAP_CHECKPOINT_RESTORE by setcap may follow

@@ -28,6 +28,9 @@ struct proc_maps {
 int proc_maps_parse(struct proc_maps *maps, const char *text);
 /* Read /proc/PID/maps into maps.  Returns 0 or a negative errno. */
 int proc_maps_load(struct proc_maps *maps, pid_t pid);
+/* The mapping of maps (sorted by address, as read) holding addr, or NULL. */
+const struct proc_map *proc_maps_find(const struct proc_maps *maps,
+				      uint64_t addr);
 void proc_maps_release(struct proc_maps *maps);
 
 /*
@@ -160,6 +163,14 @@ char *proc_file_path(pid_t pid, const char *path);
  */
 char *proc_mapped_file(pid_t pid, const struct proc_maps *maps,
 		       const char *path);
+
+/*
+ * The name of the very file mapped at m in pid, into buf:
+ * /proc/PID/map_files/START-END (opened by root, or with
+ * CAP_CHECKPOINT_RESTORE).
+ */
+void proc_map_files_name(pid_t pid, const struct proc_map *m, char *buf,
+			 size_t size);
 
 /*
  * Whether a path as maps gives it says that the file mapped has left

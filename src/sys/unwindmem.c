@@ -94,20 +94,9 @@ void unwindmem_new_stop(struct unwindmem *um)
 int unwindmem_read_only(const struct proc_maps *maps, uint64_t start,
 			uint64_t end)
 {
-	size_t lo = 0, hi = maps->nr;
+	const struct proc_map *m = proc_maps_find(maps, start);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct proc_map *m = &maps->maps[mid];
-
-		if (start >= m->end)
-			lo = mid + 1;
-		else if (start < m->start)
-			hi = mid;
-		else
-			return end <= m->end;
-	}
-	return 0;
+	return m && end <= m->end;
 }
 
 /* The slot of page in the cache of kept pages (direct-mapped). */
