@@ -106,6 +106,13 @@ static int layout_ok;
 static int monotonic_clock;
 /* Inside a runtime call that copied its stack: its correlation id. */
 static __thread uint32_t runtime_correlation;
+/*
+ * Stream captures this thread has begun and not ended, through the
+ * runtime and through the driver (a runtime capture makes a driver one
+ * inside it): launches meanwhile are recorded into a CUDA graph and
+ * queue no work, so no stack of theirs is copied.
+ */
+static __thread unsigned captures[2];
 
 /* The calls that queue work on a device: a stack is copied at each. */
 static const CUpti_CallbackId runtime_launches[] = {
@@ -140,6 +147,30 @@ static const CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+};
+
+/* The start and end of a stream capture, whose callbacks are watched. */
+static const CUpti_CallbackId runtime_capture_begins[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+};
+static const CUpti_CallbackId runtime_capture_ends[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+};
+static const CUpti_CallbackId driver_capture_begins[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+};
+static const CUpti_CallbackId driver_capture_ends[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
 };
 
 /*
@@ -701,19 +732,60 @@ static void write_launch_stack(uint32_t correlation, uint32_t alias)
 	} while (first < n);
 }
 
+static int listed(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n);
+#define LISTED(cbid, ids) listed(cbid, ids, sizeof(ids) / sizeof(*ids))
+
+/*
+ * Whether call cbid begins or ends a stream capture; at its exit, keep
+ * count of this thread's captures (one that failed to begin is none).
+ */
+static int capture_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			const CUpti_CallbackData *d)
+{
+	int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+	int begin = driver ? LISTED(cbid, driver_capture_begins)
+			   : LISTED(cbid, runtime_capture_begins);
+	int end = driver ? LISTED(cbid, driver_capture_ends)
+			 : LISTED(cbid, runtime_capture_ends);
+
+	if (!begin && !end)
+		return 0;
+	if (d->callbackSite != CUPTI_API_EXIT)
+		return 1;
+	/* cudaError_t and CUresult: 0 is success. */
+	if (begin &&
+	    !(d->functionReturnValue && *(const int *)d->functionReturnValue))
+		captures[driver]++;
+	else if (end && captures[driver])
+		captures[driver]--;
+	return 1;
+}
+
+/* Count a launch into a stream capture: it queues no work. */
+static void count_captured(void)
+{
+	if (chan())
+		__atomic_add_fetch(&chan()->header->captured_launches, 1,
+				   __ATOMIC_RELAXED);
+}
+
 /*
  * CUPTI's callback at each launch, on the launching thread, before the
  * call does anything: copy that thread's Python stack.  A driver call
- * made inside a runtime call that copied it refers to that copy.
+ * made inside a runtime call that copied it refers to that copy.  A
+ * launch into a stream capture is only counted; so are the starts and
+ * ends of captures.
  */
 static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
 			       CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *d = data;
+	int capturing = captures[0] || captures[1];
 
 	(void)userdata;
-	(void)cbid;
 	if (!d || __atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
+		return;
+	if (capture_call(domain, cbid, d))
 		return;
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		if (d->callbackSite == CUPTI_API_EXIT) {
@@ -721,14 +793,21 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
 			return;
 		}
 		runtime_correlation = d->correlationId;
-		write_launch_stack(d->correlationId, 0);
+		if (capturing)
+			count_captured();
+		else
+			write_launch_stack(d->correlationId, 0);
 	} else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
 		   d->callbackSite == CUPTI_API_ENTER) {
-		if (!runtime_correlation)
+		if (capturing) {
+			if (!runtime_correlation)
+				count_captured();
+		} else if (!runtime_correlation) {
 			write_launch_stack(d->correlationId, 0);
-		else if (runtime_correlation != d->correlationId)
+		} else if (runtime_correlation != d->correlationId) {
 			write_launch_stack(d->correlationId,
 					   runtime_correlation);
+		}
 	}
 }
 
@@ -764,6 +843,17 @@ static int subscribe_first(void)
  * Ask CUPTI for on_launch at every launch, when the process has Python
  * and the subscription was had.  Returns whether it did, or why not.
  */
+#define ARRAY_LEN(a) (sizeof(a) / sizeof(*(a)))
+
+static void enable_callbacks(CUpti_CallbackDomain domain,
+			     const CUpti_CallbackId *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cupti.enable_callback(1, subscriber, domain, ids[i]);
+}
+
 static enum gpu_launch_stacks subscribe_launches(void)
 {
 	size_t i;
@@ -782,6 +872,14 @@ static enum gpu_launch_stacks subscribe_launches(void)
 	for (i = 0; i < sizeof(driver_launches) / sizeof(*driver_launches); i++)
 		cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
 				      driver_launches[i]);
+	enable_callbacks(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_begins,
+			 ARRAY_LEN(runtime_capture_begins));
+	enable_callbacks(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_ends,
+			 ARRAY_LEN(runtime_capture_ends));
+	enable_callbacks(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_begins,
+			 ARRAY_LEN(driver_capture_begins));
+	enable_callbacks(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_ends,
+			 ARRAY_LEN(driver_capture_ends));
 	return GPU_STACKS_ON;
 }
 
@@ -795,8 +893,6 @@ static int listed(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n)
 			return 1;
 	return 0;
 }
-
-#define LISTED(cbid, ids) listed(cbid, ids, sizeof(ids) / sizeof(*ids))
 
 /* Whether the profile uses the API records of this call. */
 static int call_kept(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)

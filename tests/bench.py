@@ -143,7 +143,12 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           which is not CUPTI's: that needs a GPU,
                           tests/gpu/); the GPU records spyc says were
                           lost, goal 0; the growth of its VmRSS with the
-                          agent, for information
+                          agent, for information; spyc's own memory
+                          (RssAnon at its end, SPYC_STATS=1) over a run
+                          and one three times as long, with
+                          --gpu-timeline 5000, per 100k more activities,
+                          goal <= 1 MB (held whole, each costs about 175
+                          bytes: 17 MB)
 
 The goals add about a minute to a run (--quick: about half a minute).
 
@@ -237,6 +242,11 @@ AGENT = os.path.join(REPO, "spyc-agent.so")
 GPU_STEPS = {False: 6000, True: 2000}
 GPU_RATE = 100
 GOAL_GPU_SLOWDOWN = 5.0
+# spyc's memory with --gpu, once the timeline is full: what it keeps of
+# each activity folded away (its API call, launch stack and record are
+# let go), per 100k more.  Held whole, one costs about 100 bytes: 10 MB.
+GPU_MEM_TIMELINE = 5000
+GOAL_GPU_MEM_GROWTH_MB = 1.0
 CHURN_ROUNDS = 10 ** 9      # churn.py rounds: it runs until stopped
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
@@ -1118,17 +1128,33 @@ def bench_goals(slots, all_slots, cfg, errors, cpu_slowdowns, idle):
     return rows
 
 
-def gpu_run(python, steps, mode, workdir):
+# The line SPYC_STATS=1 adds with --gpu.
+GPU_STATS_RE = re.compile(r"spyc: stats: --gpu: (\d+) GPU activities, (\d+) "
+                          r"held for the timeline; RssAnon (\d+) KiB")
+
+
+def gpu_run(python, steps, mode, workdir, spyc_args=(), stats=None):
     """One run of bench_gpu.py in mode (plain, alone: the stand-in CUPTI
-    collecting without the agent, or agent: under `spyc record --gpu`):
-    its JSON line, and with spyc the GPU records it says were lost."""
+    collecting without the agent, or agent: under `spyc record --gpu`
+    and spyc_args): its JSON line, and with spyc the GPU records it says
+    were lost; with stats (a list), spyc's SPYC_STATS --gpu figures
+    appended (activities, held, its RssAnon in KiB at the end)."""
     argv = [python, GPU_TARGET, FAKE_CUDA, str(steps), mode]
     lost = None
     if mode == "agent":
         out = os.path.join(workdir, "gpu.txt")
         _, _, text = run_spyc(["record", "--gpu", "--rate", str(GPU_RATE),
-                               "--format", "folded", "-o", out, "--"] + argv,
-                              300, workdir, stdout=subprocess.PIPE)
+                               "--format", "folded", "-o", out] +
+                              list(spyc_args) + ["--"] + argv,
+                              300, workdir, stdout=subprocess.PIPE,
+                              extra_env={"SPYC_STATS": "1"}
+                              if stats is not None else None)
+        if stats is not None:
+            m = GPU_STATS_RE.search(
+                read_file(os.path.join(workdir, "spyc.err")))
+            if m is None:
+                raise BenchError("spyc printed no --gpu stats line")
+            stats.append(tuple(int(g) for g in m.groups()))
         m = re.search(r"(\d+) records lost",
                       read_file(os.path.join(workdir, "spyc.err")))
         if m is None:
@@ -1164,7 +1190,7 @@ def bench_gpu(slot, cfg, quick, errors):
                  "test-tools)", goal_text, "-"]]
     workdir = tempfile.mkdtemp(prefix="spyc-bench-gpu-")
     steps = GPU_STEPS[quick]
-    plain, alone, profiled, lost, rss = [], [], [], [], []
+    plain, alone, profiled, lost, rss, mem = [], [], [], [], [], []
     try:
         progress("  %s: --gpu, %d steps of 8 fake launches, %d runs each "
                  "of 3 ways" % (slot.name, steps, cfg["runs"]))
@@ -1177,6 +1203,11 @@ def bench_gpu(slot, cfg, quick, errors):
             profiled.append(b["cpu"])
             lost.append((n, 2 * b["launches"]))
             rss.append(b["rss_kib"] - a["rss_kib"])
+        # spyc's own memory as a run goes on: a run and one three times
+        # as long, the timeline held to GPU_MEM_TIMELINE activities.
+        for n in (steps, 3 * steps):
+            gpu_run(slot.interpreter.path, n, "agent", workdir,
+                    ["--gpu-timeline", str(GPU_MEM_TIMELINE)], mem)
     except BenchError as e:
         errors.append("%s: --gpu: %s" % (slot.name, e))
         return [[what, slot.name, "error", goal_text, "error"]]
@@ -1187,6 +1218,8 @@ def bench_gpu(slot, cfg, quick, errors):
     whole = 100.0 * (statistics.median(profiled) / statistics.median(plain)
                      - 1)
     noise = 100.0 * (max(alone) - min(alone)) / statistics.median(alone)
+    growth = ((mem[1][2] - mem[0][2]) / 1024.0 * 1e5 /
+              max(1, mem[1][0] - mem[0][0]))
     return [
         [what, slot.name, "%+.1f%% (noise %.0f%%; over the stand-in CUPTI "
          "collecting alone)" % (own, noise), goal_text,
@@ -1199,6 +1232,11 @@ def bench_gpu(slot, cfg, quick, errors):
         ["  agent's memory in the target", slot.name,
          "%+.1f MB VmRSS (median; its ring, CUPTI's buffers)" % (
              statistics.median(rss) / 1024.0), "-", "-"],
+        ["  spyc's memory, per 100k more GPU activities", slot.name,
+         "%+.2f MB RssAnon (%d then %d activities, %d held for the "
+         "timeline)" % (growth, mem[0][0], mem[1][0], GPU_MEM_TIMELINE),
+         "%s %g MB" % (LE, GOAL_GPU_MEM_GROWTH_MB),
+         met(growth <= GOAL_GPU_MEM_GROWTH_MB)],
     ]
 
 

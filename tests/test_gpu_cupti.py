@@ -14,7 +14,6 @@ tests/fakecuda/cupti.c.
 import json
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -68,7 +67,7 @@ def fake_cuda(spyc):
 
 
 def record(spyc, python, tmp_path, out, env=None, seconds="1", rate="200",
-           program=PROGRAM):
+           program=PROGRAM, args=()):
     """spyc record --gpu of program (PROGRAM) with the stand-in's modes in
     env.  Returns spyc's result, what the program did, what the stand-in
     did."""
@@ -79,8 +78,9 @@ def record(spyc, python, tmp_path, out, env=None, seconds="1", rate="200",
     stats = tmp_path / "fake_stats.json"
     extra = dict(env or {})
     extra["FAKE_CUPTI_STATS"] = str(stats)
-    proc = spyc.popen(["record", "--gpu", "--rate", rate, "-o", out, "--",
-                       python.path, program, FAKE, report, seconds],
+    proc = spyc.popen(["record", "--gpu", "--rate", rate, "-o", out] +
+                      list(args) + ["--", python.path, program, FAKE, report,
+                                    seconds],
                       env=target_env(extra), stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
     try:
@@ -550,3 +550,156 @@ def test_api_records_of_profiled_calls_only(spyc, fake_cuda, any_python,
     # interpreter's frames are, and go by the nearest CPU sample.
     assert g["by_launch_stack"] + g["attributed"] == g["activities"], g
     assert g["by_launch_stack"] >= 0.95 * g["activities"], g
+
+
+# Launches from two lines, one from A to two from B, several thousand a
+# second, each line its own kernel.
+LONG_RUN_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+did = {"a": 0, "b": 0}
+
+def line_a():
+    cupti.fake_launch(b"kernel_a", 20000, 7)  # LINE A
+    did["a"] += 1
+
+def line_b():
+    cupti.fake_launch(b"kernel_b", 30000, 7)  # LINE B
+    did["b"] += 1
+
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    line_a()
+    line_b()
+    line_b()
+    s = time.monotonic()
+    while time.monotonic() - s < 0.0003:
+        pass
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+def test_long_run_bounded_and_ids_repeating(spyc, fake_cuda, any_python,
+                                            tmp_path):
+    """A long run as the stand-in makes one in seconds: correlation ids
+    that repeat every four calls (as CUPTI's 32-bit ids do after 2^32
+    calls) and a timeline of 300 activities held (--gpu-timeline) while
+    thousands are launched.  Every kernel still goes on the stack of its
+    own launch's line (never on the other line's, whose launches share
+    its ids), the profile and summary count every one launched, and the
+    summary says how many the timeline holds."""
+    out = tmp_path / "out.txt"
+    res, did, fake = record(
+        spyc, any_python, tmp_path, out,
+        {"FAKE_CUPTI_CORRELATION_STEP": str(1 << 30)}, seconds="2",
+        program=LONG_RUN_PROGRAM, args=["--gpu-timeline", "300"])
+    launched = did["a"] + did["b"]
+    assert launched > 3000 and fake["launches"] == launched, did
+    m = re.search(r"timeline: the newest (\d+) of (\d+) activities",
+                  res.stderr)
+    assert m, res.describe()
+    held, total = int(m.group(1)), int(m.group(2))
+    assert 300 <= held < 600 and total == launched, res.describe()
+    assert summary_rows(res)["kernel_a"][0] == did["a"], res.describe()
+    assert summary_rows(res)["kernel_b"][0] == did["b"], res.describe()
+    line_a = LONG_RUN_PROGRAM.splitlines().index(
+        [x for x in LONG_RUN_PROGRAM.splitlines() if "# LINE A" in x][0]) + 1
+    line_b = line_a + 4
+    by_launch = "[GPU time, by the Python stack of the launch]"
+    time_us = {}
+    for line in out.read_text().splitlines():
+        stack, weight = line.rsplit(" ", 1)
+        parts = stack.split(";")
+        if not parts[0].startswith("[GPU time"):
+            continue
+        leaf = parts[-1]
+        assert leaf in ("kernel_a", "kernel_b"), line
+        time_us[leaf] = time_us.get(leaf, 0) + int(weight)
+        if parts[0] == by_launch:
+            want = line_a if leaf == "kernel_a" else line_b
+            assert parts[-2].endswith(":%d)" % want), line
+    assert time_us == {"kernel_a": 20 * did["a"],
+                       "kernel_b": 30 * did["b"]}, (time_us, did)
+    m = re.search(r"attribution: (\d+) activities: (\d+) by the Python "
+                  r"stack of their launch", res.stderr)
+    assert m and int(m.group(1)) == launched, res.describe()
+    assert int(m.group(2)) >= 0.8 * launched, res.describe()
+
+
+# A CUDA graph as torch.cuda.graphs and torch.compile's reduce-overhead
+# mode make one: three kernels launched into a stream capture (queuing
+# no work), then the graph replayed, each replay's kernels carrying the
+# graph launch's correlation id; eager kernels between replays.
+GRAPH_PROGRAM = PROLOGUE + r"""
+cupti.fake_graph_launch.argtypes = cupti.fake_launch.argtypes + [
+    ctypes.c_int]
+report, seconds = sys.argv[2], float(sys.argv[3])
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+did = {"captured": 0, "replays": 0, "eager": 0}
+
+def capture():
+    cupti.fake_capture(1)
+    for _ in range(3):
+        cupti.fake_launch(b"captured_kernel", 10000, 7)  # CAPTURE
+        did["captured"] += 1
+    cupti.fake_capture(0)
+
+def replay():
+    cupti.fake_graph_launch(b"graph_kernel", 40000, 7, 3)  # REPLAY
+    did["replays"] += 1
+
+def eager():
+    cupti.fake_launch(b"eager_kernel", 50000, 7)  # EAGER
+    did["eager"] += 1
+
+capture()
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    replay()
+    eager()
+    if did["replays"] % 200 == 0:
+        capture()
+    s = time.monotonic()
+    while time.monotonic() - s < 0.0005:
+        pass
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+def test_graph_capture_and_replay(spyc, fake_cuda, any_python, tmp_path):
+    """Launches into a stream capture queue no work: the agent copies no
+    stack of theirs (the summary counts them), and no kernel is ever put
+    on their line.  Every kernel a graph replay runs goes on the stack
+    of the graph's launch (the replay's line), never on another
+    launch's, and the eager kernels on theirs."""
+    out = tmp_path / "out.txt"
+    res, did, fake = record(spyc, any_python, tmp_path, out, seconds="1.5",
+                            program=GRAPH_PROGRAM)
+    assert did["replays"] > 300 and fake["captured"] == did["captured"], \
+        (did, fake)
+    m = re.search(r"launch stacks: (\d+) launches captured into CUDA graphs",
+                  res.stderr)
+    assert m and int(m.group(1)) == did["captured"], res.describe()
+    lines = GRAPH_PROGRAM.splitlines()
+    line = dict((tag, [i for i, x in enumerate(lines, 1)
+                       if "# " + tag in x][0])
+                for tag in ("CAPTURE", "REPLAY", "EAGER"))
+    want = {"graph_kernel": line["REPLAY"], "eager_kernel": line["EAGER"]}
+    time_us, exact_us = {}, {}
+    for text in out.read_text().splitlines():
+        stack, weight = text.rsplit(" ", 1)
+        parts = stack.split(";")
+        if not parts[0].startswith("[GPU time"):
+            continue
+        leaf = parts[-1]
+        assert leaf in want, text
+        assert ":%d)" % line["CAPTURE"] not in stack, text
+        time_us[leaf] = time_us.get(leaf, 0) + int(weight)
+        if parts[0] == "[GPU time, by the Python stack of the launch]":
+            assert parts[-2].endswith(":%d)" % want[leaf]), text
+            exact_us[leaf] = exact_us.get(leaf, 0) + int(weight)
+    assert time_us == {"graph_kernel": 3 * 40 * did["replays"],
+                       "eager_kernel": 50 * did["eager"]}, (time_us, did)
+    assert exact_us.get("graph_kernel", 0) >= 0.8 * time_us["graph_kernel"]

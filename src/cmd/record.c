@@ -129,6 +129,9 @@ static const char usage_text[] =
     "                        timelines (speedscope), GPU time on the\n"
     "                        launching thread's nearest CPU sample\n"
     "                        (speedscope, folded), and a summary\n"
+    "      --gpu-timeline N  keep the newest N GPU activities for the\n"
+    "                        timelines (default 1000000, 48 MB); the\n"
+    "                        profile and the summary count them all\n"
     "  -h, --help            this help\n"
     "\n"
     "exit codes: 0 ok, 1 profile written but more than 3% of samples\n"
@@ -145,6 +148,7 @@ struct record_opts {
 	int threads;
 	int full_filenames;
 	int kill_after_duration;
+	size_t gpu_timeline;  /* --gpu-timeline, else 0 */
 	const char *template; /* --output as given: %p %r %h %% */
 	const char *rank;     /* MPI rank from the environment, or NULL */
 	const char *rank_var; /* the variable it came from */
@@ -190,7 +194,7 @@ struct recorder {
 	 */
 	int stats;
 	uint64_t rounds, awake_cpu_ns, timed_threads;
-	const char *cwd_now;   /* of the process whose sample is being added */
+	const char *cwd_now; /* of the process whose sample is being added */
 	struct source_roots roots; /* what short file names are under */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
@@ -203,7 +207,7 @@ struct recorder {
 
 static void parse_options(struct record_opts *o, int argc, char **argv)
 {
-	enum { OPT_KILL_AFTER_DURATION = OPT_COMMAND };
+	enum { OPT_KILL_AFTER_DURATION = OPT_COMMAND, OPT_GPU_TIMELINE };
 	static const struct option options[] = {
 	    SAMPLE_OPTIONS,
 	    SAMPLE_RATE_OPTIONS,
@@ -213,6 +217,7 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 	    {"threads", no_argument, NULL, 't'},
 	    {"full-filenames", no_argument, NULL, 'F'},
 	    {"kill-after-duration", no_argument, NULL, OPT_KILL_AFTER_DURATION},
+	    {"gpu-timeline", required_argument, NULL, OPT_GPU_TIMELINE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -254,12 +259,20 @@ static void parse_options(struct record_opts *o, int argc, char **argv)
 		case OPT_KILL_AFTER_DURATION:
 			o->kill_after_duration = 1;
 			break;
+		case OPT_GPU_TIMELINE:
+			o->gpu_timeline = (size_t)parse_positive_arg(
+			    "--gpu-timeline", optarg, 1e9);
+			break;
 		default:
 			usage_exit(c, usage_text);
 		}
 	}
 	sample_opts_finish(&o->s, argc, argv, optind, "record",
 			   SAMPLE_LAUNCH | SAMPLE_TASK_STACKS);
+	if (o->gpu_timeline && !o->s.gpu) {
+		fprintf(stderr, "spyc: --gpu-timeline needs --gpu\n");
+		exit(EXIT_USAGE);
+	}
 	/* spyc ends only a program it started, and only at a deadline. */
 	if (o->kill_after_duration && (!o->s.argv || !o->duration)) {
 		fprintf(stderr, "spyc: --kill-after-duration needs --duration "
@@ -505,6 +518,7 @@ static void gpu_keep(void *ctx, const struct gpu_record *rec)
 		if (gpu_record_interval(rec) || rec->type == GPU_REC_API)
 			r->gp.last_activity_at = now_ns();
 		gpuprof_add(&r->gp, rec);
+		gpuprof_fold(&r->gp, &r->stacks);
 		return;
 	}
 	r->gp.last_launch_at = now_ns();
@@ -533,6 +547,7 @@ static void sample_loop(struct recorder *r)
 	sl->next = sl->slot = started;
 	r->gp.t0_ns = started;
 	r->gp.period_ns = (uint64_t)(1e9 / r->opts->s.rate);
+	r->gp.keep = r->opts->gpu_timeline;
 	r->timeline.t0_ns = started;
 	r->start_unix_ns = realtime_ns();
 	while (!sampleloop_stop) {
@@ -542,7 +557,7 @@ static void sample_loop(struct recorder *r)
 		 * (its names twice): the cost of a round once they are known.
 		 */
 		int timed = r->stats && r->rounds++ % STATS_TIMED_EVERY ==
-						STATS_TIMED_EVERY - 1;
+					    STATS_TIMED_EVERY - 1;
 		uint64_t woke = timed ? thread_cpu_ns() : 0;
 		uint64_t threads_before = r->threads_read;
 
@@ -623,12 +638,10 @@ static void sample_loop(struct recorder *r)
 static void default_output(struct record_opts *o, pid_t pid, char *buf,
 			   size_t size)
 {
-	static const char *const ext[] = {[FORMAT_SPEEDSCOPE] = "json",
-					  [FORMAT_FOLDED] = "txt",
-					  [FORMAT_SVG] = "svg",
-					  [FORMAT_PPROF] = "pb.gz",
-					  [FORMAT_CHROME] = "trace.json",
-					  [FORMAT_HTML] = "html"};
+	static const char *const ext[] = {
+	    [FORMAT_SPEEDSCOPE] = "json",   [FORMAT_FOLDED] = "txt",
+	    [FORMAT_SVG] = "svg",	    [FORMAT_PPROF] = "pb.gz",
+	    [FORMAT_CHROME] = "trace.json", [FORMAT_HTML] = "html"};
 
 	snprintf(buf, size, "spyc-%d.%s", (int)pid, ext[o->format]);
 	o->output = buf;
@@ -640,7 +653,10 @@ static void default_output(struct record_opts *o, pid_t pid, char *buf,
  * in a step only: a batch script's SLURM_NTASKS is not one launch).
  */
 static const char *const task_count_vars[] = {
-    "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL,
+    "SLURM_STEP_NUM_TASKS",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    NULL,
 };
 
 /*
@@ -659,12 +675,13 @@ static void warn_shared_output(const struct record_opts *o)
 		const char *v = getenv(task_count_vars[i]);
 
 		if (v && outname_rank_valid(v) && atol(v) > 1) {
-			fprintf(stderr,
-				"spyc: warning: this is one of %s tasks (%s) "
-				"and -o '%s' names one file: if each runs spyc, "
-				"each profile replaces the last; %%r in -o "
-				"names each rank's\n",
-				v, task_count_vars[i], o->template);
+			fprintf(
+			    stderr,
+			    "spyc: warning: this is one of %s tasks (%s) "
+			    "and -o '%s' names one file: if each runs spyc, "
+			    "each profile replaces the last; %%r in -o "
+			    "names each rank's\n",
+			    v, task_count_vars[i], o->template);
 			return;
 		}
 	}
@@ -878,6 +895,14 @@ static void print_stats(const struct recorder *r)
 		(double)proc_counts.file_calls / n,
 		(double)r->awake_cpu_ns / 1e3 / timed, walked,
 		(double)proc_counts.remote_read_ns / 1e3 / n);
+	/* Its own memory, not the channel's pages (shared, at most 16 MiB). */
+	if (r->gpu.on)
+		fprintf(stderr,
+			"spyc: stats: --gpu: %" PRIu64
+			" GPU activities, %zu held for the timeline; RssAnon "
+			"%ld KiB\n",
+			gpuprof_activities(&r->gp), r->gp.nr_acts,
+			proc_self_status_kib("RssAnon:"));
 }
 
 /*
@@ -927,6 +952,7 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 	r->gp.zero_time = st.zero_time;
 	r->gp.cupti_dropped = st.cupti_dropped;
 	r->gp.bad_buffers = st.bad_buffers;
+	r->gp.captured_launches = st.captured_launches;
 	r->gp.other_processes = st.other_processes;
 	r->gp.monotonic_clock = st.clock == GPU_CLOCK_MONOTONIC;
 	r->gp.api_records = st.api_records;
@@ -936,8 +962,8 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 			" other process%s (the target's children, which "
 			"inherit the CUDA driver's setting) started CUDA: "
 			"--gpu profiles the GPU work of %s alone\n",
-			st.other_processes,
-			st.other_processes == 1 ? "" : "es", who);
+			st.other_processes, st.other_processes == 1 ? "" : "es",
+			who);
 	switch (st.status) {
 	case GPU_AGENT_WAITING:
 		fprintf(stderr,
@@ -959,13 +985,14 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 					      ? r->gp.last_activity_at
 					      : r->gp.t0_ns)) /
 				    1e9,
-				r->gp.nr_acts ? "; the GPU profile ends "
-						"where they stopped"
-					      : ": no GPU profile");
-			if (!r->gp.nr_acts)
+				gpuprof_activities(&r->gp)
+				    ? "; the GPU profile ends "
+				      "where they stopped"
+				    : ": no GPU profile");
+			if (!gpuprof_activities(&r->gp))
 				return NULL;
 		}
-		if (!r->gp.nr_acts) {
+		if (!gpuprof_activities(&r->gp)) {
 			fprintf(stderr,
 				"spyc: --gpu: %s ran no kernel, copy or memset "
 				"that CUPTI reported (%" PRIu64

@@ -30,7 +30,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 6
+#define GPUCHAN_VERSION 7
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -47,14 +47,14 @@
 
 /* What the agent says about itself, in header.status. */
 enum gpu_agent_status {
-	GPU_AGENT_WAITING = 0,	   /* spyc's initial value: no agent yet */
-	GPU_AGENT_STARTING = 1,	   /* the agent has mapped the channel */
-	GPU_AGENT_RUNNING = 2,	   /* CUPTI is collecting */
-	GPU_AGENT_NO_CUDA = 3,	   /* the process has not loaded CUDA */
-	GPU_AGENT_NO_CUPTI = 4,	   /* no libcupti could be loaded */
-	GPU_AGENT_CUPTI_ERROR = 5, /* a CUPTI call failed (detail: result) */
-	GPU_AGENT_STOPPED = 6,	   /* quiet again: activities disabled */
-	GPU_AGENT_ALREADY = 7,	   /* another channel already has the agent */
+	GPU_AGENT_WAITING = 0,	    /* spyc's initial value: no agent yet */
+	GPU_AGENT_STARTING = 1,	    /* the agent has mapped the channel */
+	GPU_AGENT_RUNNING = 2,	    /* CUPTI is collecting */
+	GPU_AGENT_NO_CUDA = 3,	    /* the process has not loaded CUDA */
+	GPU_AGENT_NO_CUPTI = 4,	    /* no libcupti could be loaded */
+	GPU_AGENT_CUPTI_ERROR = 5,  /* a CUPTI call failed (detail: result) */
+	GPU_AGENT_STOPPED = 6,	    /* quiet again: activities disabled */
+	GPU_AGENT_ALREADY = 7,	    /* another channel already has the agent */
 	GPU_AGENT_OTHER_CLIENT = 8, /* another CUPTI client: nothing enabled */
 	GPU_AGENT_STATUS_MAX = 8
 };
@@ -162,8 +162,13 @@ struct gpuchan_header {
 	uint64_t bad_buffers;	/* buffers whose walk stopped at an error */
 	/* agents the CUDA driver started in processes not the target */
 	uint64_t other_processes;
-	uint32_t clock;		/* enum gpu_agent_clock */
-	uint32_t api_records;	/* enum gpu_api_records */
+	uint32_t clock;	      /* enum gpu_agent_clock */
+	uint32_t api_records; /* enum gpu_api_records */
+	/*
+	 * launches made while their thread captured a stream into a CUDA
+	 * graph: they queue no work, so the agent copies no stack of them
+	 */
+	uint64_t captured_launches;
 };
 
 /* Which CUDA API calls CUPTI makes records of (header.api_records). */
@@ -321,7 +326,6 @@ struct gpu_stack {
 	uint8_t flags;
 	struct gpu_stack_frame frames[GPU_STACK_FRAMES];
 };
-
 
 /* One record as it travels (without the slot's sequence number). */
 struct gpu_record {

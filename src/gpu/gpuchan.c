@@ -278,6 +278,8 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->cupti_dropped =
 	    __atomic_load_n(&h->cupti_dropped, __ATOMIC_RELAXED);
 	st->bad_buffers = __atomic_load_n(&h->bad_buffers, __ATOMIC_RELAXED);
+	st->captured_launches =
+	    __atomic_load_n(&h->captured_launches, __ATOMIC_RELAXED);
 	st->other_processes =
 	    __atomic_load_n(&h->other_processes, __ATOMIC_RELAXED);
 	st->clock = __atomic_load_n(&h->clock, __ATOMIC_RELAXED);
@@ -333,9 +335,9 @@ void gpuchan_set_py_layout(struct gpuchan *c,
 const char *gpu_agent_status_name(int status)
 {
 	static const char *const names[] = {
-	    "waiting",	"starting",    "running", "no-cuda",
-	    "no-cupti", "cupti-error", "stopped", "already-attached",
-	    "other-cupti-client"};
+	    "waiting", "starting",	   "running",
+	    "no-cuda", "no-cupti",	   "cupti-error",
+	    "stopped", "already-attached", "other-cupti-client"};
 
 	if (status < 0 || (size_t)status >= ARRAY_SIZE(names))
 		return "unknown";

@@ -38,9 +38,10 @@ struct gpuchan_state {
 	uint64_t zero_time;	/* records with no time, dropped by the agent */
 	uint64_t cupti_dropped; /* records CUPTI dropped (no buffer space) */
 	uint64_t bad_buffers;	/* buffers cut short at an invalid record */
-	uint64_t other_processes; /* that inherited the channel: not served */
-	uint32_t clock;		  /* enum gpu_agent_clock */
-	uint32_t api_records;	  /* enum gpu_api_records */
+	uint64_t captured_launches; /* launches into a stream capture */
+	uint64_t other_processes;   /* that inherited the channel: not served */
+	uint32_t clock;		    /* enum gpu_agent_clock */
+	uint32_t api_records;	    /* enum gpu_api_records */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include "gpu/gpuprof.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,8 @@ void gpuprof_init(struct gpuprof *gp)
 	stacks_init(&gp->launch_stacks);
 	stacks_init(&gp->waiting_stacks);
 	stacks_init(&gp->kernel_keys);
+	stacks_init(&gp->folded);
+	stacks_init(&gp->folded_idle);
 	gpu_names_init(&gp->names);
 }
 
@@ -95,6 +98,19 @@ void gpuprof_release(struct gpuprof *gp)
 	stacks_release(&gp->stacks);
 	free(gp->idle_line_time);
 	stacks_release(&gp->idle);
+	free(gp->waiting_python);
+	stacks_release(&gp->folded);
+	stacks_release(&gp->folded_idle);
+	free(gp->folded_line_time);
+	free(gp->folded_idle_line_time);
+	free(gp->folded_kernel_leaf);
+	free(gp->folded_rows);
+	free(gp->folded_map);
+	for (i = 0; i < gp->nr_devs; i++) {
+		free(gp->devs[i].rest);
+		free(gp->devs[i].tids);
+	}
+	free(gp->devs);
 	gpuprof_init(gp);
 }
 
@@ -158,6 +174,28 @@ static uint32_t kernel_name(struct gpuprof *gp, const struct gpu_record *rec)
 	return id;
 }
 
+/*
+ * CUPTI's 32-bit correlation id c as 64 bits: the value with c's low
+ * bits nearest the highest id seen, which it becomes if higher.  Records
+ * come a little out of order (launch stacks ahead of CUPTI's buffers),
+ * never 2^31 ids apart.  0 stays CUPTI's "none".
+ */
+static uint64_t unwrap(struct gpuprof *gp, uint32_t c)
+{
+	const uint64_t half = 1ULL << 31, whole = 1ULL << 32;
+	uint64_t top = gp->corr_top, v = (top & ~(whole - 1)) | c;
+
+	if (!c)
+		return 0;
+	if (v + half < top)
+		v += whole;
+	else if (v > top + half && v >= whole)
+		v -= whole;
+	if (v > gp->corr_top)
+		gp->corr_top = v;
+	return v;
+}
+
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 {
 	switch (rec->type) {
@@ -171,7 +209,8 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 		a = &gp->acts[gp->nr_acts++];
 		memset(a, 0, sizeof(*a));
 		a->iv = *gpu_record_interval(rec);
-		a->type = rec->type;
+		a->wraps = (uint16_t)(unwrap(gp, a->iv.correlation) >> 32);
+		a->type = (uint8_t)rec->type;
 		if (rec->type == GPU_REC_KERNEL) {
 			a->kernel = kernel_name(gp, rec);
 		} else if (rec->type == GPU_REC_MEMCPY) {
@@ -187,7 +226,7 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 
 		ALLOC_GROW(gp->apis, gp->nr_apis + 1, gp->alloc_apis);
 		a = &gp->apis[gp->nr_apis++];
-		a->correlation = rec->u.api.correlation;
+		a->correlation = unwrap(gp, rec->u.api.correlation);
 		a->tid = rec->u.api.tid;
 		a->start = rec->u.api.start;
 		a->end = rec->u.api.end < a->start ? a->start : rec->u.api.end;
@@ -226,6 +265,8 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->entry = entry;
 }
 
+static int is_python_frame(const struct gpuprof *gp, uint32_t f);
+
 static int ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), m = strlen(tail);
@@ -256,6 +297,17 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 		gp->launch_ids[i] = stacks_frame(&gp->waiting_stacks, f->name,
 						 f->file, f->line);
 	}
+	for (i = 0; i < depth; i++) {
+		size_t old = gp->alloc_waiting_python;
+
+		ALLOC_GROW(gp->waiting_python, (size_t)gp->launch_ids[i] + 1,
+			   gp->alloc_waiting_python);
+		if (gp->alloc_waiting_python > old)
+			memset(gp->waiting_python + old, 0,
+			       gp->alloc_waiting_python - old);
+		gp->waiting_python[gp->launch_ids[i]] =
+		    (unsigned char)is_python_frame(gp, frames[i]);
+	}
 	entry = stacks_add(&gp->waiting_stacks,
 			   stacks_thread(&gp->waiting_stacks, ident, tid, name),
 			   gp->launch_ids, depth, 1);
@@ -277,9 +329,9 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 
 	ALLOC_GROW(gp->launches, gp->nr_launches + 1, gp->alloc_launches);
 	l = &gp->launches[gp->nr_launches++];
-	l->correlation = correlation;
+	l->correlation = unwrap(gp, correlation);
 	l->tid = tid;
-	l->alias = alias;
+	l->alias = unwrap(gp, alias);
 	l->entry = UINT32_MAX;
 	if (alias)
 		return;
@@ -348,9 +400,11 @@ void gpuprof_activity_times(const struct gpu_act *act, uint64_t *start,
 }
 
 /* act's correlation id, which its launch has too (0 for none). */
-static uint32_t activity_correlation(const struct gpu_act *act)
+static uint64_t activity_correlation(const struct gpu_act *act)
 {
-	return act->iv.correlation;
+	return act->iv.correlation
+		   ? (uint64_t)act->wraps << 32 | act->iv.correlation
+		   : 0;
 }
 
 /*
@@ -437,13 +491,13 @@ static int cmp_sample(const void *a, const void *b)
 }
 
 /*
- * The API call with this correlation id that launched work starting at
- * t (CUPTI's clock), or NULL.  CUPTI's ids are 32 bits: a run of more
- * than 2^32 calls has several calls with one id, sorted by start
- * (cmp_api), and the work's is the last to start before it.
+ * The API call with this correlation id (unwrapped) that launched work
+ * starting at t (CUPTI's clock), or NULL.  Should ids still repeat (a
+ * record that came 2^31 ids late), the work's is the last call to start
+ * before it.
  */
 static const struct gpu_api_call *find_api(const struct gpuprof *gp,
-					   uint32_t correlation, uint64_t t)
+					   uint64_t correlation, uint64_t t)
 {
 	size_t lo = 0, hi = gp->nr_apis, best;
 
@@ -496,7 +550,7 @@ static int cmp_launch(const void *a, const void *b)
 
 /* The launch stack of the launch with this correlation id, or NULL. */
 static const struct gpu_launch *find_launch(const struct gpuprof *gp,
-					    uint32_t correlation)
+					    uint64_t correlation)
 {
 	struct gpu_launch key = {correlation, 0, 0, 0};
 	const struct gpu_launch *l;
@@ -582,10 +636,30 @@ static const struct gpu_cpu_sample *nearest_waiting(const struct gpuprof *gp,
 		best = &w[lo];
 	if (lo > 0 && (!best || t_ns - w[lo - 1].t_ns < best->t_ns - t_ns))
 		best = &w[lo - 1];
-	if (best && (best->t_ns > t_ns ? best->t_ns - t_ns
-				       : t_ns - best->t_ns) > reach)
+	if (best &&
+	    (best->t_ns > t_ns ? best->t_ns - t_ns : t_ns - best->t_ns) > reach)
 		return NULL;
 	return best;
+}
+
+/* Add from's entries to to, their frames by map (from's id -> to's). */
+static void stacks_merge_mapped(struct stacks *to, const struct stacks *from,
+				const uint32_t *map)
+{
+	uint32_t *frames = NULL;
+	size_t alloc = 0, i, j;
+
+	for (i = 0; i < from->nr_entries; i++) {
+		const struct stack_entry *e = &from->entries[i];
+		const struct stack_thread *t = &from->threads[e->thread];
+
+		ALLOC_GROW(frames, (size_t)e->depth + 1, alloc);
+		for (j = 0; j < e->depth; j++)
+			frames[j] = map[e->frames[j]];
+		stacks_add(to, stacks_thread(to, t->ident, t->tid, t->name),
+			   frames, e->depth, e->count);
+	}
+	free(frames);
 }
 
 /* Give every activity its name's frame in gp->stacks (gp->leaf). */
@@ -640,40 +714,56 @@ static int is_python_frame(const struct gpuprof *gp, uint32_t f)
 	return f < gp->alloc_python_frame && gp->python_frame[f];
 }
 
+/* (*time)[f] += ns, *time grown (zeroed) to hold f. */
+static void add_time_at(uint64_t **time, size_t *nr, uint32_t f, uint64_t ns)
+{
+	size_t old = *nr;
+
+	if (f >= *nr) {
+		ALLOC_GROW(*time, (size_t)f + 1, *nr);
+		memset(*time + old, 0, (*nr - old) * sizeof(**time));
+	}
+	(*time)[f] += ns;
+}
+
 /*
- * Charge ns of GPU time to the innermost Python frame of frames (ids in
- * gp->stacks, root first): every one is, for a launch's own stack.
+ * Where attribution puts time: gp->stacks and gp->idle at the end, or
+ * gp->folded and gp->folded_idle while a run folds (gpuprof_fold),
+ * whose frames are their own.  cpu_map takes a CPU frame id to st's
+ * (NULL: the same ids); launch_map and waiting_map those of
+ * gp->launch_stacks and gp->waiting_stacks.  Line times go by st's ids.
  */
-static void add_line_time_to(struct gpuprof *gp, uint64_t **time, size_t *nr,
-			     const uint32_t *frames, size_t depth, uint64_t ns,
-			     int all_python)
+struct sink {
+	struct stacks *st;
+	uint32_t *cpu_map, *launch_map, *waiting_map;
+	uint64_t **line_time;
+	size_t *nr_line_time;
+	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
+	uint32_t root_waiting;
+	uint32_t *frames; /* room for the deepest stack and two more */
+};
+
+static uint32_t sink_cpu_frame(const struct sink *k, uint32_t f)
+{
+	return k->cpu_map ? k->cpu_map[f] : f;
+}
+
+/* Charge ns to the innermost Python frame of CPU frames (root first). */
+static void add_cpu_line_time(const struct gpuprof *gp, const struct sink *k,
+			      const uint32_t *frames, size_t depth, uint64_t ns)
 {
 	size_t i;
 
-	for (i = depth; i-- > 0;) {
-		uint32_t f = frames[i];
-		size_t old = *nr;
-
-		if (!all_python && !is_python_frame(gp, f))
-			continue;
-		if (f >= *nr) {
-			ALLOC_GROW(*time, (size_t)f + 1, *nr);
-			memset(*time + old, 0, (*nr - old) * sizeof(**time));
+	for (i = depth; i-- > 0;)
+		if (is_python_frame(gp, frames[i])) {
+			add_time_at(k->line_time, k->nr_line_time,
+				    sink_cpu_frame(k, frames[i]), ns);
+			return;
 		}
-		(*time)[f] += ns;
-		return;
-	}
 }
 
-static void add_line_time(struct gpuprof *gp, const uint32_t *frames,
-			  size_t depth, uint64_t ns, int all_python)
-{
-	add_line_time_to(gp, &gp->line_time, &gp->nr_line_time, frames, depth,
-			 ns, all_python);
-}
-
-/* The GPU stacks' thread for CPU thread tid: named as the CPU one. */
-static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
+/* The sink's thread for CPU thread tid: named as the CPU one. */
+static uint32_t launch_thread(struct stacks *st, const struct stacks *cpu,
 			      uint32_t tid)
 {
 	size_t t;
@@ -682,10 +772,151 @@ static uint32_t launch_thread(struct gpuprof *gp, const struct stacks *cpu,
 		const struct stack_thread *th = &cpu->threads[t];
 
 		if (th->tid == (long)tid)
-			return stacks_thread(&gp->stacks, th->ident, th->tid,
-					     th->name);
+			return stacks_thread(st, th->ident, th->tid, th->name);
 	}
-	return stacks_thread(&gp->stacks, 0, (long)tid, NULL);
+	return stacks_thread(st, 0, (long)tid, NULL);
+}
+
+/* The ids in to of from's frames (by name, file and line); freed by the caller.
+ */
+static uint32_t *frames_in(struct stacks *to, const struct stacks *from)
+{
+	uint32_t *map = xmalloc((from->nr_frames + 1) * sizeof(*map));
+	size_t i;
+
+	for (i = 0; i < from->nr_frames; i++)
+		map[i] =
+		    stacks_frame(to, from->frames[i].name, from->frames[i].file,
+				 from->frames[i].line);
+	return map;
+}
+
+/* The deepest stack attribution may write, but for its root and leaf. */
+static size_t deepest(const struct gpuprof *gp, const struct stacks *cpu)
+{
+	const struct stacks *all[] = {cpu, &gp->launch_stacks,
+				      &gp->waiting_stacks};
+	size_t max = 0, i, j;
+
+	for (j = 0; j < ARRAY_SIZE(all); j++)
+		for (i = 0; i < all[j]->nr_entries; i++)
+			if (all[j]->entries[i].depth > max)
+				max = all[j]->entries[i].depth;
+	return max;
+}
+
+/* Make k's roots, maps and room in st (cpu_map: whether to map). */
+static void sink_open(struct sink *k, struct gpuprof *gp,
+		      const struct stacks *cpu, struct stacks *st, int cpu_map,
+		      uint64_t **line_time, size_t *nr_line_time)
+{
+	k->st = st;
+	k->cpu_map = cpu_map ? frames_in(st, cpu) : NULL;
+	k->line_time = line_time;
+	k->nr_line_time = nr_line_time;
+	k->root_launch = stacks_frame(st, GPU_ROOT_LAUNCH, "", 0);
+	k->root_nearest = stacks_frame(st, GPU_ROOT_NEAREST, "", 0);
+	k->root_no_launch = stacks_frame(st, GPU_ROOT_NO_LAUNCH, "", 0);
+	k->root_no_sample = stacks_frame(st, GPU_ROOT_NO_SAMPLE, "", 0);
+	k->root_waiting = stacks_frame(st, GPU_ROOT_WAITING, "", 0);
+	k->launch_map = frames_in(st, &gp->launch_stacks);
+	k->waiting_map = frames_in(st, &gp->waiting_stacks);
+	k->frames = xmalloc((deepest(gp, cpu) + 2) * sizeof(*k->frames));
+}
+
+static void sink_close(struct sink *k)
+{
+	free(k->cpu_map);
+	free(k->launch_map);
+	free(k->waiting_map);
+	free(k->frames);
+}
+
+/*
+ * Put act, whose name is frame leaf of k's stacks, on the Python stack
+ * of its launch, else on the launching thread's nearest sample's, else
+ * on a waiting thread's (gpuprof_attribute).  The API calls, launches,
+ * samples and waiting samples are sorted.
+ */
+static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
+			  struct sink *k, const struct gpu_act *act,
+			  uint32_t leaf)
+{
+	uint64_t corr = activity_correlation(act), start, end, ns;
+	const struct gpu_api_call *api =
+	    find_api(gp, corr, activity_start(act));
+	const struct gpu_launch *launch = find_launch(gp, corr);
+	const struct gpu_cpu_sample *s = NULL;
+	const struct stack_entry *e = NULL;
+	uint32_t *frames = k->frames, thread;
+	size_t depth = 0, j;
+
+	gpuprof_activity_times(act, &start, &end);
+	ns = end - start;
+	if (launch) {
+		e = &gp->launch_stacks.entries[launch->entry];
+		thread = launch_thread(k->st, cpu, launch->tid);
+		frames[depth++] = k->root_launch;
+		for (j = 0; j < e->depth; j++)
+			frames[depth++] = k->launch_map[e->frames[j]];
+		gp->exact++;
+		/* A launch's own stack is all Python. */
+		if (e->depth)
+			add_time_at(k->line_time, k->nr_line_time,
+				    frames[e->depth], ns);
+		frames[depth++] = leaf;
+		stacks_add(k->st, thread, frames, depth, ns);
+		return;
+	}
+	if (api)
+		s = nearest_sample(gp, (long)api->tid,
+				   gpuprof_to_monotonic(gp, api->start));
+	if (s && s->entry < cpu->nr_entries)
+		e = &cpu->entries[s->entry];
+	/*
+	 * A thread never sampled (no Python frames) that launched while a
+	 * thread waited in autograd's engine: the engine's, launching that
+	 * thread's backward pass.
+	 */
+	if (api && !s &&
+	    (s = nearest_waiting(gp, gpuprof_to_monotonic(gp, api->start)))) {
+		const struct stack_entry *w =
+		    &gp->waiting_stacks.entries[s->entry];
+		const struct stack_thread *t =
+		    &gp->waiting_stacks.threads[w->thread];
+
+		thread = stacks_thread(k->st, t->ident, t->tid, t->name);
+		frames[depth++] = k->root_waiting;
+		for (j = 0; j < w->depth; j++)
+			frames[depth++] = k->waiting_map[w->frames[j]];
+		gp->by_waiting++;
+		for (j = w->depth; j-- > 0;)
+			if (w->frames[j] < gp->alloc_waiting_python &&
+			    gp->waiting_python[w->frames[j]]) {
+				add_time_at(k->line_time, k->nr_line_time,
+					    frames[1 + j], ns);
+				break;
+			}
+	} else if (e) {
+		const struct stack_thread *t = &cpu->threads[e->thread];
+
+		thread = stacks_thread(k->st, t->ident, t->tid, t->name);
+		frames[depth++] = k->root_nearest;
+		for (j = 0; j < e->depth; j++)
+			frames[depth++] = sink_cpu_frame(k, e->frames[j]);
+		gp->attributed++;
+		add_cpu_line_time(gp, k, e->frames, e->depth, ns);
+	} else if (api) {
+		thread = stacks_thread(k->st, 0, (long)api->tid, NULL);
+		frames[depth++] = k->root_no_sample;
+		gp->no_sample++;
+	} else {
+		thread = stacks_thread(k->st, 0, 0, "[no launch record]");
+		frames[depth++] = k->root_no_launch;
+		gp->no_launch++;
+	}
+	frames[depth++] = leaf;
+	stacks_add(k->st, thread, frames, depth, ns);
 }
 
 /* A device's busy time: its activities' union, each span with the busy
@@ -701,32 +932,62 @@ static int cmp_busy(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* What device_busy() takes for every device's activities at once. */
-#define GPU_ANY_DEVICE UINT32_MAX
+/* The state of device (GPU_ANY_DEVICE: of all), made if new. */
+static struct gpu_device_state *device_state(struct gpuprof *gp,
+					     uint32_t device)
+{
+	struct gpu_device_state *d;
+	size_t i;
+
+	for (i = 0; i < gp->nr_devs; i++)
+		if (gp->devs[i].device == device)
+			return &gp->devs[i];
+	ALLOC_GROW(gp->devs, gp->nr_devs + 1, gp->alloc_devs);
+	d = &gp->devs[gp->nr_devs++];
+	memset(d, 0, sizeof(*d));
+	d->device = device;
+	d->first = UINT64_MAX;
+	return d;
+}
+
+/* act's interval on spyc's clock, its end no earlier than its start. */
+static void act_span(const struct gpuprof *gp, const struct gpu_act *act,
+		     uint64_t *start, uint64_t *end)
+{
+	gpuprof_activity_times(act, start, end);
+	*start = gpuprof_to_monotonic(gp, *start);
+	*end = gpuprof_to_monotonic(gp, *end);
+	if (*end < *start)
+		*end = *start;
+}
 
 /*
- * Device's busy spans on spyc's clock, merged, by start; *out is the
- * caller's to free.
+ * Device's busy spans on spyc's clock, merged, by start: those of the
+ * activities held and those folded that reach past gp->idle_done; *out
+ * is the caller's to free.
  */
 static size_t device_busy(const struct gpuprof *gp, uint32_t device,
 			  struct busy **out)
 {
-	struct busy *b = xmalloc((gp->nr_acts + 1) * sizeof(*b));
-	size_t i, n = 0, m = 0;
+	const struct gpu_device_state *d = NULL;
+	size_t i, n = 0, m = 0, rest = 0;
 	uint64_t before = 0;
+	struct busy *b;
 
+	for (i = 0; i < gp->nr_devs; i++)
+		if (gp->devs[i].device == device)
+			d = &gp->devs[i];
+	rest = d ? d->nr_rest : 0;
+	b = xmalloc((gp->nr_acts + rest + 1) * sizeof(*b));
 	for (i = 0; i < gp->nr_acts; i++) {
-		uint64_t start, end;
-
-		if (device != GPU_ANY_DEVICE &&
-		    gp->acts[i].iv.device != device)
+		if (device != GPU_ANY_DEVICE && gp->acts[i].iv.device != device)
 			continue;
-		gpuprof_activity_times(&gp->acts[i], &start, &end);
-		b[n].start = gpuprof_to_monotonic(gp, start);
-		b[n].end = gpuprof_to_monotonic(gp, end);
-		if (b[n].end < b[n].start)
-			b[n].end = b[n].start;
+		act_span(gp, &gp->acts[i], &b[n].start, &b[n].end);
 		n++;
+	}
+	for (i = 0; i < rest; i++) {
+		b[n].start = d->rest[i].start;
+		b[n++].end = d->rest[i].end;
 	}
 	if (n)
 		qsort(b, n, sizeof(*b), cmp_busy);
@@ -787,6 +1048,46 @@ static uint32_t launching_tid(const struct gpuprof *gp,
 }
 
 /*
+ * Note act in its device's state: when the device's work started, who
+ * launched it (a thread never sampled, with no Python, has no stack to
+ * charge idle time to), and with span (folding) its busy span.
+ */
+static void note_device_work(struct gpuprof *gp, const struct gpu_act *act,
+			     int span)
+{
+	struct gpu_device_state *d = device_state(gp, act->iv.device);
+	struct gpu_device_state *any;
+	uint64_t start, end;
+	uint32_t tid = launching_tid(gp, act);
+	size_t k;
+
+	act_span(gp, act, &start, &end);
+	if (start < d->first)
+		d->first = start;
+	if (tid && nearest_sample(gp, (long)tid, gp->t0_ns)) {
+		for (k = 0; k < d->nr_tids && d->tids[k] != tid; k++)
+			;
+		if (k == d->nr_tids) {
+			ALLOC_GROW(d->tids, d->nr_tids + 1, d->alloc_tids);
+			d->tids[d->nr_tids++] = tid;
+		}
+	}
+	if (!span)
+		return;
+	ALLOC_GROW(d->rest, d->nr_rest + 1, d->alloc_rest);
+	d->rest[d->nr_rest].start = start;
+	d->rest[d->nr_rest++].end = end;
+	any = device_state(gp, GPU_ANY_DEVICE);
+	if (start < any->first)
+		any->first = start;
+	ALLOC_GROW(any->rest, any->nr_rest + 1, any->alloc_rest);
+	any->rest[any->nr_rest].start = start;
+	any->rest[any->nr_rest++].end = end;
+	if (end > gp->last_end)
+		gp->last_end = end;
+}
+
+/*
  * Sample s (of gp->samples, sorted by thread and time) stands for the
  * time [*a, *z): from halfway to its thread's previous sample to halfway
  * to its next, at most a period each way, within [t0, t1].
@@ -811,115 +1112,55 @@ static void sample_window(const struct gpuprof *gp, size_t s, uint64_t t0,
 }
 
 /*
- * gp->idle: each device's idle time from t0_ns to t1_ns by the stacks of
- * the CPU samples of the threads that launched its work (gpuprof.h).
- * After gpuprof_attribute() has sorted the samples, API calls and
- * launches.
+ * Charge each device's idle time from gp->idle_done (or its first work,
+ * or t0_ns) to t1 to the stacks of the CPU samples of the threads that
+ * launched its work (gpuprof.h), in k's stacks and idle line times.
+ * The samples, API calls and launches are sorted.
  */
-static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
+static void charge_idle(struct gpuprof *gp, const struct stacks *cpu,
+			struct sink *k, uint64_t t1)
 {
-	uint32_t *devices = NULL, *tids = NULL, *frames;
-	size_t nr_devices = 0, alloc_devices = 0, alloc_tids = 0, i, d;
-	size_t max_depth = 0;
-	uint64_t t0 = gp->t0_ns, t1 = gp->t1_ns;
-	uint32_t unsampled;
+	uint32_t unsampled = stacks_frame(k->st, GPU_IDLE_UNSAMPLED, "", 0);
+	uint32_t *frames = k->frames;
 	char root_name[64];
+	size_t d, s, j;
 
-	if (!t1) {
-		for (i = 0; i < gp->nr_samples; i++)
-			if (gp->samples[i].t_ns > t1)
-				t1 = gp->samples[i].t_ns;
-		for (i = 0; i < gp->nr_acts; i++) {
-			uint64_t start, end;
-
-			gpuprof_activity_times(&gp->acts[i], &start, &end);
-			if (gpuprof_to_monotonic(gp, end) > t1)
-				t1 = gpuprof_to_monotonic(gp, end);
-		}
-	}
-	if (t1 <= t0)
-		return;
-	for (i = 0; i < gp->nr_acts; i++) {
-		uint32_t dev = gp->acts[i].iv.device;
-
-		for (d = 0; d < nr_devices && devices[d] != dev; d++)
-			;
-		if (d == nr_devices) {
-			ALLOC_GROW(devices, nr_devices + 1, alloc_devices);
-			devices[nr_devices++] = dev;
-		}
-	}
-	/*
-	 * The roots are frames of gp->stacks too, whose frames are all the
-	 * idle stacks' (the same ids): outputs write one table of frames.
-	 */
-	for (d = 0; d < nr_devices; d++) {
-		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
-			 devices[d]);
-		stacks_frame(&gp->stacks, root_name, "", 0);
-	}
-	unsampled = stacks_frame(&gp->stacks, GPU_IDLE_UNSAMPLED, "", 0);
-	for (i = 0; i < gp->stacks.nr_frames; i++)
-		stacks_frame(&gp->idle, gp->stacks.frames[i].name,
-			     gp->stacks.frames[i].file,
-			     gp->stacks.frames[i].line);
-	for (i = 0; i < cpu->nr_entries; i++)
-		if (cpu->entries[i].depth > max_depth)
-			max_depth = cpu->entries[i].depth;
-	frames = xmalloc((max_depth + 2) * sizeof(*frames));
-	for (d = 0; d < nr_devices; d++) {
+	for (d = 0; d < gp->nr_devs; d++) {
+		const struct gpu_device_state *dev = &gp->devs[d];
 		struct busy *b;
-		size_t nb = device_busy(gp, devices[d], &b), nr_tids = 0, k, s;
+		size_t nb, nr_tids = dev->nr_tids;
 		/*
 		 * From the device's first work: before it, the program had
 		 * not used it yet (imports, loading data, building the
 		 * model), which is not the GPU waiting for it.
 		 */
-		uint64_t from = nb && b[0].start > t0 ? b[0].start : t0;
+		uint64_t from = dev->first > gp->t0_ns ? dev->first : gp->t0_ns;
 		uint64_t idle, charged = 0;
 		uint32_t root;
 
-		if (from >= t1) {
-			free(b);
+		if (dev->device == GPU_ANY_DEVICE)
 			continue;
-		}
+		if (from < gp->idle_done)
+			from = gp->idle_done;
+		if (from >= t1)
+			continue;
+		nb = device_busy(gp, dev->device, &b);
 		idle = idle_in(b, nb, from, t1);
-
 		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
-			 devices[d]);
-		root = stacks_frame(&gp->idle, root_name, "", 0);
+			 dev->device);
+		root = stacks_frame(k->st, root_name, "", 0);
 		gp->idle_window_ns += t1 - from;
 		gp->idle_ns += idle;
-		for (i = 0; i < gp->nr_acts; i++) {
-			uint32_t tid;
-
-			if (gp->acts[i].iv.device != devices[d])
-				continue;
-			tid = launching_tid(gp, &gp->acts[i]);
-			/*
-			 * A thread never sampled (no Python: PyTorch's
-			 * autograd threads) has no stack to charge: the
-			 * threads that have one share the idle time.
-			 */
-			if (tid && !nearest_sample(gp, (long)tid, t0))
-				tid = 0;
-			for (k = 0; tid && k < nr_tids && tids[k] != tid; k++)
-				;
-			if (tid && k == nr_tids) {
-				ALLOC_GROW(tids, nr_tids + 1, alloc_tids);
-				tids[nr_tids++] = tid;
-			}
-		}
 		for (s = 0; nr_tids && s < gp->nr_samples; s++) {
 			const struct gpu_cpu_sample *x = &gp->samples[s];
 			const struct stack_entry *e;
 			const struct stack_thread *t;
 			uint64_t a, z, ns;
 
-			for (k = 0; k < nr_tids && (long)tids[k] != x->tid;
-			     k++)
+			for (j = 0; j < nr_tids && (long)dev->tids[j] != x->tid;
+			     j++)
 				;
-			if (k == nr_tids || x->entry >= cpu->nr_entries)
+			if (j == nr_tids || x->entry >= cpu->nr_entries)
 				continue;
 			sample_window(gp, s, from, t1, &a, &z);
 			ns = idle_in(b, nb, a, z) / nr_tids;
@@ -928,31 +1169,302 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 			e = &cpu->entries[x->entry];
 			t = &cpu->threads[e->thread];
 			frames[0] = root;
-			memcpy(frames + 1, e->frames,
-			       e->depth * sizeof(*frames));
-			stacks_add(&gp->idle,
-				   stacks_thread(&gp->idle, t->ident, t->tid,
-						 t->name),
-				   frames, e->depth + 1, ns);
-			add_line_time_to(gp, &gp->idle_line_time,
-					 &gp->nr_idle_line_time, e->frames,
-					 e->depth, ns, 0);
+			for (j = 0; j < e->depth; j++)
+				frames[1 + j] = sink_cpu_frame(k, e->frames[j]);
+			stacks_add(
+			    k->st,
+			    stacks_thread(k->st, t->ident, t->tid, t->name),
+			    frames, e->depth + 1, ns);
+			add_cpu_line_time(gp, k, e->frames, e->depth, ns);
 			charged += ns;
 		}
 		if (idle > charged) {
 			frames[0] = root;
 			frames[1] = unsampled;
-			stacks_add(&gp->idle,
-				   stacks_thread(&gp->idle, 0, 0,
-						 GPU_IDLE_UNSAMPLED),
-				   frames, 2, idle - charged);
+			stacks_add(
+			    k->st,
+			    stacks_thread(k->st, 0, 0, GPU_IDLE_UNSAMPLED),
+			    frames, 2, idle - charged);
 			gp->idle_unsampled_ns += idle - charged;
 		}
 		free(b);
 	}
-	free(frames);
-	free(tids);
-	free(devices);
+}
+
+/* Sort what attribution looks things up in. */
+static void sort_lookups(struct gpuprof *gp)
+{
+	/* (qsort's array may not be NULL, even with nothing in it.) */
+	if (gp->nr_pairs)
+		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
+	gp->pairs_sorted = 1;
+	if (gp->nr_apis)
+		qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
+	if (gp->nr_launches)
+		qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches),
+		      cmp_launch);
+	if (gp->nr_samples)
+		qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples),
+		      cmp_sample);
+	if (gp->nr_waiting)
+		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
+		      cmp_sample_time);
+}
+
+/* act's leaf in gp->folded: its name, as assign_leaves names it. */
+static uint32_t folded_leaf(struct gpuprof *gp, const struct gpu_act *act,
+			    struct strbuf *sb)
+{
+	struct gpu_record tmp;
+	uint32_t id;
+	size_t old = gp->alloc_folded_kernel_leaf;
+
+	if (act->type == GPU_REC_KERNEL && act->kernel < old &&
+	    gp->folded_kernel_leaf[act->kernel] != UINT32_MAX)
+		return gp->folded_kernel_leaf[act->kernel];
+	strbuf_reset(sb);
+	gpuprof_activity_name(&gp->names, act_record(gp, act, &tmp), sb);
+	id = stacks_frame(&gp->folded, sb->buf, "", 0);
+	if (act->type == GPU_REC_KERNEL) {
+		ALLOC_GROW(gp->folded_kernel_leaf, (size_t)act->kernel + 1,
+			   gp->alloc_folded_kernel_leaf);
+		if (gp->alloc_folded_kernel_leaf > old)
+			memset(gp->folded_kernel_leaf + old, 0xff,
+			       (gp->alloc_folded_kernel_leaf - old) *
+				   sizeof(*gp->folded_kernel_leaf));
+		gp->folded_kernel_leaf[act->kernel] = id;
+	}
+	return id;
+}
+
+/* Add act (leaf: its name's frame in gp->folded) to the summary's figures. */
+static void fold_figures(struct gpuprof *gp, const struct gpu_act *act,
+			 uint32_t leaf)
+{
+	uint64_t start, end, d;
+	struct gpu_row_stats *r;
+	size_t old = gp->alloc_folded_rows, i;
+
+	gpuprof_activity_times(act, &start, &end);
+	d = end - start;
+	gp->folded_time += d;
+	if (act->type == GPU_REC_MEMCPY) {
+		unsigned k = act->copy_kind;
+
+		if (k >= ARRAY_SIZE(copy_kinds))
+			k = 0;
+		gp->folded_copy_bytes[k] += act->bytes;
+		gp->folded_copy_time[k] += d;
+		gp->folded_copy_count[k]++;
+		gp->folded_copies++;
+		return;
+	}
+	if (act->type == GPU_REC_KERNEL)
+		gp->folded_kernels++;
+	else
+		gp->folded_memsets++;
+	ALLOC_GROW(gp->folded_rows, (size_t)leaf + 1, gp->alloc_folded_rows);
+	for (i = old; i < gp->alloc_folded_rows; i++) {
+		memset(&gp->folded_rows[i], 0, sizeof(gp->folded_rows[i]));
+		gp->folded_rows[i].min = UINT64_MAX;
+	}
+	r = &gp->folded_rows[leaf];
+	r->calls++;
+	r->total += d;
+	if (d < r->min)
+		r->min = d;
+	if (d > r->max)
+		r->max = d;
+}
+
+/*
+ * Drop the folded spans that end by t, cutting those that reach past it
+ * to start there; GPU_ANY_DEVICE's busy time before t is kept in
+ * gp->busy_settled.
+ */
+static void settle_spans(struct gpuprof *gp, uint64_t t)
+{
+	size_t d, i, n;
+
+	for (d = 0; d < gp->nr_devs; d++) {
+		struct gpu_device_state *dev = &gp->devs[d];
+		struct busy *b = NULL;
+		size_t nb = 0;
+
+		if (dev->device == GPU_ANY_DEVICE) {
+			nb = device_busy(gp, GPU_ANY_DEVICE, &b);
+			gp->busy_settled += busy_before(b, nb, t) -
+					    busy_before(b, nb, gp->idle_done);
+			free(b);
+		}
+		for (i = n = 0; i < dev->nr_rest; i++) {
+			if (dev->rest[i].end <= t)
+				continue;
+			dev->rest[n] = dev->rest[i];
+			if (dev->rest[n].start < t)
+				dev->rest[n].start = t;
+			n++;
+		}
+		dev->nr_rest = n;
+	}
+}
+
+/*
+ * Drop the elements of an array (*n of them, size bytes each, sorted by
+ * a 64-bit correlation id at offset off) whose id is below c.
+ */
+static void drop_below(void *base, size_t *n, size_t size, size_t off,
+		       uint64_t c)
+{
+	size_t lo = 0, hi = *n;
+	uint64_t id;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		memcpy(&id, (char *)base + mid * size + off, sizeof(id));
+		if (id < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(base, (char *)base + lo * size, (*n - lo) * size);
+	*n -= lo;
+}
+
+/*
+ * How far below the oldest activity held API calls and launches are
+ * kept: a launch's driver call inside its runtime call has the next id,
+ * and its stack is the runtime call's.
+ */
+#define GPU_KEEP_IDS_BELOW 1024
+
+size_t gpuprof_fold(struct gpuprof *gp, const struct stacks *cpu)
+{
+	size_t keep = gp->keep ? gp->keep : GPU_KEEP_DEFAULT, fold, i;
+	uint64_t settle = UINT64_MAX, oldest = UINT64_MAX;
+	struct strbuf sb = STRBUF_INIT;
+	struct sink k;
+
+	if (gp->attributed_done || gp->nr_acts < 2 * keep)
+		return 0;
+	fold = gp->nr_acts - keep;
+	sort_lookups(gp);
+	if (!gp->folded.nr_threads)
+		stacks_init(&gp->folded);
+	sink_open(&k, gp, cpu, &gp->folded, 1, &gp->folded_line_time,
+		  &gp->nr_folded_line_time);
+	for (i = 0; i < fold; i++) {
+		const struct gpu_act *act = &gp->acts[i];
+		uint32_t leaf = folded_leaf(gp, act, &sb);
+
+		note_device_work(gp, act, 1);
+		attribute_act(gp, cpu, &k, act, leaf);
+		fold_figures(gp, act, leaf);
+	}
+	sink_close(&k);
+	/* Idle is charged up to the oldest activity held. */
+	for (i = fold; i < gp->nr_acts; i++) {
+		uint64_t start, end, c = activity_correlation(&gp->acts[i]);
+
+		act_span(gp, &gp->acts[i], &start, &end);
+		if (start < settle)
+			settle = start;
+		if (c && c < oldest)
+			oldest = c;
+	}
+	memmove(gp->acts, gp->acts + fold, keep * sizeof(*gp->acts));
+	gp->nr_acts = keep;
+	gp->nr_folded += fold;
+	if (settle > gp->idle_done) {
+		sink_open(&k, gp, cpu, &gp->folded_idle, 1,
+			  &gp->folded_idle_line_time,
+			  &gp->nr_folded_idle_line_time);
+		charge_idle(gp, cpu, &k, settle);
+		sink_close(&k);
+		settle_spans(gp, settle);
+		gp->idle_done = settle;
+	}
+	/* API calls and launches of work folded (or none: captures). */
+	if (oldest != UINT64_MAX && oldest > GPU_KEEP_IDS_BELOW) {
+		oldest -= GPU_KEEP_IDS_BELOW;
+		drop_below(gp->apis, &gp->nr_apis, sizeof(*gp->apis),
+			   offsetof(struct gpu_api_call, correlation), oldest);
+		drop_below(gp->launches, &gp->nr_launches,
+			   sizeof(*gp->launches),
+			   offsetof(struct gpu_launch, correlation), oldest);
+	}
+	strbuf_release(&sb);
+	return fold;
+}
+
+uint64_t gpuprof_activities(const struct gpuprof *gp)
+{
+	return gp->nr_acts + gp->nr_folded;
+}
+
+/*
+ * gp->idle: each device's idle time from t0_ns to t1_ns by the stacks of
+ * the CPU samples of the threads that launched its work (gpuprof.h),
+ * with what gpuprof_fold charged before.  After attribution has sorted
+ * the samples, API calls and launches.
+ */
+static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
+{
+	uint64_t t1 = gp->t1_ns;
+	uint32_t *map;
+	char root_name[64];
+	struct sink k;
+	size_t i, d;
+
+	if (!t1) {
+		t1 = gp->last_end;
+		for (i = 0; i < gp->nr_samples; i++)
+			if (gp->samples[i].t_ns > t1)
+				t1 = gp->samples[i].t_ns;
+		for (i = 0; i < gp->nr_acts; i++) {
+			uint64_t start, end;
+
+			act_span(gp, &gp->acts[i], &start, &end);
+			if (end > t1)
+				t1 = end;
+		}
+	}
+	if (t1 <= gp->t0_ns)
+		return;
+	for (i = 0; i < gp->nr_acts; i++)
+		note_device_work(gp, &gp->acts[i], 0);
+	/*
+	 * The roots are frames of gp->stacks too, whose frames are all the
+	 * idle stacks' (the same ids): outputs write one table of frames.
+	 */
+	for (d = 0; d < gp->nr_devs; d++) {
+		if (gp->devs[d].device == GPU_ANY_DEVICE)
+			continue;
+		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
+			 gp->devs[d].device);
+		stacks_frame(&gp->stacks, root_name, "", 0);
+	}
+	stacks_frame(&gp->stacks, GPU_IDLE_UNSAMPLED, "", 0);
+	map = frames_in(&gp->stacks, &gp->folded_idle);
+	for (i = 0; i < gp->stacks.nr_frames; i++)
+		stacks_frame(&gp->idle, gp->stacks.frames[i].name,
+			     gp->stacks.frames[i].file,
+			     gp->stacks.frames[i].line);
+	/* What gpuprof_fold charged, on the same frames. */
+	stacks_merge_mapped(&gp->idle, &gp->folded_idle, map);
+	for (i = 0; i < gp->nr_folded_idle_line_time; i++)
+		if (gp->folded_idle_line_time[i])
+			add_time_at(&gp->idle_line_time, &gp->nr_idle_line_time,
+				    map[i], gp->folded_idle_line_time[i]);
+	free(map);
+	memset(&k, 0, sizeof(k));
+	k.st = &gp->idle;
+	k.line_time = &gp->idle_line_time;
+	k.nr_line_time = &gp->nr_idle_line_time;
+	k.frames = xmalloc((deepest(gp, cpu) + 2) * sizeof(*k.frames));
+	charge_idle(gp, cpu, &k, t1);
+	free(k.frames);
 }
 
 const char *gpuprof_stacks_name(const struct gpuprof *gp)
@@ -967,151 +1479,34 @@ const char *gpuprof_stacks_name(const struct gpuprof *gp)
 	return PROFILE_GPU_STACKS_NAME " (nearest CPU sample)";
 }
 
-/* The ids in to of from's frames (by name, file and line); freed by the caller. */
-static uint32_t *frames_in(struct stacks *to, const struct stacks *from)
-{
-	uint32_t *map = xmalloc((from->nr_frames + 1) * sizeof(*map));
-	size_t i;
-
-	for (i = 0; i < from->nr_frames; i++)
-		map[i] = stacks_frame(to, from->frames[i].name,
-				      from->frames[i].file,
-				      from->frames[i].line);
-	return map;
-}
-
 void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 {
-	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
-	uint32_t root_waiting;
-	uint32_t *frames, *launch_map, *waiting_map;
-	size_t i, max_depth = 0;
+	struct sink k;
+	uint32_t *map;
+	size_t i;
 
 	if (gp->attributed_done)
 		return;
 	gp->attributed_done = 1;
-	if (gp->nr_pairs)
-		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
-	gp->pairs_sorted = 1;
+	sort_lookups(gp);
 	/* The CPU frames first, so that their ids are the same here. */
 	for (i = 0; i < cpu->nr_frames; i++)
 		stacks_frame(&gp->stacks, cpu->frames[i].name,
 			     cpu->frames[i].file, cpu->frames[i].line);
-	root_launch = stacks_frame(&gp->stacks, GPU_ROOT_LAUNCH, "", 0);
-	root_nearest = stacks_frame(&gp->stacks, GPU_ROOT_NEAREST, "", 0);
-	root_no_launch = stacks_frame(&gp->stacks, GPU_ROOT_NO_LAUNCH, "", 0);
-	root_no_sample = stacks_frame(&gp->stacks, GPU_ROOT_NO_SAMPLE, "", 0);
-	root_waiting = stacks_frame(&gp->stacks, GPU_ROOT_WAITING, "", 0);
+	sink_open(&k, gp, cpu, &gp->stacks, 0, &gp->line_time,
+		  &gp->nr_line_time);
 	assign_leaves(gp);
-	/* (qsort's array may not be NULL, even with nothing in it.) */
-	if (gp->nr_apis)
-		qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
-	if (gp->nr_launches)
-		qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches),
-		      cmp_launch);
-	for (i = 0; i < gp->launch_stacks.nr_entries; i++)
-		if (gp->launch_stacks.entries[i].depth > max_depth)
-			max_depth = gp->launch_stacks.entries[i].depth;
-	if (gp->nr_samples)
-		qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples),
-		      cmp_sample);
-	for (i = 0; i < cpu->nr_entries; i++)
-		if (cpu->entries[i].depth > max_depth)
-			max_depth = cpu->entries[i].depth;
-	for (i = 0; i < gp->waiting_stacks.nr_entries; i++)
-		if (gp->waiting_stacks.entries[i].depth > max_depth)
-			max_depth = gp->waiting_stacks.entries[i].depth;
-	if (gp->nr_waiting)
-		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
-		      cmp_sample_time);
-	frames = xmalloc((max_depth + 2) * sizeof(*frames));
-	launch_map = frames_in(&gp->stacks, &gp->launch_stacks);
-	waiting_map = frames_in(&gp->stacks, &gp->waiting_stacks);
-
-	for (i = 0; i < gp->nr_acts; i++) {
-		const struct gpu_act *act = &gp->acts[i];
-		const struct gpu_api_call *api = find_api(
-		    gp, activity_correlation(act), activity_start(act));
-		const struct gpu_launch *launch =
-		    find_launch(gp, activity_correlation(act));
-		const struct gpu_cpu_sample *s = NULL;
-		const struct stack_entry *e = NULL;
-		uint64_t start, end;
-		uint32_t thread;
-		size_t depth = 0;
-
-		gpuprof_activity_times(act, &start, &end);
-		if (launch) {
-			size_t j;
-
-			e = &gp->launch_stacks.entries[launch->entry];
-			thread = launch_thread(gp, cpu, launch->tid);
-			frames[depth++] = root_launch;
-			for (j = 0; j < e->depth; j++)
-				frames[depth++] = launch_map[e->frames[j]];
-			gp->exact++;
-			add_line_time(gp, frames + 1, e->depth, end - start, 1);
-			frames[depth++] = gp->leaf[i];
-			stacks_add(&gp->stacks, thread, frames, depth,
-				   end - start);
-			continue;
-		}
-		if (api)
-			s = nearest_sample(
-			    gp, (long)api->tid,
-			    gpuprof_to_monotonic(gp, api->start));
-		if (s && s->entry < cpu->nr_entries)
-			e = &cpu->entries[s->entry];
-		/*
-		 * A thread never sampled (no Python frames) that launched
-		 * while a thread waited in autograd's engine: the engine's,
-		 * launching that thread's backward pass.
-		 */
-		if (api && !s &&
-		    (s = nearest_waiting(
-			 gp, gpuprof_to_monotonic(gp, api->start)))) {
-			const struct stack_entry *w =
-			    &gp->waiting_stacks.entries[s->entry];
-			const struct stack_thread *t =
-			    &gp->waiting_stacks.threads[w->thread];
-			size_t j;
-
-			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
-					       t->name);
-			frames[depth++] = root_waiting;
-			for (j = 0; j < w->depth; j++)
-				frames[depth++] = waiting_map[w->frames[j]];
-			gp->by_waiting++;
-			add_line_time(gp, frames + 1, w->depth, end - start, 0);
-		} else if (e) {
-			const struct stack_thread *t = &cpu->threads[e->thread];
-
-			thread = stacks_thread(&gp->stacks, t->ident, t->tid,
-					       t->name);
-			frames[depth++] = root_nearest;
-			if (e->depth)
-				memcpy(frames + depth, e->frames,
-				       e->depth * sizeof(*frames));
-			depth += e->depth;
-			gp->attributed++;
-			add_line_time(gp, e->frames, e->depth, end - start, 0);
-		} else if (api) {
-			thread =
-			    stacks_thread(&gp->stacks, 0, (long)api->tid, NULL);
-			frames[depth++] = root_no_sample;
-			gp->no_sample++;
-		} else {
-			thread = stacks_thread(&gp->stacks, 0, 0,
-					       "[no launch record]");
-			frames[depth++] = root_no_launch;
-			gp->no_launch++;
-		}
-		frames[depth++] = gp->leaf[i];
-		stacks_add(&gp->stacks, thread, frames, depth, end - start);
-	}
-	free(frames);
-	free(launch_map);
-	free(waiting_map);
+	for (i = 0; i < gp->nr_acts; i++)
+		attribute_act(gp, cpu, &k, &gp->acts[i], gp->leaf[i]);
+	sink_close(&k);
+	/* What gpuprof_fold attributed, on the same frames. */
+	map = frames_in(&gp->stacks, &gp->folded);
+	stacks_merge_mapped(&gp->stacks, &gp->folded, map);
+	for (i = 0; i < gp->nr_folded_line_time; i++)
+		if (gp->folded_line_time[i])
+			add_time_at(&gp->line_time, &gp->nr_line_time, map[i],
+				    gp->folded_line_time[i]);
+	gp->folded_map = map;
 	attribute_idle(gp, cpu);
 }
 
@@ -1204,11 +1599,21 @@ static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 			  uint64_t *last)
 {
 	struct busy *b;
-	size_t n = device_busy(gp, GPU_ANY_DEVICE, &b);
+	size_t n = device_busy(gp, GPU_ANY_DEVICE, &b), d;
 	uint64_t busy = n ? b[n - 1].before + b[n - 1].end - b[n - 1].start : 0;
 
-	*first = n ? b[0].start : 0;
+	*first = n ? b[0].start : UINT64_MAX;
 	*last = n ? b[n - 1].end : 0;
+	/* What gpuprof_fold settled, and its first and last work. */
+	busy = gp->busy_settled + busy - busy_before(b, n, gp->idle_done);
+	for (d = 0; d < gp->nr_devs; d++)
+		if (gp->devs[d].device == GPU_ANY_DEVICE &&
+		    gp->devs[d].first < *first)
+			*first = gp->devs[d].first;
+	if (gp->last_end > *last)
+		*last = gp->last_end;
+	if (*first == UINT64_MAX)
+		*first = 0;
 	free(b);
 	return busy;
 }
@@ -1273,12 +1678,44 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 	size_t nr_rows = 0, i, *row_of;
 	int any_copy = 0;
 
-	if (!gp->nr_acts || !gp->leaf)
+	if (!gpuprof_activities(gp) || !gp->attributed_done)
 		return;
 	row_of = xmalloc(gp->stacks.nr_frames * sizeof(*row_of));
 	for (i = 0; i < gp->stacks.nr_frames; i++)
 		row_of[i] = SIZE_MAX;
-	rows = xcalloc(gp->nr_acts, sizeof(*rows));
+	rows = xcalloc(gp->nr_acts + gp->folded.nr_frames + 1, sizeof(*rows));
+	/* The activities folded away first: their figures, by leaf. */
+	for (i = 0; i < gp->alloc_folded_rows && i < gp->folded.nr_frames;
+	     i++) {
+		const struct gpu_row_stats *f = &gp->folded_rows[i];
+		uint32_t leaf = gp->folded_map[i];
+		struct summary_row *r;
+
+		if (!f->calls)
+			continue;
+		if (row_of[leaf] == SIZE_MAX) {
+			row_of[leaf] = nr_rows;
+			rows[nr_rows].leaf = leaf;
+			rows[nr_rows].min = UINT64_MAX;
+			nr_rows++;
+		}
+		r = &rows[row_of[leaf]];
+		r->calls += f->calls;
+		r->total += f->total;
+		if (f->min < r->min)
+			r->min = f->min;
+		if (f->max > r->max)
+			r->max = f->max;
+	}
+	all_time = gp->folded_time;
+	kernels = gp->folded_kernels;
+	memsets = gp->folded_memsets;
+	nr_copies = gp->folded_copies;
+	for (i = 0; i < ARRAY_SIZE(copy_kinds); i++) {
+		copy_bytes[i] = gp->folded_copy_bytes[i];
+		copy_time[i] = gp->folded_copy_time[i];
+		copies[i] = gp->folded_copy_count[i];
+	}
 	for (i = 0; i < gp->nr_acts; i++) {
 		const struct gpu_act *act = &gp->acts[i];
 		uint64_t start, end, d;
@@ -1414,22 +1851,35 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 			    "  launch stacks: off (%s): by the nearest CPU "
 			    "sample instead\n",
 			    gp->launch_off);
+	if (gp->captured_launches)
+		strbuf_addf(sb,
+			    "  launch stacks: %" PRIu64
+			    " launches captured into CUDA graphs (stream "
+			    "capture) queued no work: no stack kept; a graph's "
+			    "kernels go on the stack that launched the graph\n",
+			    gp->captured_launches);
 	if (gp->launch_unnamed)
 		strbuf_addf(sb,
 			    "  launch stacks: %" PRIu64
 			    " could not be named (their code could not be "
 			    "read)\n",
 			    gp->launch_unnamed);
+	if (gp->nr_folded)
+		strbuf_addf(sb,
+			    "  timeline: the newest %zu of %" PRIu64
+			    " activities (--gpu-timeline); the profile and "
+			    "these figures have all\n",
+			    gp->nr_acts, gpuprof_activities(gp));
 	strbuf_addf(sb,
-		    "  attribution: %zu activities: %" PRIu64
+		    "  attribution: %" PRIu64 " activities: %" PRIu64
 		    " by the Python stack of their launch, %" PRIu64
 		    " by the launching thread's nearest CPU sample, %" PRIu64
 		    " by the stack of the thread waiting in autograd's engine"
 		    " (a launching thread with no Python), %" PRIu64
 		    " with no launch record, %" PRIu64
 		    " with no sample of the launching thread\n",
-		    gp->nr_acts, gp->exact, gp->attributed, gp->by_waiting,
-		    gp->no_launch, gp->no_sample);
+		    gpuprof_activities(gp), gp->exact, gp->attributed,
+		    gp->by_waiting, gp->no_launch, gp->no_sample);
 	if (gp->clock.known)
 		strbuf_addf(
 		    sb,

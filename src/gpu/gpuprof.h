@@ -26,7 +26,7 @@ struct gpu_cpu_sample {
 
 /* What the attribution and the timelines need of a CUDA API call. */
 struct gpu_api_call {
-	uint32_t correlation;
+	uint64_t correlation; /* CUPTI's 32-bit id, unwrapped (gpuprof.c) */
 	uint32_t tid;
 	uint64_t start, end; /* CUPTI's clock */
 	uint32_t pid;
@@ -56,9 +56,36 @@ struct gpu_act {
 	struct gpu_interval iv;
 	uint64_t bytes;	 /* a copy's or memset's */
 	uint32_t kernel; /* a kernel's name: gp->kernels[kernel] */
-	uint16_t type;	 /* GPU_REC_KERNEL, GPU_REC_MEMCPY or GPU_REC_MEMSET */
+	uint8_t type;	 /* GPU_REC_KERNEL, GPU_REC_MEMCPY or GPU_REC_MEMSET */
 	uint8_t copy_kind;
-	uint8_t reserved;
+	/* times iv.correlation wrapped before it: its id is 64 bits */
+	uint16_t wraps;
+};
+
+/*
+ * What a run keeps of each device's activities once it folds them
+ * (gpuprof_fold): when its work started, the threads that launched it,
+ * and its busy spans that reach past the time idle is charged to.
+ * GPU_ANY_DEVICE's: every device's together.
+ */
+struct gpu_device_state {
+	uint32_t device;
+	uint64_t first; /* its first activity's start, spyc's clock */
+	struct gpu_span {
+		uint64_t start, end;
+	} * rest;
+	size_t nr_rest, alloc_rest;
+	uint32_t *tids;
+	size_t nr_tids, alloc_tids;
+};
+#define GPU_ANY_DEVICE UINT32_MAX
+
+/*
+ * The summary's figures of activities folded away: per leaf (a frame
+ * of gp->folded), and all together.
+ */
+struct gpu_row_stats {
+	uint64_t calls, total, min, max;
 };
 
 struct gpuprof {
@@ -80,9 +107,9 @@ struct gpuprof {
 	 * first), or the launch whose stack it is (alias).
 	 */
 	struct gpu_launch {
-		uint32_t correlation, tid;
+		uint64_t correlation, alias; /* unwrapped */
+		uint32_t tid;
 		uint32_t entry; /* in launch_stacks; UINT32_MAX: see alias */
-		uint32_t alias;
 	} * launches;
 	size_t nr_launches, alloc_launches;
 	struct stacks launch_stacks; /* its own frames: names, files, lines */
@@ -105,6 +132,9 @@ struct gpuprof {
 	struct gpu_cpu_sample *waiting;
 	size_t nr_waiting, alloc_waiting;
 	struct stacks waiting_stacks; /* its own frames: names, files, lines */
+	/* per frame of waiting_stacks: 1 for a Python frame */
+	unsigned char *waiting_python;
+	size_t alloc_waiting_python;
 	struct gpu_clock_alignment clock;
 	/*
 	 * Every pair (cupti_ns, monotonic_ns), sorted by CUPTI's time once
@@ -122,6 +152,8 @@ struct gpuprof {
 	uint64_t zero_time;	/* records with no time, dropped */
 	uint64_t cupti_dropped; /* records CUPTI dropped: no buffer space */
 	uint64_t bad_buffers;	/* CUPTI buffers cut short: invalid record */
+	/* launches into a stream capture: no work, no stack kept */
+	uint64_t captured_launches;
 	/* processes that inherited the channel from the target: not served */
 	uint64_t other_processes;
 	/*
@@ -130,12 +162,47 @@ struct gpuprof {
 	 * mean that another CUPTI client took CUPTI's activity buffers.
 	 */
 	uint64_t last_activity_at, last_launch_at;
-	int monotonic_clock;	/* CUPTI's times are CLOCK_MONOTONIC's */
-	uint32_t api_records;	/* enum gpu_api_records: which calls */
+	int monotonic_clock;  /* CUPTI's times are CLOCK_MONOTONIC's */
+	uint32_t api_records; /* enum gpu_api_records: which calls */
 	uint64_t t0_ns; /* spyc's clock when sampling started: time zero */
 	/* when it ended (0: at the last CPU sample or activity) */
 	uint64_t t1_ns;
 	uint64_t period_ns; /* between CPU samples, as asked (0: not said) */
+	/*
+	 * CUPTI's correlation ids are 32 bits; gpuprof makes them 64 by
+	 * taking each as the one nearest the highest seen (corr_top).
+	 */
+	uint64_t corr_top;
+
+	/*
+	 * Bounded memory: once 2 * keep activities are held, gpuprof_fold
+	 * attributes all but the newest keep of them and lets them go,
+	 * with the API calls and launch stacks older than every activity
+	 * still held.  What they add to the profile is kept here, by frames
+	 * of its own (mapped to gp->stacks' by gpuprof_attribute); the
+	 * timeline outputs hold the activities still held.
+	 */
+	size_t keep;		   /* 0: GPU_KEEP_DEFAULT */
+	uint64_t nr_folded;	   /* activities folded away */
+	struct stacks folded;	   /* their GPU time by stack */
+	struct stacks folded_idle; /* idle time charged up to idle_done */
+	uint64_t *folded_line_time, *folded_idle_line_time; /* by frame */
+	size_t nr_folded_line_time, nr_folded_idle_line_time;
+	uint32_t *folded_kernel_leaf; /* per gp->kernels: its leaf in folded */
+	size_t alloc_folded_kernel_leaf;
+	struct gpu_row_stats *folded_rows; /* per frame of folded */
+	size_t alloc_folded_rows;
+	uint64_t folded_kernels, folded_copies, folded_memsets;
+	uint64_t folded_time; /* all folded activities' nanoseconds */
+	uint64_t folded_copy_bytes[16], folded_copy_time[16];
+	uint64_t folded_copy_count[16];
+	struct gpu_device_state *devs; /* the devices seen, and any device */
+	size_t nr_devs, alloc_devs;
+	uint64_t idle_done;    /* idle charged before this (0: none yet) */
+	uint64_t busy_settled; /* any device's busy time before idle_done */
+	uint64_t last_end;     /* the latest end folded, spyc's clock */
+	/* per frame of folded, its id in stacks (gpuprof_attribute) */
+	uint32_t *folded_map;
 
 	/*
 	 * Filled by gpuprof_attribute(): the CPU stacks' frames first, with
@@ -169,10 +236,10 @@ struct gpuprof {
 	 * first, with the same ids; counts: nanoseconds.
 	 */
 	struct stacks idle;
-	uint64_t idle_ns;	     /* all devices' idle time */
-	uint64_t idle_window_ns;     /* all devices' time looked at */
-	uint64_t idle_unsampled_ns;  /* of idle_ns, under GPU_IDLE_UNSAMPLED */
-	uint64_t *idle_line_time;    /* by innermost Python frame, as line_time */
+	uint64_t idle_ns;	    /* all devices' idle time */
+	uint64_t idle_window_ns;    /* all devices' time looked at */
+	uint64_t idle_unsampled_ns; /* of idle_ns, under GPU_IDLE_UNSAMPLED */
+	uint64_t *idle_line_time; /* by innermost Python frame, as line_time */
 	size_t nr_idle_line_time;
 	int attributed_done;
 };
@@ -197,6 +264,21 @@ void gpuprof_release(struct gpuprof *gp);
 
 /* Keep what outputs need of one record from the channel (a copy). */
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
+
+/* Activities held for the timeline by default: 48 MB of them. */
+#define GPU_KEEP_DEFAULT 1000000
+
+/*
+ * Once gp holds 2 * keep activities: attribute all but the newest keep
+ * (cpu: the CPU stacks the samples' entries are of), charge the idle
+ * time before the oldest one left, and let them go, with the API calls
+ * and launch stacks older than every activity left.  Otherwise nothing.
+ * Returns how many were folded.
+ */
+size_t gpuprof_fold(struct gpuprof *gp, const struct stacks *cpu);
+
+/* Every activity of the run: those held and those folded away. */
+uint64_t gpuprof_activities(const struct gpuprof *gp);
 
 /* Note that thread tid's stack at t_ns was CPU stacks entry `entry`. */
 void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,

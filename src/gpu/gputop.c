@@ -238,10 +238,9 @@ static void charge_ticks(struct gputop *g, uint64_t to)
 		if (!launched(g, k->tid))
 			continue;
 		/* Halfway to the sample before, as far again after. */
-		from = k->t_ns > k->weight_ns / 2 ? k->t_ns - k->weight_ns / 2
-						  : 0;
-		idle = k->weight_ns -
-		       covered_ns(g, from, from + k->weight_ns);
+		from =
+		    k->t_ns > k->weight_ns / 2 ? k->t_ns - k->weight_ns / 2 : 0;
+		idle = k->weight_ns - covered_ns(g, from, from + k->weight_ns);
 		if (!idle)
 			continue;
 		for (j = 0; j < g->nr_idle && g->idle[j].site != k->site; j++)
@@ -278,13 +277,12 @@ static void close_idle(struct gputop *g, struct gputop_view *w)
 	w->nr_idle_top =
 	    g->nr_idle < GPUTOP_IDLE_TOP ? g->nr_idle : GPUTOP_IDLE_TOP;
 	if (w->nr_idle_top)
-		memcpy(w->idle_top, g->idle,
-		       w->nr_idle_top * sizeof(*g->idle));
+		memcpy(w->idle_top, g->idle, w->nr_idle_top * sizeof(*g->idle));
 	g->nr_idle = 0;
 }
 
-void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns,
-		 long tid, uint32_t site)
+void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns, long tid,
+		 uint32_t site)
 {
 	struct gputop_tick *k;
 

@@ -122,8 +122,8 @@ void gputop_close_window(struct gputop *g, uint64_t from_ns, uint64_t to_ns);
  * closes, the GPU's idle time in that span goes to the site, if tid
  * launched GPU work.
  */
-void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns,
-		 long tid, uint32_t site);
+void gputop_tick(struct gputop *g, uint64_t t_ns, uint64_t weight_ns, long tid,
+		 uint32_t site);
 
 /* Forget what the current window holds (after a pause). */
 void gputop_reset_window(struct gputop *g);

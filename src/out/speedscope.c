@@ -355,7 +355,10 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 		"sample of its launching thread nearest in time to the "
 		"launch, else (a launching thread with no Python) on the "
 		"stack of the thread waiting in autograd's engine") ||
-	    !cJSON_AddNumberToObject(g, "activities", (double)gp->nr_acts) ||
+	    !cJSON_AddNumberToObject(g, "activities",
+				     (double)gpuprof_activities(gp)) ||
+	    !cJSON_AddNumberToObject(g, "activities_on_timeline",
+				     (double)gp->nr_acts) ||
 	    !cJSON_AddNumberToObject(g, "by_launch_stack", (double)gp->exact) ||
 	    !cJSON_AddNumberToObject(g, "attributed", (double)gp->attributed) ||
 	    !cJSON_AddNumberToObject(g, "no_launch_record",
@@ -459,7 +462,8 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 				   gpuprof_stacks_name(gpu), &tmp) ||
 		    add_gpu_streams(profiles, gpu) ||
 		    (gpu->idle.nr_entries &&
-		     add_gpu_stacks(profiles, &gpu->idle, PROFILE_GPU_IDLE_NAME, &tmp)) ||
+		     add_gpu_stacks(profiles, &gpu->idle, PROFILE_GPU_IDLE_NAME,
+				    &tmp)) ||
 		    add_gpu_meta(root, gpu)))
 		goto out_oom;
 	if (add_string(root, "name", title, &tmp) ||
@@ -467,8 +471,7 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 	    !cJSON_AddStringToObject(root, "exporter", "spyc"))
 		goto out_oom;
 	if (meta && meta->process &&
-	    add_process_meta(root, meta->process, cpu_profiles, rate_hz,
-			     &tmp))
+	    add_process_meta(root, meta->process, cpu_profiles, rate_hz, &tmp))
 		goto out_oom;
 	if (output_add_source_roots(root, meta, &tmp))
 		goto out_oom;

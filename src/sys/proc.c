@@ -526,3 +526,14 @@ size_t proc_tasks(pid_t pid, long *tids, size_t max)
 	closedir(dir);
 	return n;
 }
+
+long proc_self_status_kib(const char *field)
+{
+	char buf[4096];
+	const char *at;
+
+	if (proc_read_text("/proc/self/status", buf, sizeof(buf)) <= 0)
+		return -1;
+	at = strstr(buf, field);
+	return at ? strtol(at + strlen(field), NULL, 10) : -1;
+}

@@ -187,6 +187,9 @@ ssize_t proc_read_text(const char *path, char *buf, size_t size);
 /* Native thread ids of pid (from /proc/PID/task), count returned. */
 size_t proc_tasks(pid_t pid, long *tids, size_t max);
 
+/* A "Field:  N kB" line of this process's status ("RssAnon:"), or -1. */
+long proc_self_status_kib(const char *field);
+
 /* Does pid see another root directory than spyc (a container's)? */
 int proc_has_other_root(pid_t pid);
 

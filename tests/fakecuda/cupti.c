@@ -34,6 +34,10 @@
  *                                 torch.profiler starting does), which
  *                                 take the records from then on
  *   FAKE_CUPTI_STATS=PATH         what it did, as JSON, written at exit
+ *   FAKE_CUPTI_CORRELATION_STEP=S  correlation ids go up by S (mod 2^32,
+ *                                 0 skipped): with 2^30 they repeat
+ *                                 every four calls, as they do after
+ *                                 2^32 calls of a long run
  *
  * API records are made per call as CUPTI 12.5 on makes them: enabling
  * the RUNTIME or DRIVER kind switches every call of it on (forgetting
@@ -122,6 +126,8 @@ static unsigned char api_record_on[2][MAX_CBIDS];
 static uint64_t alone_records; /* walked by fake_collect_alone's client */
 static CUpti_ActivityThreadIdType thread_id_type;
 static CUpti_TimestampCallbackFunc timestamp_callback;
+/* Whether the calling thread captures a stream (fake_capture). */
+static __thread int capturing;
 /* The device the calling thread's work goes to (cudaSetDevice). */
 static __thread unsigned current_device;
 /* The modes (see the top), read once. */
@@ -129,6 +135,7 @@ static struct {
 	int kernel_kind, invalid_record;
 	long long step_ns;
 	unsigned long step_after, zero_every, drop_every, other_after;
+	unsigned long correlation_step;
 	const char *fail, *stats;
 } mode;
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
@@ -138,6 +145,7 @@ static struct {
 	unsigned long invalid_lost, invalid_buffers;
 	unsigned long api_records;   /* API records made, every call */
 	unsigned long noise_records; /* of them, fake_api_noise's */
+	unsigned long captured;	     /* launches into a stream capture */
 } stats;
 
 /* Kernel names outlive the records that point to them: kept forever. */
@@ -165,6 +173,9 @@ EXPORT int fake_sync(unsigned stream);
 EXPORT int fake_driver_launch(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream);
 EXPORT int fake_api_noise(int n);
+EXPORT int fake_capture(int begin);
+EXPORT int fake_graph_launch(const char *kernel, unsigned long long gpu_ns,
+			     unsigned stream, int n);
 
 static unsigned long env_number(const char *name)
 {
@@ -185,11 +196,12 @@ static void write_stats(void)
 	    "{\"launches\": %lu, \"kernels\": %lu, \"zeroed\": %lu, "
 	    "\"dropped\": %lu, \"invalid_lost\": %lu, "
 	    "\"invalid_buffers\": %lu, \"other_client_records\": %lu, "
-	    "\"api_records\": %lu, \"noise_records\": %lu}\n",
+	    "\"api_records\": %lu, \"noise_records\": %lu, "
+	    "\"captured\": %lu}\n",
 	    stats.launches, stats.kernels, stats.zeroed, stats.dropped,
 	    stats.invalid_lost, stats.invalid_buffers,
 	    (unsigned long)__atomic_load_n(&alone_records, __ATOMIC_RELAXED),
-	    stats.api_records, stats.noise_records);
+	    stats.api_records, stats.noise_records, stats.captured);
 	pthread_mutex_unlock(&lock);
 	fclose(f);
 }
@@ -205,6 +217,7 @@ static void read_modes(void)
 	mode.zero_every = env_number("FAKE_CUPTI_ZERO_EVERY");
 	mode.drop_every = env_number("FAKE_CUPTI_DROP_EVERY");
 	mode.other_after = env_number("FAKE_CUPTI_OTHER_CLIENT_AFTER");
+	mode.correlation_step = env_number("FAKE_CUPTI_CORRELATION_STEP");
 	mode.fail = getenv("FAKE_CUPTI_FAIL");
 	mode.stats = getenv("FAKE_CUPTI_STATS");
 	if (mode.stats)
@@ -434,11 +447,16 @@ static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	CUpti_ActivityKind kind = domain == CUPTI_CB_DOMAIN_DRIVER_API
 				      ? CUPTI_ACTIVITY_KIND_DRIVER
 				      : CUPTI_ACTIVITY_KIND_RUNTIME;
-	uint32_t corr =
-	    __atomic_add_fetch(&next_correlation, 1, __ATOMIC_RELAXED);
+	uint32_t corr;
 	uint64_t start;
 
 	modes();
+	do
+		corr = __atomic_add_fetch(
+		    &next_correlation,
+		    mode.correlation_step ? (uint32_t)mode.correlation_step : 1,
+		    __ATOMIC_RELAXED);
+	while (!corr);
 	callback(domain, cbid, CUPTI_API_ENTER, function, symbol, corr);
 	start = now();
 	*end = now() + 500;
@@ -507,6 +525,11 @@ static void add_kernel(const char *kernel, unsigned long long gpu_ns,
 	uint64_t start, end;
 
 	stats.launches++;
+	/* Captured into a graph: no work now. */
+	if (capturing) {
+		stats.captured++;
+		return;
+	}
 	if (!on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
 	    !on(CUPTI_ACTIVITY_KIND_KERNEL))
 		return;
@@ -590,6 +613,53 @@ EXPORT int fake_api_noise(int n)
 		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
 			 "cudaGetDevice", NULL, &end);
 	return n;
+}
+
+/*
+ * cudaStreamBeginCapture (begin) or cudaStreamEndCapture, each with the
+ * driver call the runtime makes for it: the calling thread's launches
+ * in between are recorded into a graph and queue no work.
+ */
+EXPORT int fake_capture(int begin)
+{
+	uint64_t end;
+
+	if (begin) {
+		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+			 "cudaStreamBeginCapture", NULL, &end);
+		domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
+			    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+			    "cuStreamBeginCapture_v2", NULL, &end);
+		capturing = 1;
+	} else {
+		capturing = 0;
+		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+			 "cudaStreamEndCapture", NULL, &end);
+		domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
+			    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+			    "cuStreamEndCapture", NULL, &end);
+	}
+	return 0;
+}
+
+/*
+ * cudaGraphLaunch of a graph of n kernels on stream: each kernel's
+ * record has the graph launch's correlation id, as CUPTI's do.
+ */
+EXPORT int fake_graph_launch(const char *kernel, unsigned long long gpu_ns,
+			     unsigned stream, int n)
+{
+	uint64_t issued;
+	uint32_t corr =
+	    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+		     "cudaGraphLaunch", NULL, &issued);
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < n; i++)
+		add_kernel(kernel, gpu_ns, stream, issued, corr);
+	pthread_mutex_unlock(&lock);
+	return (int)corr;
 }
 
 /* cudaSetDevice: the calling thread's later work runs on device. */

@@ -307,9 +307,9 @@ static void test_waiting(void)
 		/* The same stack twice: kept once. */
 		gpuprof_waiting_sample(&fx.gp, T0 + at[k], TID_MAIN, 0x1000,
 				       "MainThread", &fx.cpu, frames, 6);
-		gpuprof_waiting_sample(&fx.gp, T0 + at[k] + 10000000,
-				       TID_MAIN, 0x1000, "MainThread", &fx.cpu,
-				       frames, 6);
+		gpuprof_waiting_sample(&fx.gp, T0 + at[k] + 10000000, TID_MAIN,
+				       0x1000, "MainThread", &fx.cpu, frames,
+				       6);
 		CHECK(fx.gp.nr_waiting == 2 &&
 		      fx.gp.waiting_stacks.nr_entries == 1);
 		gpuprof_attribute(&fx.gp, &fx.cpu);
@@ -1106,9 +1106,9 @@ static void test_idle(void)
 		static const uint64_t to[] = {20, 30, 40, 50};
 		struct gpu_record a = api((uint32_t)i + 1, TID_MAIN,
 					  cupti_at(from[i] * 1000000 - 500000));
-		struct gpu_record k = kernel(
-		    (uint32_t)i + 1, "k", cupti_at(from[i] * 1000000),
-		    cupti_at(to[i] * 1000000), i % 2 ? 9 : 7);
+		struct gpu_record k =
+		    kernel((uint32_t)i + 1, "k", cupti_at(from[i] * 1000000),
+			   cupti_at(to[i] * 1000000), i % 2 ? 9 : 7);
 
 		gpuprof_add(&gp, &a);
 		gpuprof_add(&gp, &k);
@@ -1204,8 +1204,252 @@ static void test_html_bins(void)
 	stacks_release(&cpu);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* st's entries as sorted lines, "thread: frame;frame count", by names. */
+static char *stacks_text(const struct stacks *st)
+{
+	struct strbuf sb = STRBUF_INIT, line = STRBUF_INIT;
+	char **lines = xcalloc(st->nr_entries + 1, sizeof(*lines));
+	size_t i, j;
+
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+		const struct stack_thread *t = &st->threads[e->thread];
+
+		strbuf_reset(&line);
+		strbuf_addf(&line, "%llu/%ld/%s:", (unsigned long long)t->ident,
+			    t->tid, t->name ? t->name : "");
+		for (j = 0; j < e->depth; j++)
+			strbuf_addf(&line, "%s%s", j ? ";" : " ",
+				    st->frames[e->frames[j]].name);
+		strbuf_addf(&line, " %llu", (unsigned long long)e->count);
+		lines[i] = xstrdup(line.buf);
+	}
+	qsort(lines, st->nr_entries, sizeof(*lines), cmp_str);
+	for (i = 0; i < st->nr_entries; i++) {
+		strbuf_addf(&sb, "%s\n", lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+	strbuf_release(&line);
+	return strbuf_detach(&sb);
+}
+
+/* The summary without its timeline line (which says what was folded). */
+static char *summary_text(const struct gpuprof *gp)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char *t, *end;
+
+	gpuprof_summary(gp, 50, &sb);
+	t = strstr(sb.buf, "  timeline: ");
+	if (t && (end = strchr(t, '\n')))
+		memmove(t, end + 1, strlen(end + 1) + 1);
+	return strbuf_detach(&sb);
+}
+
+static struct gpu_record memset_rec(uint32_t corr, uint64_t start, uint64_t end,
+				    uint32_t device)
+{
+	struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GPU_REC_MEMSET;
+	r.size = sizeof(r.u.memset);
+	r.u.memset.iv.correlation = corr;
+	r.u.memset.iv.start = start;
+	r.u.memset.iv.end = end;
+	r.u.memset.iv.device = device;
+	r.u.memset.iv.stream = 3;
+	r.u.memset.bytes = 4096;
+	return r;
+}
+
+/*
+ * A run of n launches 600 us apart over about n * 0.6 ms, fed to gp in
+ * the order the channel gives them, gpuprof_fold after each record
+ * when fold: main launches on device 0 (a stack of its own at three in
+ * four launches, else by the nearest sample), the loader on device 1
+ * (by its nearest sample); kernels of six names and lengths, copies,
+ * memsets, one launch in 97 with no API record.  Correlation ids from
+ * first_corr on, by step (mod 2^32).
+ */
+static void feed_run(struct gpuprof *gp, struct stacks *cpu, int fold, size_t n,
+		     uint32_t first_corr, uint32_t step)
+{
+	uint32_t th_main = stacks_thread(cpu, 0x1000, TID_MAIN, NULL);
+	uint32_t th_load = stacks_thread(cpu, 0x2000, TID_LOADER, "loader");
+	uint32_t fr[3], e_a, e_b, e_load;
+	struct stack_frame launch[3] = {{"<module>", "train.py", 40},
+					{"step", "train.py", 21},
+					{"forward", "model.py", 12}};
+	uint64_t end_ns = T0 + n * 600000ULL + 20000000ULL, t;
+	struct gpu_record r;
+	size_t j;
+	uint32_t corr = first_corr;
+
+	fr[0] = stacks_frame(cpu, "<module>", "train.py", 40);
+	fr[1] = stacks_frame(cpu, "step", "train.py", 20);
+	e_a = stacks_add(cpu, th_main, fr, 2, 1);
+	fr[1] = stacks_frame(cpu, "step", "train.py", 22);
+	e_b = stacks_add(cpu, th_main, fr, 2, 1);
+	fr[0] = stacks_frame(cpu, "load", "data.py", 5);
+	e_load = stacks_add(cpu, th_load, fr, 1, 1);
+	gp->t0_ns = T0;
+	gp->t1_ns = end_ns;
+	gp->period_ns = 10000000;
+	/* The samples as the run takes them: every 10 ms, both threads. */
+	for (t = T0; t < end_ns; t += 10000000) {
+		gpuprof_cpu_sample(gp, t, TID_MAIN,
+				   (t - T0) / 10000000 % 2 ? e_b : e_a);
+		gpuprof_cpu_sample(gp, t + 1000, TID_LOADER, e_load);
+	}
+	r = clock_pair(1000000, 1000000 + OFFSET);
+	gpuprof_add(gp, &r);
+	for (j = 0; j < n; j++, corr += step) {
+		int loader = j % 3 == 2;
+		uint64_t at = cupti_at(1000000 + j * 600000ULL);
+		uint64_t len = 100000 + (j % 6) * 37000 + (j % 5) * 1000;
+		uint32_t c = corr ? corr : (corr += step);
+		char name[16];
+
+		if (!loader && j % 4 != 3)
+			gpuprof_launch_stack(gp, c, TID_MAIN, 0, launch, 3);
+		if (j % 97) {
+			r = api(c, loader ? TID_LOADER : TID_MAIN, at);
+			gpuprof_add(gp, &r);
+		}
+		if (j % 5 == 0) {
+			r = copy(c, j % 2 ? 1 : 2, 1 << 20, at + 3000,
+				 at + 3000 + len / 2);
+			r.u.memcpy.iv.device = loader;
+		} else if (j % 11 == 0) {
+			r = memset_rec(c, at + 3000, at + 3000 + len / 4,
+				       loader);
+		} else {
+			snprintf(name, sizeof(name), "k%zu", j % 6);
+			r = kernel(c, name, at + 3000, at + 3000 + len,
+				   (uint32_t)(loader * 10 + j % 2));
+			r.u.kernel.iv.device = loader;
+		}
+		gpuprof_add(gp, &r);
+		if (fold)
+			gpuprof_fold(gp, cpu);
+	}
+}
+
+/*
+ * A run folded as it goes (gpuprof_fold, 100 activities held) makes the
+ * same GPU stacks, idle stacks, line times and summary as the same run
+ * held whole, and lets go of what it folded.
+ */
+static void test_fold(void)
+{
+	struct gpuprof whole, folded;
+	struct stacks cpu_whole, cpu_folded;
+	char *a, *b;
+
+	gpuprof_init(&whole);
+	gpuprof_init(&folded);
+	stacks_init(&cpu_whole);
+	stacks_init(&cpu_folded);
+	folded.keep = 100;
+	feed_run(&whole, &cpu_whole, 0, 3000, 1, 1);
+	feed_run(&folded, &cpu_folded, 1, 3000, 1, 1);
+	CHECK(whole.nr_acts == 3000 && !whole.nr_folded);
+	CHECK(folded.nr_acts >= 100 && folded.nr_acts < 200);
+	CHECK(gpuprof_activities(&folded) == 3000);
+	/* What it let go: API calls and launch stacks of folded work. */
+	CHECK(folded.nr_apis < 200 + 1024 && whole.nr_apis > 2900);
+	CHECK(folded.nr_launches < 200 + 1024);
+	gpuprof_attribute(&whole, &cpu_whole);
+	gpuprof_attribute(&folded, &cpu_folded);
+	CHECK(whole.exact == folded.exact && whole.exact > 1000);
+	CHECK(whole.attributed == folded.attributed && whole.attributed > 500);
+	CHECK(whole.no_launch == folded.no_launch && whole.no_launch > 5);
+	a = stacks_text(&whole.stacks);
+	b = stacks_text(&folded.stacks);
+	CHECK(!strcmp(a, b));
+	if (strcmp(a, b))
+		fprintf(stderr, "whole:\n%s\nfolded:\n%s\n", a, b);
+	free(a);
+	free(b);
+	a = stacks_text(&whole.idle);
+	b = stacks_text(&folded.idle);
+	CHECK(!strcmp(a, b) && whole.idle_ns > 0);
+	if (strcmp(a, b))
+		fprintf(stderr, "idle whole:\n%s\nidle folded:\n%s\n", a, b);
+	free(a);
+	free(b);
+	CHECK(whole.idle_ns == folded.idle_ns &&
+	      whole.idle_window_ns == folded.idle_window_ns &&
+	      whole.idle_unsampled_ns == folded.idle_unsampled_ns);
+	a = summary_text(&whole);
+	b = summary_text(&folded);
+	CHECK(!strcmp(a, b) && strstr(a, "Python lines by the GPU time"));
+	if (strcmp(a, b))
+		fprintf(stderr, "summary whole:\n%s\nsummary folded:\n%s\n", a,
+			b);
+	free(a);
+	free(b);
+	gpuprof_release(&whole);
+	gpuprof_release(&folded);
+	stacks_release(&cpu_whole);
+	stacks_release(&cpu_folded);
+}
+
+/*
+ * CUPTI's 32-bit correlation ids wrap in a long run (2^32 calls: an hour
+ * and more of a launch-bound job): ids that repeat every four launches
+ * (a step of 2^30) go each to its own launch's stack, as ids that never
+ * repeat do, whether the run folds or not.
+ */
+static void test_correlation_ids_repeat(void)
+{
+	struct gpuprof plain, wrapped, wrapped_folded;
+	struct stacks c1, c2, c3;
+	char *a, *b, *c;
+
+	gpuprof_init(&plain);
+	gpuprof_init(&wrapped);
+	gpuprof_init(&wrapped_folded);
+	stacks_init(&c1);
+	stacks_init(&c2);
+	stacks_init(&c3);
+	wrapped_folded.keep = 100;
+	feed_run(&plain, &c1, 0, 1000, 1, 1);
+	feed_run(&wrapped, &c2, 0, 1000, 0xfffff000u, 1u << 30);
+	feed_run(&wrapped_folded, &c3, 1, 1000, 0xfffff000u, 1u << 30);
+	gpuprof_attribute(&plain, &c1);
+	gpuprof_attribute(&wrapped, &c2);
+	gpuprof_attribute(&wrapped_folded, &c3);
+	CHECK(plain.exact == wrapped.exact && plain.exact > 400);
+	CHECK(plain.exact == wrapped_folded.exact);
+	a = stacks_text(&plain.stacks);
+	b = stacks_text(&wrapped.stacks);
+	c = stacks_text(&wrapped_folded.stacks);
+	CHECK(!strcmp(a, b) && !strcmp(a, c));
+	if (strcmp(a, b))
+		fprintf(stderr, "ids once:\n%s\nids repeating:\n%s\n", a, b);
+	free(a);
+	free(b);
+	free(c);
+	gpuprof_release(&plain);
+	gpuprof_release(&wrapped);
+	gpuprof_release(&wrapped_folded);
+	stacks_release(&c1);
+	stacks_release(&c2);
+	stacks_release(&c3);
+}
+
 int main(void)
 {
+	test_fold();
+	test_correlation_ids_repeat();
 	test_correlation_wrap();
 	test_attribution();
 	test_waiting();
