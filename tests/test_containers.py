@@ -413,6 +413,68 @@ def test_record_idle_filter(spyc, container, tmp_path):
         assert frame_text(roles[role]["top"]) in leaves, (role, leaves)
 
 
+# A program that writes itself into the container's own file system and
+# runs from there; DIR is also where the test puts another file of the
+# same name on the host.
+INNER_WORK = r"""
+import json, os, sys, time
+
+def inner_work():
+    t = time.time()
+    while True:
+        sum(i * i for i in range(500))  # THE CONTAINER'S LINE
+
+with open("/out/report.json", "w") as f:
+    json.dump({"pid": os.getpid()}, f)
+inner_work()
+"""
+INNER_START = r"""
+import os, sys
+d, text = sys.argv[1], sys.argv[2]
+os.makedirs(d)
+with open(os.path.join(d, "work.py"), "w") as f:
+    f.write(text)
+os.execv(sys.executable, [sys.executable, os.path.join(d, "work.py")])
+"""
+
+
+def test_report_container_sources(spyc, image, podman, tmp_path):
+    """A profile of a target in a container carries its source files as
+    the container has them, read through its root: once the container is
+    gone, report shows the container's line, never the text of the host's
+    file at the same path (the profile knows which file it was)."""
+    inner = str(tmp_path / "inner")
+    c = start_container(podman, image, str(tmp_path), image.tag + "-srcs",
+                        argv=["-c", INNER_START, inner, INNER_WORK])
+    try:
+        path = str(tmp_path / "prof.json")
+        res = spyc.run(["record", "--pid", c.pid, "--duration", 1, "-o",
+                        path], timeout=60)
+        assert res.returncode in (0, 1), res.describe()
+    finally:
+        c.close()
+    # The host's file of that name: another text.
+    os.makedirs(inner)
+    with open(os.path.join(inner, "work.py"), "w") as f:
+        f.write(INNER_WORK.replace("THE CONTAINER'S", "THE HOST'S"))
+    out = spyc.run(["report", path, "-f", "inner_work"])
+    out.assert_ok()
+    assert "# THE CONTAINER'S LINE" in out.stdout, out.stdout
+    assert "THE HOST'S" not in out.stdout, out.stdout
+    # Without the texts, the identity alone: the host's is another file.
+    with open(path) as f:
+        doc = json.load(f)
+    for entry in doc["spyc_sources"].values():
+        entry.pop("text", None)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    out = spyc.run(["report", path, "-f", "inner_work"])
+    out.assert_ok()
+    assert "THE HOST'S" not in out.stdout, out.stdout
+    assert "(source changed since it was recorded: not shown)" in \
+        out.stdout, out.stdout
+
+
 # dump exits 1 when a thread's stack kept changing while it was read, in
 # every attempt: on a loaded machine, now and then.  Taken again.
 DUMP_TRIES = 3

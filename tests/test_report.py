@@ -598,6 +598,11 @@ def test_short_filenames(spyc, newest, tmp_path, fmt):
         os.rename(str(work), str(tmp_path / "moved"))
         there, text_there = from_elsewhere()
         t = there["sections"][0]["line_tables"][0]
+    if fmt == "json":
+        # Speedscope files carry the sources themselves.
+        assert t["source_found"], t
+        assert all(r["source"] == src[r["line"] - 1] for r in t["lines"])
+        return
     assert not t["source_found"] and all(r["source"] is None
                                          for r in t["lines"])
     text_there.assert_ok()
@@ -902,3 +907,55 @@ def test_help(spyc):
         assert opt in res.stdout
     top = spyc.run(["--help"])
     assert re.search(r"^  report ", top.stdout, re.M), top.stdout
+
+
+def test_sources_as_recorded(spyc, newest, tmp_path):
+    """Speedscope profiles carry the source files as the target ran them
+    (spyc_sources: each file's identity, and the busiest ones' text):
+    report shows the text recorded after the file was replaced (a
+    checkout, an upgrade); without the text, it says the file at that
+    path is another one, and shows none of it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(os.path.join(TARGETS, "hot.py"), str(work / "hot.py"))
+    path = str(tmp_path / "prof.json")
+    old = os.getcwd()
+    os.chdir(str(work))
+    try:
+        res = spyc.run(["record", "--rate", "200", "-o", path, "--",
+                        newest.path, "hot.py", 1], env=target_env(),
+                       timeout=90)
+    finally:
+        os.chdir(old)
+    assert_exit_ok(res.returncode, parse_summary(res.stderr, res.describe()),
+                   res.describe())
+    src = source_lines(str(work / "hot.py"))
+    # Replaced as editors and package managers do: a new file renamed
+    # over the old one, every line of it another.
+    with open(str(work / "hot.py.new"), "w") as f:
+        f.write("".join("# replaced %d\n" % i for i in range(len(src))))
+    os.rename(str(work / "hot.py.new"), str(work / "hot.py"))
+    t = report(spyc, path, "--function", "hot")["sections"][0][
+        "line_tables"][0]
+    assert t["source_found"] and not t["source_changed"], t
+    assert t["lines"] and all(r["source"] == src[r["line"] - 1]
+                              for r in t["lines"]), t
+    # The same profile without the texts: the identity alone.
+    with open(path) as f:
+        doc = json.load(f)
+    assert "hot.py" in doc["spyc_sources"], sorted(doc["spyc_sources"])
+    for entry in doc["spyc_sources"].values():
+        assert re.match(r"^\d+:\d+:\d+:-?\d+$", entry["id"]), entry
+        entry.pop("text", None)
+    bare = str(tmp_path / "bare.json")
+    with open(bare, "w") as f:
+        json.dump(doc, f)
+    t = report(spyc, bare, "--function", "hot")["sections"][0][
+        "line_tables"][0]
+    assert not t["source_found"] and t["source_changed"], t
+    assert all(r["source"] is None for r in t["lines"]), t
+    text = spyc.run(["report", bare, "-f", "hot"])
+    text.assert_ok()
+    assert re.search(r"^Lines of hot \(hot\.py\): .*\(source changed "
+                     r"since it was recorded: not shown\)$", text.stdout,
+                     re.M), text.stdout

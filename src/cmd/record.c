@@ -25,6 +25,7 @@
 #include "py/pyasync.h"
 #include "py/pysample.h"
 #include "cmd/sampleloop.h"
+#include "profile/source.h"
 #include "profile/stacks.h"
 #include "profile/timeline.h"
 #include "util.h"
@@ -195,6 +196,8 @@ struct recorder {
 	int stats;
 	uint64_t rounds, awake_cpu_ns, timed_threads;
 	const char *cwd_now; /* of the process whose sample is being added */
+	pid_t pid_now;	     /* that process */
+	struct source_files files; /* which file each Python file name is */
 	struct source_roots roots; /* what short file names are under */
 	/* --format chrome: the samples in time order */
 	struct timeline timeline;
@@ -313,6 +316,8 @@ static uint32_t make_frame_id(void *ctx, const struct pycode *code, int line)
 		file = short_filename(code->filename, r->cwd_now);
 		source_roots_note(&r->roots, code->filename, file);
 	}
+	source_files_note(&r->files, r->pid_now, r->cwd_now, code->filename,
+			  file);
 	id = stacks_frame(&r->stacks, code->name, file, line);
 
 	/* --gpu's summary names the Python line of each launch. */
@@ -403,12 +408,13 @@ static void note_waiting(struct recorder *r, const struct py_sample *s,
  * threads had one.
  */
 static size_t add_sample(struct recorder *r, const struct py_sample *s,
-			 const char *process, const char *cwd)
+			 const char *process, const char *cwd, pid_t pid)
 {
 	uint64_t now = r->gpu.on || r->timeline_on ? now_ns() : 0;
 	size_t i, added = 0;
 
 	r->cwd_now = cwd;
+	r->pid_now = pid;
 	r->threads_read += s->nr_threads;
 	for (i = 0; i < s->nr_threads; i++) {
 		const struct py_thread *t = &s->threads[i];
@@ -492,8 +498,10 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 		r->launch_frames[n].file = "";
 		r->launch_frames[n++].line = 0;
 	}
-	if (!r->cwd_now)
+	if (!r->cwd_now) {
 		r->cwd_now = r->cwd;
+		r->pid_now = r->sl.rt.pid;
+	}
 	for (i = d->nr; i-- > 0;) {
 		uint32_t id;
 
@@ -531,7 +539,8 @@ static void add_process(void *ctx, const struct child *ch)
 {
 	struct recorder *r = ctx;
 
-	r->tree_added += add_sample(r, &ch->sample, ch->label, ch->cwd);
+	r->tree_added +=
+	    add_sample(r, &ch->sample, ch->label, ch->cwd, ch->pid);
 }
 
 /* Sample until told to stop; r->elapsed is how long it sampled. */
@@ -594,7 +603,8 @@ static void sample_loop(struct recorder *r)
 				timeline_record(r, now_ns(), STACKS_NO_ENTRY);
 			/* Before the first frame and after the last: nothing.
 			 */
-			if (add_sample(r, &sl->sample, NULL, r->cwd))
+			if (add_sample(r, &sl->sample, NULL, r->cwd,
+				       r->sl.rt.pid))
 				r->samples++;
 			else
 				r->empty++;
@@ -1126,6 +1136,7 @@ int cmd_record(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.opts = &opts;
 	gpuprof_init(&r.gp);
+	source_files_init(&r.files);
 	gpustack_init(&r.gsa);
 	gpusession_init(&r.gpu, gpu_keep, &r);
 	r.gpu.warn = 1;
@@ -1207,6 +1218,7 @@ int cmd_record(int argc, char **argv)
 	meta.start_unix_ns = r.start_unix_ns;
 	meta.idle = opts.s.idle;
 	meta.source_roots = &r.roots;
+	meta.source_files = &r.files;
 	if (opts.format == FORMAT_CHROME)
 		meta.timeline = &r.timeline;
 	if (output_write(opts.output, opts.format, &r.stacks, &meta)) {
@@ -1252,6 +1264,7 @@ out:
 		ret = code;
 	free(r.scratch);
 	source_roots_release(&r.roots);
+	source_files_release(&r.files);
 	free(r.merged);
 	if (opts.s.stop)
 		native_release(&r.nu);

@@ -90,6 +90,7 @@ struct report_opts {
 struct source {
 	const char *file;
 	char *text;   /* NULL when it could not be read */
+	int changed;  /* the file at its path is not the one recorded */
 	char **lines; /* lines[i] is line i + 1, NUL-terminated in text */
 	size_t nr_lines;
 };
@@ -173,9 +174,11 @@ static void parse_options(struct report_opts *o, int argc, char **argv)
 static const struct source *get_source(struct report *r, const char *file)
 {
 	struct strbuf sb = STRBUF_INIT;
+	const struct profile_source_file *ps;
 	struct source *s;
 	char *p, *nl;
 	size_t i, n, alloc = 0;
+	int rc;
 
 	for (i = 0; i < r->nr_sources; i++)
 		if (!strcmp(r->sources[i].file, file))
@@ -184,9 +187,15 @@ static const struct source *get_source(struct report *r, const char *file)
 	s = &r->sources[r->nr_sources++];
 	memset(s, 0, sizeof(*s));
 	s->file = file;
-	/* Not found, or not text: no source to show. */
-	if (source_read(file, r->prof.roots, r->prof.nr_roots, NULL,
-			MAX_SOURCE_SIZE, &sb)) {
+	/* As the profile holds it; else the very file the target ran. */
+	ps = profile_source(&r->prof, file);
+	if (ps && ps->text) {
+		strbuf_addstr(&sb, ps->text);
+	} else if ((rc = source_read(file, r->prof.roots, r->prof.nr_roots,
+				     NULL, ps && ps->has_id ? &ps->id : NULL,
+				     MAX_SOURCE_SIZE, &sb))) {
+		/* Not found, another file, or not text: none to show. */
+		s->changed = rc == SOURCE_CHANGED;
 		strbuf_release(&sb);
 		return s;
 	}
@@ -420,7 +429,10 @@ static void print_line_table(struct report *r, uint32_t f, uint32_t *lines)
 	       pct(r, r->t.own_func[f]),
 	       fmt_value(r, r->t.total_func[f], total, sizeof(total)),
 	       pct(r, r->t.total_func[f]),
-	       src->text || !*fn->file ? "" : " (source not found)");
+	       src->text || !*fn->file ? ""
+	       : src->changed
+		   ? " (source changed since it was recorded: not shown)"
+		   : " (source not found)");
 	for (i = 0; i < n; i++)
 		known |= st->frames[lines[i]].line > 0;
 	if (!known) {
@@ -594,7 +606,8 @@ static int add_line_table_json(cJSON *arr, struct report *r, uint32_t f,
 	if (add_func_json(arr, r, f, tmp))
 		return -1;
 	o = cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1);
-	if (!cJSON_AddBoolToObject(o, "source_found", src->text != NULL))
+	if (!cJSON_AddBoolToObject(o, "source_found", src->text != NULL) ||
+	    !cJSON_AddBoolToObject(o, "source_changed", src->changed))
 		return -1;
 	rows = cJSON_AddArrayToObject(o, "lines");
 	if (!rows)

@@ -102,8 +102,9 @@ static int write_stacks(FILE *fp, const struct stacks *st, int prefix,
 			strbuf_add(&line, names->buf + offset[id],
 				   offset[id + 1] - offset[id]);
 		}
-		weight = scale == 1.0 ? e->count
-				      : (uint64_t)((double)e->count * scale + 0.5);
+		weight = scale == 1.0
+			     ? e->count
+			     : (uint64_t)((double)e->count * scale + 0.5);
 		strbuf_addf(&line, " %" PRIu64 "\n", weight ? weight : 1);
 		if (fwrite(line.buf, 1, line.len, fp) != line.len) {
 			ret = errno ? -errno : -EIO;

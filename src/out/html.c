@@ -25,7 +25,6 @@
  * Most bytes of one source file, and of all of them, put in a page: the
  * files are taken busiest first (by the samples with a frame in them).
  */
-#define SOURCE_FILE_MAX (1u << 20)
 #define SOURCES_MAX (8u << 20)
 
 /*
@@ -553,99 +552,28 @@ static int add_string(cJSON *arr, const char *s, struct strbuf *tmp)
 	return v && cJSON_AddItemToArray(arr, v) ? 0 : -1;
 }
 
-/* A file name and the samples with a frame in it. */
-struct file_use {
-	const char *file;
-	uint64_t samples;
-	size_t stamp; /* the last entry counted + 1 */
-};
-
-static int by_name(const void *a, const void *b)
-{
-	const struct file_use *x = a, *y = b;
-
-	return strcmp(x->file, y->file);
-}
-
-static int busiest_first(const void *a, const void *b)
-{
-	const struct file_use *x = a, *y = b;
-
-	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
-}
-
 /*
  * Add to doc the member "sources": {file: text} for the files of st's
- * frames, busiest first, up to SOURCES_MAX bytes, found as report finds
- * them (through the target's root first while it runs: its own files,
- * in a container too).  A file not found is left out.  0 or -1.
+ * frames, busiest first, up to SOURCES_MAX bytes (output_sources).
+ * 0 or -1.
  */
 static int add_sources(cJSON *doc, const struct stacks *st,
 		       const struct profile_meta *meta)
 {
-	struct file_use *use = xcalloc(st->nr_frames + 1, sizeof(*use));
-	size_t *of = xcalloc(st->nr_frames + 1, sizeof(*of));
-	struct strbuf text = STRBUF_INIT, tmp = STRBUF_INIT, tmp2 = STRBUF_INIT;
-	char prefix[64] = "", *const *roots = NULL;
-	size_t i, j, nr = 0, total = 0, nr_roots = 0;
-	struct stat sbuf;
+	struct output_source *src;
+	struct strbuf tmp = STRBUF_INIT, tmp2 = STRBUF_INIT;
+	size_t nr = output_sources(st, meta, SOURCES_MAX, &src), i;
 	cJSON *sources = cJSON_AddObjectToObject(doc, "sources");
 	int bad = !sources;
 
-	/* The files, once each (frames name each many times). */
-	for (i = 0; i < st->nr_frames; i++)
-		use[i].file = st->frames[i].file ? st->frames[i].file : "";
-	qsort(use, st->nr_frames, sizeof(*use), by_name);
-	for (i = 0; i < st->nr_frames; i++)
-		if (!nr || strcmp(use[nr - 1].file, use[i].file))
-			use[nr++] = use[i];
-	for (i = 0; i < st->nr_frames; i++) {
-		struct file_use key = {
-		    st->frames[i].file ? st->frames[i].file : "", 0, 0};
-		struct file_use *u =
-		    bsearch(&key, use, nr, sizeof(*use), by_name);
-
-		of[i] = (size_t)(u - use);
-	}
-	for (i = 0; i < st->nr_entries; i++) {
-		const struct stack_entry *e = &st->entries[i];
-
-		for (j = 0; j < e->depth; j++) {
-			struct file_use *u = &use[of[e->frames[j]]];
-
-			if (u->stamp != i + 1) {
-				u->stamp = i + 1;
-				u->samples += e->count;
-			}
-		}
-	}
-	qsort(use, nr, sizeof(*use), busiest_first);
-	if (meta && meta->pid > 0) {
-		snprintf(prefix, sizeof(prefix), "/proc/%ld/root", meta->pid);
-		if (stat(prefix, &sbuf))
-			prefix[0] = '\0';
-	}
-	if (meta && meta->source_roots) {
-		roots = meta->source_roots->dirs;
-		nr_roots = meta->source_roots->nr;
-	}
-	for (i = 0; !bad && i < nr && use[i].samples; i++) {
-		if (!*use[i].file || *use[i].file == '<' ||
-		    source_read(use[i].file, roots, nr_roots,
-				*prefix ? prefix : NULL, SOURCE_FILE_MAX,
-				&text) ||
-		    total + text.len > SOURCES_MAX)
-			continue;
-		total += text.len;
-		bad |= !cJSON_AddStringToObject(sources,
-						output_utf8(use[i].file, &tmp),
-						output_utf8(text.buf, &tmp2));
-	}
-	strbuf_release(&text);
+	for (i = 0; !bad && i < nr; i++)
+		if (src[i].text)
+			bad |= !cJSON_AddStringToObject(
+			    sources, output_utf8(src[i].file, &tmp),
+			    output_utf8(src[i].text, &tmp2));
+	output_sources_free(src, nr);
 	strbuf_release(&tmp);
 	strbuf_release(&tmp2);
-	free(use);
-	free(of);
 	return bad ? -1 : 0;
 }
 
@@ -714,8 +642,8 @@ static void gpu_from_gpuprof(struct html_gpu *pg, const struct gpuprof *gp,
 	for (i = 0; order && i < gp->nr_acts; i++) {
 		const struct gpu_act *act = &gp->acts[order[i]];
 		const struct gpu_interval *iv = &act->iv;
-		struct html_gpu_row *r = pg->nr_rows ? &pg->rows[pg->nr_rows - 1]
-						     : NULL;
+		struct html_gpu_row *r =
+		    pg->nr_rows ? &pg->rows[pg->nr_rows - 1] : NULL;
 		uint64_t start, end;
 
 		if (!r || r->device != iv->device || r->stream != iv->stream) {
@@ -808,8 +736,8 @@ static int add_gpu_rows(cJSON *g, const struct html_gpu *pg, double duration_s,
 
 		for (n = 0; r->process && n < cJSON_GetArraySize(processes);
 		     n++)
-			if (!strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(
-					processes, n)),
+			if (!strcmp(cJSON_GetStringValue(
+					cJSON_GetArrayItem(processes, n)),
 				    output_utf8(r->process, &tmp)))
 				k = n;
 		bad |= !row || !cJSON_AddItemToArray(rows, row) ||
@@ -828,14 +756,14 @@ static int add_gpu_rows(cJSON *g, const struct html_gpu *pg, double duration_s,
 		for (j = 0; !bad && j < r->nr_spans; j++) {
 			cJSON *sp = cJSON_CreateArray();
 
-			bad |= !sp || !cJSON_AddItemToArray(spans, sp) ||
-			       !cJSON_AddItemToArray(
-				   sp, cJSON_CreateNumber(r->spans[j].start)) ||
-			       !cJSON_AddItemToArray(
-				   sp,
-				   cJSON_CreateNumber(r->spans[j].seconds)) ||
-			       !cJSON_AddItemToArray(
-				   sp, cJSON_CreateNumber(r->spans[j].frame));
+			bad |=
+			    !sp || !cJSON_AddItemToArray(spans, sp) ||
+			    !cJSON_AddItemToArray(
+				sp, cJSON_CreateNumber(r->spans[j].start)) ||
+			    !cJSON_AddItemToArray(
+				sp, cJSON_CreateNumber(r->spans[j].seconds)) ||
+			    !cJSON_AddItemToArray(
+				sp, cJSON_CreateNumber(r->spans[j].frame));
 		}
 	}
 	if (!bad && pg->summary)
@@ -936,10 +864,10 @@ static cJSON *page_data(const struct stacks *st,
 			cJSON *idle = cJSON_AddObjectToObject(g, "idle");
 
 			bad |= !idle ||
-			       !cJSON_AddStringToObject(idle, "name",
-							PROFILE_GPU_IDLE_NAME) ||
-			       !(stacks = cJSON_AddArrayToObject(idle,
-								  "stacks")) ||
+			       !cJSON_AddStringToObject(
+				   idle, "name", PROFILE_GPU_IDLE_NAME) ||
+			       !(stacks =
+				     cJSON_AddArrayToObject(idle, "stacks")) ||
 			       add_entries(stacks, gpu->idle, 1);
 		}
 	}

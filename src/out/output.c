@@ -2,12 +2,15 @@
 /* Choosing a profile format and writing a profile file atomically. */
 #include "out/output.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "profile/source.h"
 #include "py/framename.h"
 #include "util.h"
 
@@ -28,14 +31,10 @@ static const struct {
 	enum output_format format;
 } extensions[] = {
     /* Before ".json": the longest suffix that matches wins. */
-    {".trace.json", FORMAT_CHROME},
-    {".json", FORMAT_SPEEDSCOPE},
-    {".txt", FORMAT_FOLDED},
-    {".folded", FORMAT_FOLDED},
-    {".svg", FORMAT_SVG},
-    {".pb.gz", FORMAT_PPROF},
-    {".pprof", FORMAT_PPROF},
-    {".html", FORMAT_HTML},
+    {".trace.json", FORMAT_CHROME}, {".json", FORMAT_SPEEDSCOPE},
+    {".txt", FORMAT_FOLDED},	    {".folded", FORMAT_FOLDED},
+    {".svg", FORMAT_SVG},	    {".pb.gz", FORMAT_PPROF},
+    {".pprof", FORMAT_PPROF},	    {".html", FORMAT_HTML},
     {".htm", FORMAT_HTML},
 };
 
@@ -177,13 +176,13 @@ const char *output_utf8(const char *s, struct strbuf *tmp)
 	return tmp->buf;
 }
 
-uint32_t *output_frame_functions(const struct stacks *st,
-				 size_t *nr_functions, uint32_t **first_frame)
+uint32_t *output_frame_functions(const struct stacks *st, size_t *nr_functions,
+				 uint32_t **first_frame)
 {
-	uint32_t *fn = xmalloc((st->nr_frames ? st->nr_frames : 1) *
-			       sizeof(*fn));
-	uint32_t *first = xmalloc((st->nr_frames ? st->nr_frames : 1) *
-				  sizeof(*first));
+	uint32_t *fn =
+	    xmalloc((st->nr_frames ? st->nr_frames : 1) * sizeof(*fn));
+	uint32_t *first =
+	    xmalloc((st->nr_frames ? st->nr_frames : 1) * sizeof(*first));
 	/* Open addressing over frame ids + 1 (0: empty), half full at most. */
 	size_t size = 16, mask, i, h, n = 0;
 	uint32_t *slots;
@@ -238,4 +237,116 @@ int output_add_source_roots(cJSON *obj, const struct profile_meta *meta,
 		}
 	}
 	return 0;
+}
+
+/* A file name and the samples with a frame in it. */
+struct file_use {
+	const char *file;
+	uint64_t samples;
+	size_t stamp; /* the last entry counted + 1 */
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct file_use *x = a, *y = b;
+
+	return strcmp(x->file, y->file);
+}
+
+static int busiest_first(const void *a, const void *b)
+{
+	const struct file_use *x = a, *y = b;
+
+	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : 0;
+}
+
+/* A source file's text is read whole or not at all: at most this much. */
+#define SOURCE_FILE_MAX (1u << 20)
+
+size_t output_sources(const struct stacks *st, const struct profile_meta *meta,
+		      size_t budget, struct output_source **out)
+{
+	struct file_use *use = xcalloc(st->nr_frames + 1, sizeof(*use));
+	size_t *of = xcalloc(st->nr_frames + 1, sizeof(*of));
+	struct output_source *src;
+	struct strbuf text = STRBUF_INIT;
+	char prefix[64] = "", *const *roots = NULL;
+	size_t i, j, nr = 0, n = 0, total = 0, nr_roots = 0;
+	struct stat sbuf;
+
+	/* The files, once each (frames name each many times). */
+	for (i = 0; i < st->nr_frames; i++)
+		use[i].file = st->frames[i].file ? st->frames[i].file : "";
+	qsort(use, st->nr_frames, sizeof(*use), by_name);
+	for (i = 0; i < st->nr_frames; i++)
+		if (!nr || strcmp(use[nr - 1].file, use[i].file))
+			use[nr++] = use[i];
+	for (i = 0; i < st->nr_frames; i++) {
+		struct file_use key = {
+		    st->frames[i].file ? st->frames[i].file : "", 0, 0};
+		struct file_use *u =
+		    bsearch(&key, use, nr, sizeof(*use), by_name);
+
+		of[i] = (size_t)(u - use);
+	}
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+
+		for (j = 0; j < e->depth; j++) {
+			struct file_use *u = &use[of[e->frames[j]]];
+
+			if (u->stamp != i + 1) {
+				u->stamp = i + 1;
+				u->samples += e->count;
+			}
+		}
+	}
+	qsort(use, nr, sizeof(*use), busiest_first);
+	if (meta && meta->pid > 0) {
+		snprintf(prefix, sizeof(prefix), "/proc/%ld/root", meta->pid);
+		if (stat(prefix, &sbuf))
+			prefix[0] = '\0';
+	}
+	if (meta && meta->source_roots) {
+		roots = meta->source_roots->dirs;
+		nr_roots = meta->source_roots->nr;
+	}
+	src = xcalloc(nr + 1, sizeof(*src));
+	for (i = 0; i < nr && use[i].samples; i++) {
+		struct output_source *o;
+		int r;
+
+		if (!*use[i].file || *use[i].file == '<')
+			continue;
+		o = &src[n++];
+		o->file = use[i].file;
+		o->samples = use[i].samples;
+		o->id = meta && meta->source_files
+			    ? source_files_find(meta->source_files, o->file)
+			    : NULL;
+		if (total >= budget)
+			continue;
+		r = source_read(o->file, roots, nr_roots,
+				*prefix ? prefix : NULL, o->id, SOURCE_FILE_MAX,
+				&text);
+		o->changed = r == SOURCE_CHANGED;
+		if (r || total + text.len > budget)
+			continue;
+		total += text.len;
+		o->text = strbuf_detach(&text);
+	}
+	strbuf_release(&text);
+	free(use);
+	free(of);
+	*out = src;
+	return n;
+}
+
+void output_sources_free(struct output_source *src, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(src[i].text);
+	free(src);
 }

@@ -13,6 +13,8 @@ struct cJSON;
 struct strbuf;
 struct gpuprof;
 struct source_roots;
+struct source_files;
+struct source_id;
 struct timeline;
 
 /*
@@ -46,9 +48,9 @@ struct profile_meta {
 	const struct html_gpu *html_gpu;
 	/* Speedscope: who was profiled, for spyc merge; NULL: not said. */
 	const struct profile_process *process;
-	long pid;		    /* the target's; 0 when unknown */
-	uint64_t start_unix_ns;	    /* sampling began (CLOCK_REALTIME); 0 */
-	int idle;		    /* idle threads kept: time is wall time */
+	long pid;		/* the target's; 0 when unknown */
+	uint64_t start_unix_ns; /* sampling began (CLOCK_REALTIME); 0 */
+	int idle;		/* idle threads kept: time is wall time */
 	/*
 	 * spyc diff's HTML page: thread 0's stacks are BASE's, the other
 	 * thread's NEW's, drawn coloured by the change (out/html.c).
@@ -64,6 +66,11 @@ struct profile_meta {
 	 * for spyc report to find their sources; NULL or none: not said.
 	 */
 	const struct source_roots *source_roots;
+	/*
+	 * Which file each Python file name was when the target ran it
+	 * (record's), for the sources outputs carry; NULL: not known.
+	 */
+	const struct source_files *source_files;
 };
 
 /*
@@ -176,8 +183,8 @@ const char *output_utf8(const char *s, struct strbuf *tmp);
  * caller frees it too) gets each function's first frame, where its name
  * and file are.
  */
-uint32_t *output_frame_functions(const struct stacks *st,
-				 size_t *nr_functions, uint32_t **first_frame);
+uint32_t *output_frame_functions(const struct stacks *st, size_t *nr_functions,
+				 uint32_t **first_frame);
 
 /* The member JSON outputs say meta->source_roots in; and pprof's comment. */
 #define OUTPUT_SOURCE_ROOTS "spyc_source_roots"
@@ -188,8 +195,31 @@ uint32_t *output_frame_functions(const struct stacks *st,
  * OUTPUT_SOURCE_ROOTS (nothing when there are none).  0, or -1 out of
  * memory.
  */
-int output_add_source_roots(struct cJSON *obj,
-			    const struct profile_meta *meta,
+int output_add_source_roots(struct cJSON *obj, const struct profile_meta *meta,
 			    struct strbuf *tmp);
+
+/* The member speedscope says its sources in: {file: {"text", ids}}. */
+#define OUTPUT_SOURCES "spyc_sources"
+
+/* A source file of a profile's frames (output_sources). */
+struct output_source {
+	const char *file;	    /* as the frames name it */
+	uint64_t samples;	    /* of the stacks through it */
+	const struct source_id *id; /* as the target saw it, or NULL */
+	int changed;		    /* found, but not the file the target ran */
+	char *text; /* NULL: not read (not found, over the budget) */
+};
+
+/*
+ * The source files of st's frames, busiest first, each read while the
+ * texts stay within budget bytes (at most a MiB each), as report finds
+ * them: through the target's root first while it runs (its own files,
+ * in a container too), and only the very file the target ran where
+ * meta->source_files knows it.  Returns how many; *out is freed with
+ * output_sources_free().
+ */
+size_t output_sources(const struct stacks *st, const struct profile_meta *meta,
+		      size_t budget, struct output_source **out);
+void output_sources_free(struct output_source *src, size_t nr);
 
 #endif

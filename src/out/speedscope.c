@@ -11,6 +11,7 @@
 
 #include "gpu/gpuprof.h"
 #include "profile/profile-read.h"
+#include "profile/source.h"
 #include "util.h"
 
 /* From speedscope's file-format-schema.json, FileFormat.File.$schema. */
@@ -393,6 +394,48 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
  * Who was profiled: pid, host, command line, MPI rank; and how many of
  * the profiles, from the first, are CPU threads.  spyc merge reads it.
  */
+/* The texts of the busiest sources speedscope files carry, at most. */
+#define SPEEDSCOPE_SOURCES_MAX (2u << 20)
+
+/*
+ * OUTPUT_SOURCES: each source file of st's frames that record knew, as
+ * the target ran it ("id": source_id_format's), with its text for the
+ * busiest ones: spyc report then shows that text, or a file at its path
+ * only if it is the same file, never another (a container's that is
+ * gone, one replaced since).  0 or -1.
+ */
+static int add_sources(cJSON *root, const struct stacks *st,
+		       const struct profile_meta *meta, struct strbuf *tmp)
+{
+	struct output_source *src;
+	size_t nr, i;
+	cJSON *all;
+	int bad = 0;
+
+	if (!meta || !meta->source_files)
+		return 0;
+	nr = output_sources(st, meta, SPEEDSCOPE_SOURCES_MAX, &src);
+	all = cJSON_AddObjectToObject(root, OUTPUT_SOURCES);
+	bad = !all;
+	for (i = 0; !bad && i < nr; i++) {
+		const struct source_id *id = src[i].id;
+		char text_id[128];
+		cJSON *f;
+
+		if (!id)
+			continue;
+		/* A string: JSON's numbers are doubles, 53 bits. */
+		source_id_format(id, text_id, sizeof(text_id));
+		f = cJSON_AddObjectToObject(all, output_utf8(src[i].file, tmp));
+		bad = !f || !cJSON_AddStringToObject(f, "id", text_id) ||
+		      (src[i].text &&
+		       !cJSON_AddStringToObject(f, "text",
+						output_utf8(src[i].text, tmp)));
+	}
+	output_sources_free(src, nr);
+	return bad ? -1 : 0;
+}
+
 static int add_process_meta(cJSON *root, const struct profile_process *meta,
 			    size_t cpu_profiles, double rate_hz,
 			    struct strbuf *tmp)
@@ -473,7 +516,8 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 	if (meta && meta->process &&
 	    add_process_meta(root, meta->process, cpu_profiles, rate_hz, &tmp))
 		goto out_oom;
-	if (output_add_source_roots(root, meta, &tmp))
+	if (output_add_source_roots(root, meta, &tmp) ||
+	    add_sources(root, st, meta, &tmp))
 		goto out_oom;
 
 	text = cJSON_PrintUnformatted(root);

@@ -64,8 +64,8 @@ struct flame {
 	uint32_t *frame_rank;	/* frame id -> its place in name order */
 	uint32_t *thread_rank;	/* thread id -> its place in label order */
 	uint32_t *process_rank; /* thread id -> its process's, dense */
-	uint32_t *order;       /* the entries with samples, by path */
-	uint64_t *cum;	       /* cum[i]: samples in order[0 .. i - 1] */
+	uint32_t *order;	/* the entries with samples, by path */
+	uint64_t *cum;		/* cum[i]: samples in order[0 .. i - 1] */
 	size_t nr;
 	uint64_t all;
 	/*
@@ -408,8 +408,8 @@ static void node_label(const struct flame *fl, const struct node *n,
 			stacks_thread_label(&fl->st->threads[n->id], label,
 					    sizeof(label));
 		else
-			stacks_thread_full_label(&fl->st->threads[n->id],
-						 label, sizeof(label));
+			stacks_thread_full_label(&fl->st->threads[n->id], label,
+						 sizeof(label));
 		strbuf_addstr(sb, output_utf8(label, tmp));
 		return;
 	case NODE_FRAME:

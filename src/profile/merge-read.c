@@ -182,8 +182,8 @@ static void count_cpu_profiles(struct merge_input *in)
 		    cJSON_GetObjectItemCaseSensitive(p, "name"));
 
 		if (!type || strcmp(type, "sampled") ||
-		    (name &&
-		     !strncmp(name, PROFILE_GPU_STACKS_NAME, strlen(PROFILE_GPU_STACKS_NAME))))
+		    (name && !strncmp(name, PROFILE_GPU_STACKS_NAME,
+				      strlen(PROFILE_GPU_STACKS_NAME))))
 			break;
 		n++;
 	}

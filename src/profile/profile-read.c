@@ -44,9 +44,45 @@ static void read_roots(struct profile *p, const cJSON *roots)
 
 	if (!cJSON_IsArray(roots))
 		return;
-	cJSON_ArrayForEach(r, roots)
-		if (cJSON_IsString(r))
-			profile_add_root(p, r->valuestring);
+	cJSON_ArrayForEach(r, roots) if (cJSON_IsString(r))
+	    profile_add_root(p, r->valuestring);
+}
+
+/* spyc_sources: {file: {"id": source_id_format's, "text": ...}}. */
+static void read_sources(struct profile *p, const cJSON *sources)
+{
+	const cJSON *f;
+
+	if (!cJSON_IsObject(sources))
+		return;
+	cJSON_ArrayForEach(f, sources)
+	{
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(f, "text");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(f, "id");
+		struct profile_source_file *s;
+
+		if (!f->string || !cJSON_IsObject(f))
+			continue;
+		ALLOC_GROW(p->sources, p->nr_sources + 1, p->alloc_sources);
+		s = &p->sources[p->nr_sources++];
+		memset(s, 0, sizeof(*s));
+		s->file = xstrdup(f->string);
+		if (cJSON_IsString(text))
+			s->text = xstrdup(text->valuestring);
+		s->has_id = cJSON_IsString(id) &&
+			    !source_id_parse(id->valuestring, &s->id);
+	}
+}
+
+const struct profile_source_file *profile_source(const struct profile *p,
+						 const char *file)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_sources; i++)
+		if (!strcmp(p->sources[i].file, file))
+			return &p->sources[i];
+	return NULL;
 }
 
 /* A positive rate_hz member of obj, else 0. */
@@ -100,6 +136,11 @@ void profile_release(struct profile *p)
 	for (i = 0; i < p->nr_roots; i++)
 		free(p->roots[i]);
 	free(p->roots);
+	for (i = 0; i < p->nr_sources; i++) {
+		free(p->sources[i].file);
+		free(p->sources[i].text);
+	}
+	free(p->sources);
 	free(p->title);
 	stacks_release(&p->stacks);
 	profile_init(p);
@@ -754,9 +795,8 @@ static uint32_t chrome_thread(struct profile *p, const struct chrome_row *rows,
  * Push the stack open[0..depth-1] over [*at, until) as a sample of that
  * many nanoseconds, and move *at to until.  0, or -1 (reported).
  */
-static int chrome_span(struct profile *p, uint32_t thread,
-		       const uint32_t *open, size_t depth, int64_t *at,
-		       int64_t until)
+static int chrome_span(struct profile *p, uint32_t thread, const uint32_t *open,
+		       size_t depth, int64_t *at, int64_t until)
 {
 	if (depth && until > *at &&
 	    stacks_add(&p->stacks, thread, open, depth,
@@ -778,10 +818,10 @@ static int chrome_span(struct profile *p, uint32_t thread,
 static int read_chrome(struct profile *p, const char *name, const cJSON *root,
 		       unsigned flags)
 {
-	const cJSON *events = cJSON_GetObjectItemCaseSensitive(root,
-							       "traceEvents");
-	const cJSON *other = cJSON_GetObjectItemCaseSensitive(root,
-							      "otherData");
+	const cJSON *events =
+	    cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+	const cJSON *other =
+	    cJSON_GetObjectItemCaseSensitive(root, "otherData");
 	const cJSON *ev, *args;
 	struct chrome_slice *slices = NULL;
 	struct chrome_row *rows = NULL;
@@ -797,8 +837,8 @@ static int read_chrome(struct profile *p, const char *name, const cJSON *root,
 		return error("'%s': no profile of the kind asked for (report "
 			     "reads a Chrome trace's CPU rows only)",
 			     name);
-	read_roots(p, cJSON_GetObjectItemCaseSensitive(other,
-							OUTPUT_SOURCE_ROOTS));
+	read_roots(
+	    p, cJSON_GetObjectItemCaseSensitive(other, OUTPUT_SOURCE_ROOTS));
 	cJSON_ArrayForEach(ev, events)
 	{
 		const char *ph = json_str(ev, "ph"), *cat = json_str(ev, "cat");
@@ -971,8 +1011,8 @@ static enum profile_kind *profile_kinds(const cJSON *root,
 	} else if (cJSON_IsNumber(cpu) && cpu->valuedouble >= 0) {
 		told = 1;
 		for (at = 0; at < nr; at++)
-			kind[at] = at < (size_t)cpu->valuedouble ? KIND_CPU
-								 : KIND_GPU;
+			kind[at] =
+			    at < (size_t)cpu->valuedouble ? KIND_CPU : KIND_GPU;
 	}
 	cJSON_ArrayForEach(prof, profiles)
 	{
@@ -1013,8 +1053,8 @@ static int read_speedscope(struct profile *p, const char *name,
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
 		return error("'%s' is not a profile: not valid JSON", name);
-	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root,
-							   "traceEvents"))) {
+	if (cJSON_IsArray(
+		cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))) {
 		ret = read_chrome(p, name, root, flags);
 		goto out;
 	}
@@ -1033,20 +1073,21 @@ static int read_speedscope(struct profile *p, const char *name,
 	if (cJSON_IsString(pname))
 		p->title = xstrdup(pname->valuestring);
 	p->rate_hz = read_rate(root, flags);
-	read_roots(p, cJSON_GetObjectItemCaseSensitive(root,
-							OUTPUT_SOURCE_ROOTS));
+	read_roots(p,
+		   cJSON_GetObjectItemCaseSensitive(root, OUTPUT_SOURCE_ROOTS));
+	read_sources(p, cJSON_GetObjectItemCaseSensitive(root, OUTPUT_SOURCES));
 	map.nr = (size_t)cJSON_GetArraySize(frames);
 	map.ids = xmalloc((map.nr ? map.nr : 1) * sizeof(*map.ids));
 	if (read_frames(p, name, frames, &map))
 		goto out;
-	kinds = profile_kinds(root, profiles,
-			      (size_t)cJSON_GetArraySize(profiles));
+	kinds =
+	    profile_kinds(root, profiles, (size_t)cJSON_GetArraySize(profiles));
 	/*
 	 * GPU time by launching stack holds the time the streams' timelines
 	 * hold too: with it, those are not read (their time counted twice).
 	 */
-	cJSON_ArrayForEach(prof, profiles)
-		gpu_stacks |= kinds[index++] == KIND_GPU;
+	cJSON_ArrayForEach(prof, profiles) gpu_stacks |=
+	    kinds[index++] == KIND_GPU;
 	index = 0;
 	cJSON_ArrayForEach(prof, profiles)
 	{
@@ -1054,10 +1095,10 @@ static int read_speedscope(struct profile *p, const char *name,
 		/* With PROFILE_READ_GPU_IDLE, idle time only. */
 		int take = kinds[index] == KIND_CPU
 			       ? (flags & PROFILE_READ_CPU) != 0
-		       : kinds[index] == KIND_GPU_IDLE
-			   ? (flags & PROFILE_READ_GPU_IDLE) != 0
-			   : (flags & PROFILE_READ_GPU) &&
-				 !(flags & PROFILE_READ_GPU_IDLE);
+			   : kinds[index] == KIND_GPU_IDLE
+			       ? (flags & PROFILE_READ_GPU_IDLE) != 0
+			       : (flags & PROFILE_READ_GPU) &&
+				     !(flags & PROFILE_READ_GPU_IDLE);
 
 		pname = cJSON_GetObjectItemCaseSensitive(prof, "name");
 		type = cJSON_GetObjectItemCaseSensitive(prof, "type");
@@ -1360,11 +1401,10 @@ static int gunzip(const char *data, size_t len, unsigned char **out,
 }
 
 /* pprof's string i, or "" when out of range. */
-static const char *pb_string(const Perftools__Profiles__Profile *pb,
-			     int64_t i)
+static const char *pb_string(const Perftools__Profiles__Profile *pb, int64_t i)
 {
 	return i >= 0 && (size_t)i < pb->n_string_table ? pb->string_table[i]
-							 : "";
+							: "";
 }
 
 static int cmp_function_id(const void *a, const void *b)
@@ -1475,8 +1515,8 @@ static int read_pprof(struct profile *p, const char *name, const char *data,
 
 		if (!strncmp(c, OUTPUT_SOURCE_ROOT_COMMENT,
 			     strlen(OUTPUT_SOURCE_ROOT_COMMENT)))
-			profile_add_root(p,
-					 c + strlen(OUTPUT_SOURCE_ROOT_COMMENT));
+			profile_add_root(
+			    p, c + strlen(OUTPUT_SOURCE_ROOT_COMMENT));
 		else if (!strncmp(c, "spyc: ", 6) && !p->title)
 			p->title = xstrdup(c + 6);
 	}
@@ -1500,13 +1540,13 @@ static int read_pprof(struct profile *p, const char *name, const char *data,
 		depth = 0;
 		/* Root first: the last location, its last line, first. */
 		for (j = s->n_location_id; j-- > 0;) {
-			const Perftools__Profiles__Location *l =
-			    pb_location(locs, pb->n_location,
-					s->location_id[j]);
+			const Perftools__Profiles__Location *l = pb_location(
+			    locs, pb->n_location, s->location_id[j]);
 
 			if (!l) {
 				error("'%s' is not a profile: sample %zu names "
-				      "location %" PRIu64 ", which is not there",
+				      "location %" PRIu64
+				      ", which is not there",
 				      name, i, s->location_id[j]);
 				goto out;
 			}

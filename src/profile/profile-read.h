@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "profile/source.h"
 #include "profile/stacks.h"
 
 /* What the counts of a profile's stacks stand for. */
@@ -72,8 +73,8 @@ struct profile {
 	struct stacks stacks;
 	enum profile_source source;
 	enum profile_unit unit;
-	int thread_prefix;  /* folded: lines begin with the thread */
-	char *title;	    /* speedscope's "name", or NULL */
+	int thread_prefix; /* folded: lines begin with the thread */
+	char *title;	   /* speedscope's "name", or NULL */
 	/*
 	 * The rate a time profile's samples were taken at, where the file
 	 * says it (speedscope: spyc_process.rate_hz; pprof: its period in
@@ -96,7 +97,23 @@ struct profile {
 	 */
 	char **roots;
 	size_t nr_roots, alloc_roots;
+	/*
+	 * speedscope's spyc_sources: the source files as the target ran
+	 * them, each with its text where the file holds it, and which file
+	 * it was (so that another at its path is not taken for it).
+	 */
+	struct profile_source_file {
+		char *file;
+		char *text; /* NULL: not in the profile */
+		struct source_id id;
+		int has_id;
+	} * sources;
+	size_t nr_sources, alloc_sources;
 };
+
+/* p's spyc_sources entry for file, or NULL. */
+const struct profile_source_file *profile_source(const struct profile *p,
+						 const char *file);
 
 void profile_init(struct profile *p);
 /* Note dir as one of p's source roots (up to SOURCE_ROOTS_MAX). */
