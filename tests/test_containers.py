@@ -13,10 +13,12 @@ thread, and read the target's libraries through its root.
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -1036,3 +1038,137 @@ def test_sidecar_not_root(container, caps):
         "spyc: no permission to read pid %d" % container.info["pid"]), (
             describe)
     assert "CAP_SYS_PTRACE" in lines[0], describe
+
+
+# The user scripts/install-deps adds for rootless podman, with subordinate
+# uids and gids.
+ROOTLESS_USER = "spyc-rootless"
+
+
+class RootlessPodman(Podman):
+    """podman run by user, rootless (the containers' root is the user's
+    own uid on the host, their other ids its subordinate ones), with its
+    storage, runtime directory and home under base, which the user owns."""
+
+    def __init__(self, base, user):
+        self.base = base
+        uid = pwd.getpwnam(user).pw_uid
+        conf = os.path.join(base, "containers.conf")
+        with open(conf, "w") as f:
+            f.write(CONTAINERS_CONF)
+        xdg = os.path.join(base, "xdg")
+        os.mkdir(xdg, 0o700)
+        for d in (base, xdg):
+            os.chown(d, uid, -1)
+        self.env = dict(os.environ)
+        self.argv = ["runuser", "-u", user, "--", "env",
+                     "XDG_RUNTIME_DIR=" + xdg, "HOME=" + base,
+                     "CONTAINERS_CONF=" + conf, "podman",
+                     "--root", os.path.join(base, "storage"),
+                     "--runroot", os.path.join(base, "run")]
+
+
+class Rootless(object):
+    """states.py in a rootless container: the podman, the host pid, what
+    states.py reported, and a spyc the user can run."""
+
+
+@pytest.fixture(scope="module")
+def rootless(spyc, tmp_path_factory):
+    for tool in ("podman", "runc", "runuser", "newuidmap", "newgidmap"):
+        if not shutil.which(tool):
+            pytest.skip("%s is not installed (scripts/install-deps "
+                        "installs it)" % tool)
+    try:
+        user = pwd.getpwnam(ROOTLESS_USER)
+    except KeyError:
+        pytest.skip("no user %s to run rootless podman as "
+                    "(scripts/install-deps adds it)" % ROOTLESS_USER)
+    for ids in ("/etc/subuid", "/etc/subgid"):
+        with open(ids) as f:
+            if not any(line.startswith(ROOTLESS_USER + ":") for line in f):
+                pytest.skip("%s has no subordinate ids in %s "
+                            "(scripts/install-deps gives it some)" % (
+                                ROOTLESS_USER, ids))
+    # Where the user can reach: not under pytest's own directory (0700).
+    base = tempfile.mkdtemp(prefix="spyc-rootless-")
+    os.chmod(base, 0o755)
+    p = RootlessPodman(base, ROOTLESS_USER)
+    r = Rootless()
+    r.podman, r.user, r.name = p, ROOTLESS_USER, "spyc-test-rootless"
+    r.pid = None
+    try:
+        python = find_slot("newest")
+        exe = make_image(p, python, str(tmp_path_factory.mktemp("rlimage")),
+                         r.name, spyc.path)
+        # spyc, and states.py, where the user can run and read them.
+        r.spyc = os.path.join(base, "spyc")
+        shutil.copy2(spyc.path, r.spyc)
+        targets = os.path.join(base, "targets")
+        os.mkdir(targets)
+        shutil.copy2(os.path.join(TARGETS, "states.py"), targets)
+        out = os.path.join(base, "out")
+        os.mkdir(out)
+        os.chown(out, user.pw_uid, -1)
+        p.run("run", "-d", "--name", r.name, "-v", targets + ":/targets:ro",
+              "-v", out + ":/out", "-e", "LD_LIBRARY_PATH=/opt/py/lib",
+              r.name, exe, "/targets/states.py", "/out/report.json")
+        wait_for_file(p, r.name, os.path.join(out, "report.json"))
+        with open(os.path.join(out, "report.json")) as f:
+            r.info = json.load(f)
+        r.pid = int(p.run("inspect", "--format", "{{.State.Pid}}", r.name))
+        yield r
+    finally:
+        remove_container(p, r.name, r.pid)
+        p.close()
+
+
+def run_as(user, argv):
+    """argv run as user: (exit code, stdout, stderr)."""
+    res = subprocess.run(["runuser", "-u", user, "--"] +
+                         [str(a) for a in argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=PODMAN_TIMEOUT)
+    return res.returncode, decode(res.stdout), decode(res.stderr)
+
+
+def test_rootless(rootless):
+    """Rootless podman: spyc run by the user who runs the container, with
+    no capability at all, reads its processes (that user holds every
+    capability in their user namespace): thread ids mapped to the
+    host's, states read, --native stacks merged with the container's
+    libpython named.  Another user is refused, in one line."""
+    r = rootless
+    owner = os.stat("/proc/%d" % r.pid).st_uid
+    assert owner == pwd.getpwnam(r.user).pw_uid, (
+        "the container's root is not the user's own uid", owner)
+    for _ in range(DUMP_TRIES):
+        code, out, err = run_as(r.user, [r.spyc, "dump", "--pid", r.pid,
+                                         "--json"])
+        if code != 1:
+            break
+    assert code == 0, err
+    doc = json.loads(out)
+    inner = {}
+    for tid in os.listdir("/proc/%d/task" % r.pid):
+        with open("/proc/%d/task/%s/status" % (r.pid, tid)) as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    inner[int(tid)] = int(line.split()[-1])
+    assert doc["pid_in_namespace"] == r.info["pid"] != r.pid, doc
+    for th in doc["threads"]:
+        assert th["native_id_in_namespace"] == inner[th["native_id"]], th
+        assert th["state"] != "unknown", th
+    check_states(doc, r.info, err)
+    folded_path = os.path.join(r.podman.base, "out", "native.txt")
+    code, out, err = run_as(r.user, [r.spyc, "record", "--native", "--pid",
+                                     r.pid, "--duration", 1, "-o",
+                                     folded_path])
+    assert code == 0, err
+    spins = [frames for frames, _ in folded(folded_path)
+             if any(f.startswith("spinner (") for f in frames)]
+    assert spins, "no sample of the spinner\n" + err
+    # Under the spinner's Python frame, the interpreter's C functions.
+    assert any(re.match(r"_?Py\w+", frames[-1]) for frames in spins), spins
+    code, out, err = run_as("nobody", [r.spyc, "dump", "--pid", r.pid])
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+    assert "CAP_SYS_PTRACE" in err, err
