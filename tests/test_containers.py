@@ -393,7 +393,8 @@ def test_native_debug_info_in_container(spyc, image, podman, tmp_path):
 
 def test_record_idle_filter(spyc, container, tmp_path):
     """Without --idle the blocked threads are left out, as on the host:
-    their states are read through their host ids."""
+    their states are read through their host ids; --gil keeps the
+    thread that holds the GIL."""
     roles = container.info["roles"]
 
     def record(name, *extra):
@@ -413,6 +414,13 @@ def test_record_idle_filter(spyc, container, tmp_path):
     leaves = set(frames[-1] for frames, _ in every)
     for role in ("sleeper", "locker"):
         assert frame_text(roles[role]["top"]) in leaves, (role, leaves)
+    # --gil: the thread that holds the GIL, read from the container's
+    # interpreter: the spinner, never a blocked thread.
+    gil = record("gil.txt", "--gil")
+    leaves = set(frames[-1] for frames, _ in gil)
+    for role in ("sleeper", "locker"):
+        assert frame_text(roles[role]["top"]) not in leaves, (role, gil)
+    assert share(gil, "spinner") > 0.9, gil
 
 
 # A program that writes itself into the container's own file system and
