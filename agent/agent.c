@@ -63,6 +63,7 @@ static struct {
 	__typeof__(cuptiActivityFlushPeriod) *flush_period;
 	__typeof__(cuptiSetThreadIdType) *set_thread_id_type;
 	__typeof__(cuptiGetCallbackName) *get_callback_name;
+	__typeof__(cuptiGetGraphNodeId) *get_graph_node_id;
 	__typeof__(cuptiSubscribe) *subscribe;
 	__typeof__(cuptiUnsubscribe) *unsubscribe;
 	__typeof__(cuptiEnableCallback) *enable_callback;
@@ -171,6 +172,11 @@ static const CUpti_CallbackId driver_capture_begins[] = {
 static const CUpti_CallbackId driver_capture_ends[] = {
     CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
     CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+};
+/* A CUDA graph's nodes made and copied: their stacks. */
+static const CUpti_CallbackId graph_node_calls[] = {
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
 };
 
 /*
@@ -389,6 +395,8 @@ static int resolve_cupti(void)
 	memcpy(&cupti.set_thread_id_type, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiGetCallbackName");
 	memcpy(&cupti.get_callback_name, &optional, sizeof(optional));
+	optional = dlsym(cupti.handle, "cuptiGetGraphNodeId");
+	memcpy(&cupti.get_graph_node_id, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiSubscribe");
 	memcpy(&cupti.subscribe, &optional, sizeof(optional));
 	optional = dlsym(cupti.handle, "cuptiUnsubscribe");
@@ -577,6 +585,7 @@ static int convert(const CUpti_Activity *a, struct gpu_record *r)
 		o->shared_static = (uint32_t)k->staticSharedMemory;
 		o->shared_dynamic = (uint32_t)k->dynamicSharedMemory;
 		o->registers = k->registersPerThread;
+		o->graph_node = k->graphNodeId;
 		o->name_truncated = name[len] != '\0';
 		o->name_len = (uint32_t)len;
 		o->name_hash = gpu_name_hash(name, len);
@@ -693,7 +702,7 @@ static const struct gpu_py_layout *launch_layout(void)
  * call).  Never waits: a full ring drops it, and spyc falls back to the
  * nearest CPU sample.
  */
-static void write_launch_stack(uint32_t correlation, uint32_t alias)
+static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
 {
 	const struct gpu_py_layout *l = launch_layout();
 	struct gpu_stack_frame frames[GPU_STACK_MAX];
@@ -714,7 +723,7 @@ static void write_launch_stack(uint32_t correlation, uint32_t alias)
 	r.u.stack.tid = (uint32_t)compat_gettid();
 	r.u.stack.alias = alias;
 	r.u.stack.depth = (uint8_t)n;
-	r.u.stack.flags = cut ? GPU_STACK_CUT : 0;
+	r.u.stack.flags = (uint8_t)(flags | (cut ? GPU_STACK_CUT : 0));
 	first = 0;
 	do {
 		size_t count =
@@ -730,6 +739,35 @@ static void write_launch_stack(uint32_t correlation, uint32_t alias)
 			return;
 		first += count;
 	} while (first < n);
+}
+
+static void write_launch_stack(uint32_t correlation, uint32_t alias)
+{
+	write_stack(correlation, alias, 0);
+}
+
+/*
+ * CUPTI's resource callbacks for CUDA graphs: a node made (captured from
+ * a stream, or added by a call) gets the making thread's stack, by the
+ * node's id; a node copied into an executable graph (which the kernels
+ * of its replays name) refers to the node it was copied from.
+ */
+static void graph_node_callback(CUpti_CallbackId cbid,
+				const CUpti_ResourceData *d)
+{
+	const CUpti_GraphData *g = d ? d->resourceDescriptor : NULL;
+	uint64_t node = 0, original = 0;
+
+	if (!g || !cupti.get_graph_node_id ||
+	    cupti.get_graph_node_id(g->node, &node) != CUPTI_SUCCESS || !node)
+		return;
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)
+		write_stack((uint32_t)node, 0, GPU_STACK_NODE);
+	else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED &&
+		 cupti.get_graph_node_id(g->originalNode, &original) ==
+		     CUPTI_SUCCESS &&
+		 original && original != node)
+		write_stack((uint32_t)node, (uint32_t)original, GPU_STACK_NODE);
 }
 
 static int listed(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n);
@@ -785,6 +823,10 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain,
 	(void)userdata;
 	if (!d || __atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
 		return;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		graph_node_callback(cbid, data);
+		return;
+	}
 	if (capture_call(domain, cbid, d))
 		return;
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -880,6 +922,9 @@ static enum gpu_launch_stacks subscribe_launches(void)
 			 ARRAY_LEN(driver_capture_begins));
 	enable_callbacks(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_ends,
 			 ARRAY_LEN(driver_capture_ends));
+	if (cupti.get_graph_node_id)
+		enable_callbacks(CUPTI_CB_DOMAIN_RESOURCE, graph_node_calls,
+				 ARRAY_LEN(graph_node_calls));
 	return GPU_STACKS_ON;
 }
 

@@ -628,35 +628,46 @@ def test_long_run_bounded_and_ids_repeating(spyc, fake_cuda, any_python,
 
 
 # A CUDA graph as torch.cuda.graphs and torch.compile's reduce-overhead
-# mode make one: three kernels launched into a stream capture (queuing
-# no work), then the graph replayed, each replay's kernels carrying the
-# graph launch's correlation id; eager kernels between replays.
+# mode make one: kernels launched into a stream capture from three lines
+# (queuing no work, each making a node of the graph), the graph
+# instantiated (its nodes copied, with ids of their own), then replayed
+# again and again, each replay's kernels carrying the graph launch's
+# correlation id and their copied node's id; eager kernels between
+# replays, and now and then another capture (never instantiated).
 GRAPH_PROGRAM = PROLOGUE + r"""
-cupti.fake_graph_launch.argtypes = cupti.fake_launch.argtypes + [
-    ctypes.c_int]
 report, seconds = sys.argv[2], float(sys.argv[3])
 ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
 did = {"captured": 0, "replays": 0, "eager": 0}
 
+def layer_a():
+    cupti.fake_launch(b"graph_kernel_a", 40000, 7)  # CAPTURE A
+
+def layer_b():
+    cupti.fake_launch(b"graph_kernel_b", 20000, 7)  # CAPTURE B
+
+def model():
+    layer_a()
+    layer_b()
+    layer_b()
+    did["captured"] += 3
+
 def capture():
     cupti.fake_capture(1)
-    for _ in range(3):
-        cupti.fake_launch(b"captured_kernel", 10000, 7)  # CAPTURE
-        did["captured"] += 1
-    cupti.fake_capture(0)
+    model()
+    return cupti.fake_capture(0)
 
-def replay():
-    cupti.fake_graph_launch(b"graph_kernel", 40000, 7, 3)  # REPLAY
+def replay(graph):
+    cupti.fake_graph_replay(graph, 7)  # REPLAY
     did["replays"] += 1
 
 def eager():
     cupti.fake_launch(b"eager_kernel", 50000, 7)  # EAGER
     did["eager"] += 1
 
-capture()
+graph = cupti.fake_graph_instantiate(capture())
 t = time.monotonic()
 while time.monotonic() - t < seconds:
-    replay()
+    replay(graph)
     eager()
     if did["replays"] % 200 == 0:
         capture()
@@ -668,13 +679,30 @@ with open(report, "w") as f:
 """
 
 
+def speedscope_profile(doc, name):
+    """{(frame names with lines, root first): weight} of the profile of
+    doc whose name begins with name."""
+    frames = doc["shared"]["frames"]
+    out = {}
+    for p in doc["profiles"]:
+        if not p["name"].startswith(name):
+            continue
+        for sample, weight in zip(p["samples"], p["weights"]):
+            key = tuple("%s:%s" % (frames[i]["name"], frames[i].get("line", 0))
+                        for i in sample)
+            out[key] = out.get(key, 0) + weight
+    return out
+
+
 def test_graph_capture_and_replay(spyc, fake_cuda, any_python, tmp_path):
     """Launches into a stream capture queue no work: the agent copies no
-    stack of theirs (the summary counts them), and no kernel is ever put
-    on their line.  Every kernel a graph replay runs goes on the stack
-    of the graph's launch (the replay's line), never on another
-    launch's, and the eager kernels on theirs."""
-    out = tmp_path / "out.txt"
+    launch stack of theirs (the summary counts them), and no kernel is
+    ever put on their line as its launch.  Every kernel a graph replay
+    runs goes on the stack of the graph's launch (the replay's line),
+    never on another launch's; and, in a second profile, on the stack
+    that captured its node (the model's lines), through the copy of the
+    node that instantiation made.  Eager kernels go on their own line."""
+    out = tmp_path / "out.json"
     res, did, fake = record(spyc, any_python, tmp_path, out, seconds="1.5",
                             program=GRAPH_PROGRAM)
     assert did["replays"] > 300 and fake["captured"] == did["captured"], \
@@ -682,24 +710,54 @@ def test_graph_capture_and_replay(spyc, fake_cuda, any_python, tmp_path):
     m = re.search(r"launch stacks: (\d+) launches captured into CUDA graphs",
                   res.stderr)
     assert m and int(m.group(1)) == did["captured"], res.describe()
+    m = re.search(r"CUDA graphs: (\d+) kernels replayed from graphs \(.*\), "
+                  r"(\d+) of them on the stack that made their node",
+                  res.stderr)
+    assert m, res.describe()
+    assert int(m.group(1)) == int(m.group(2)) == 3 * did["replays"], \
+        res.describe()
     lines = GRAPH_PROGRAM.splitlines()
     line = dict((tag, [i for i, x in enumerate(lines, 1)
                        if "# " + tag in x][0])
-                for tag in ("CAPTURE", "REPLAY", "EAGER"))
-    want = {"graph_kernel": line["REPLAY"], "eager_kernel": line["EAGER"]}
-    time_us, exact_us = {}, {}
-    for text in out.read_text().splitlines():
-        stack, weight = text.rsplit(" ", 1)
-        parts = stack.split(";")
-        if not parts[0].startswith("[GPU time"):
-            continue
-        leaf = parts[-1]
-        assert leaf in want, text
-        assert ":%d)" % line["CAPTURE"] not in stack, text
-        time_us[leaf] = time_us.get(leaf, 0) + int(weight)
-        if parts[0] == "[GPU time, by the Python stack of the launch]":
-            assert parts[-2].endswith(":%d)" % want[leaf]), text
-            exact_us[leaf] = exact_us.get(leaf, 0) + int(weight)
-    assert time_us == {"graph_kernel": 3 * 40 * did["replays"],
-                       "eager_kernel": 50 * did["eager"]}, (time_us, did)
-    assert exact_us.get("graph_kernel", 0) >= 0.8 * time_us["graph_kernel"]
+                for tag in ("CAPTURE A", "CAPTURE B", "REPLAY", "EAGER"))
+    doc = json.load(open(str(out)))
+    launch = speedscope_profile(doc, "GPU time by launching stack")
+    want = {"graph_kernel_a": line["REPLAY"], "graph_kernel_b": line["REPLAY"],
+            "eager_kernel": line["EAGER"]}
+    time_s, exact_s = {}, {}
+    for stack, seconds in launch.items():
+        leaf = stack[-1].rsplit(":", 1)[0]
+        assert leaf in want, stack
+        assert not any(f.endswith(":%d" % line["CAPTURE A"]) or
+                       f.endswith(":%d" % line["CAPTURE B"])
+                       for f in stack), stack
+        time_s[leaf] = time_s.get(leaf, 0) + seconds
+        if stack[0].startswith("[GPU time, by the Python stack of the "
+                               "launch]"):
+            assert stack[-2].endswith(":%d" % want[leaf]), stack
+            exact_s[leaf] = exact_s.get(leaf, 0) + seconds
+    truth = {"graph_kernel_a": 40e-6 * did["replays"],
+             "graph_kernel_b": 2 * 20e-6 * did["replays"],
+             "eager_kernel": 50e-6 * did["eager"]}
+    for leaf, t in truth.items():
+        assert abs(time_s.get(leaf, 0) - t) < 1e-6, (leaf, time_s, truth)
+    assert exact_s.get("graph_kernel_a", 0) >= 0.8 * truth["graph_kernel_a"]
+    # The second view: each graph kernel on the line that captured it,
+    # under the model's frames, all its time.
+    captured = speedscope_profile(doc, "GPU time of graph kernels by "
+                                  "capturing stack")
+    by_line = {}
+    for stack, seconds in captured.items():
+        leaf = stack[-1].rsplit(":", 1)[0]
+        assert stack[0].startswith("[CUDA graph kernels, by the stack that "
+                                   "made their node]"), stack
+        assert any(f.startswith("model:") for f in stack), stack
+        by_line[(leaf, stack[-2])] = by_line.get((leaf, stack[-2]), 0) + \
+            seconds
+    assert set(by_line) == {
+        ("graph_kernel_a", "layer_a:%d" % line["CAPTURE A"]),
+        ("graph_kernel_b", "layer_b:%d" % line["CAPTURE B"])}, by_line
+    assert abs(by_line[("graph_kernel_a", "layer_a:%d" % line["CAPTURE A"])]
+               - truth["graph_kernel_a"]) < 1e-6, by_line
+    assert abs(by_line[("graph_kernel_b", "layer_b:%d" % line["CAPTURE B"])]
+               - truth["graph_kernel_b"]) < 1e-6, by_line

@@ -480,8 +480,12 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 	size_t i, n = 0;
 
 	if (d->alias) {
-		gpuprof_launch_stack(&r->gp, d->correlation, d->tid, d->alias,
-				     NULL, 0);
+		if (d->node)
+			gpuprof_node_stack(&r->gp, d->correlation, d->alias,
+					   NULL, 0);
+		else
+			gpuprof_launch_stack(&r->gp, d->correlation, d->tid,
+					     d->alias, NULL, 0);
 		return;
 	}
 	s->nr_frames = 0;
@@ -512,8 +516,12 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 
 		r->launch_frames[n++] = r->stacks.frames[id];
 	}
-	gpuprof_launch_stack(&r->gp, d->correlation, d->tid, 0,
-			     r->launch_frames, n);
+	if (d->node)
+		gpuprof_node_stack(&r->gp, d->correlation, 0, r->launch_frames,
+				   n);
+	else
+		gpuprof_launch_stack(&r->gp, d->correlation, d->tid, 0,
+				     r->launch_frames, n);
 }
 
 /* --gpu: keep what the outputs need of one record from the channel. */

@@ -209,7 +209,7 @@ enum gpu_record_type {
  * refer to it by its length and hash.  Names longer than GPU_NAME_MAX
  * (C++ templates can reach that) are cut there.
  */
-#define GPU_KERNEL_NAME_INLINE 160
+#define GPU_KERNEL_NAME_INLINE 152
 #define GPU_NAME_MAX 65536
 
 /* FNV-1a 64 of a name's len bytes: how a kernel refers to its name. */
@@ -245,6 +245,8 @@ struct gpu_kernel {
 	uint16_t name_truncated; /* 1 if the name was cut at GPU_NAME_MAX */
 	uint32_t name_len;	 /* of the whole name (at most GPU_NAME_MAX) */
 	uint64_t name_hash;	 /* gpu_name_hash() of the whole name */
+	/* the graph node it ran as (CUPTI's id), 0: not from a graph */
+	uint64_t graph_node;
 	/* mangled, NUL-terminated; its start only when name_len is longer */
 	char name[GPU_KERNEL_NAME_INLINE];
 };
@@ -311,6 +313,12 @@ struct gpu_clock {
 #define GPU_STACK_FRAMES 14
 #define GPU_STACK_MAX 126 /* frames copied at most: 9 records */
 #define GPU_STACK_CUT 1	  /* flags: deeper than GPU_STACK_MAX */
+/*
+ * flags: the stack of a CUDA graph node's making (its capture, or the
+ * call that added it), correlation then holding the node's id; with
+ * alias, no frames: the node is a copy of node alias (instantiated).
+ */
+#define GPU_STACK_NODE 2
 
 struct gpu_stack_frame {
 	uint64_t code, pos;

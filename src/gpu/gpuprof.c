@@ -70,6 +70,8 @@ void gpuprof_init(struct gpuprof *gp)
 	stacks_init(&gp->kernel_keys);
 	stacks_init(&gp->folded);
 	stacks_init(&gp->folded_idle);
+	stacks_init(&gp->captured);
+	stacks_init(&gp->capture_view);
 	gpu_names_init(&gp->names);
 }
 
@@ -99,6 +101,10 @@ void gpuprof_release(struct gpuprof *gp)
 	free(gp->idle_line_time);
 	stacks_release(&gp->idle);
 	free(gp->waiting_python);
+	free(gp->nodes);
+	stacks_release(&gp->captured);
+	stacks_release(&gp->capture_view);
+	free(gp->captured_leaf);
 	stacks_release(&gp->folded);
 	stacks_release(&gp->folded_idle);
 	free(gp->folded_line_time);
@@ -196,6 +202,9 @@ static uint64_t unwrap(struct gpuprof *gp, uint32_t c)
 	return v;
 }
 
+static void note_graph_kernel(struct gpuprof *gp, const struct gpu_act *act,
+			      uint32_t node);
+
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 {
 	switch (rec->type) {
@@ -213,6 +222,9 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 		a->type = (uint8_t)rec->type;
 		if (rec->type == GPU_REC_KERNEL) {
 			a->kernel = kernel_name(gp, rec);
+			if (rec->u.kernel.graph_node)
+				note_graph_kernel(
+				    gp, a, (uint32_t)rec->u.kernel.graph_node);
 		} else if (rec->type == GPU_REC_MEMCPY) {
 			a->bytes = rec->u.memcpy.bytes;
 			a->copy_kind = rec->u.memcpy.copy_kind;
@@ -320,21 +332,12 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->entry = entry;
 }
 
-void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
-			  uint32_t tid, uint32_t alias,
-			  const struct stack_frame *frames, size_t depth)
+/* frames (root first) as an entry of gp->launch_stacks. */
+static uint32_t launch_entry(struct gpuprof *gp,
+			     const struct stack_frame *frames, size_t depth)
 {
-	struct gpu_launch *l;
 	size_t i;
 
-	ALLOC_GROW(gp->launches, gp->nr_launches + 1, gp->alloc_launches);
-	l = &gp->launches[gp->nr_launches++];
-	l->correlation = unwrap(gp, correlation);
-	l->tid = tid;
-	l->alias = unwrap(gp, alias);
-	l->entry = UINT32_MAX;
-	if (alias)
-		return;
 	/* Launch stacks are interned per stack, under one thread. */
 	if (!gp->launch_stacks.nr_threads)
 		stacks_thread(&gp->launch_stacks, 0, 0, NULL);
@@ -343,7 +346,126 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 		gp->launch_ids[i] =
 		    stacks_frame(&gp->launch_stacks, frames[i].name,
 				 frames[i].file, frames[i].line);
-	l->entry = stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
+	return stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
+}
+
+void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
+			  uint32_t tid, uint32_t alias,
+			  const struct stack_frame *frames, size_t depth)
+{
+	struct gpu_launch *l;
+
+	ALLOC_GROW(gp->launches, gp->nr_launches + 1, gp->alloc_launches);
+	l = &gp->launches[gp->nr_launches++];
+	l->correlation = unwrap(gp, correlation);
+	l->tid = tid;
+	l->alias = unwrap(gp, alias);
+	l->entry = alias ? UINT32_MAX : launch_entry(gp, frames, depth);
+}
+
+/* The node with this id, or NULL (gp->nodes is sorted by id). */
+static struct gpu_node *find_node(const struct gpuprof *gp, uint32_t node)
+{
+	size_t lo = 0, hi = gp->nr_nodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gp->nodes[mid].node < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < gp->nr_nodes && gp->nodes[lo].node == node ? &gp->nodes[lo]
+							       : NULL;
+}
+
+void gpuprof_node_stack(struct gpuprof *gp, uint32_t node, uint32_t alias,
+			const struct stack_frame *frames, size_t depth)
+{
+	struct gpu_node *n = find_node(gp, node);
+	size_t at;
+
+	if (!node)
+		return;
+	/* Nodes come as graphs are made, a few at a time: kept sorted. */
+	if (!n) {
+		ALLOC_GROW(gp->nodes, gp->nr_nodes + 1, gp->alloc_nodes);
+		for (at = gp->nr_nodes; at > 0 && gp->nodes[at - 1].node > node;
+		     at--)
+			;
+		memmove(gp->nodes + at + 1, gp->nodes + at,
+			(gp->nr_nodes - at) * sizeof(*gp->nodes));
+		gp->nr_nodes++;
+		n = &gp->nodes[at];
+	}
+	n->node = node;
+	n->alias = alias;
+	n->tid = 0;
+	n->entry = alias ? UINT32_MAX : launch_entry(gp, frames, depth);
+}
+
+static const struct gpu_record *act_record(const struct gpuprof *gp,
+					   const struct gpu_act *act,
+					   struct gpu_record *tmp);
+
+/* How many copies of copies a node's stack is looked for through. */
+#define GPU_NODE_HOPS 4
+
+/*
+ * act, a kernel replayed as graph node `node`: its time on the stack
+ * that made the node (gp->captured), when there is one.
+ */
+static void note_graph_kernel(struct gpuprof *gp, const struct gpu_act *act,
+			      uint32_t node)
+{
+	const struct gpu_node *n = find_node(gp, node);
+	const struct stack_entry *e;
+	struct strbuf sb = STRBUF_INIT;
+	struct gpu_record tmp;
+	uint64_t start, end, ns;
+	uint32_t *frames, leaf;
+	size_t hops, i, old = gp->alloc_captured_leaf;
+
+	gpuprof_activity_times(act, &start, &end);
+	ns = end - start;
+	gp->graph_kernels++;
+	gp->graph_ns += ns;
+	for (hops = 0; n && n->alias && hops < GPU_NODE_HOPS; hops++)
+		n = find_node(gp, n->alias);
+	if (!n || n->entry >= gp->launch_stacks.nr_entries)
+		return;
+	e = &gp->launch_stacks.entries[n->entry];
+	if (act->kernel >= old ||
+	    gp->captured_leaf[act->kernel] == UINT32_MAX) {
+		gpuprof_activity_name(&gp->names, act_record(gp, act, &tmp),
+				      &sb);
+		leaf = stacks_frame(&gp->captured, sb.buf, "", 0);
+		ALLOC_GROW(gp->captured_leaf, (size_t)act->kernel + 1,
+			   gp->alloc_captured_leaf);
+		if (gp->alloc_captured_leaf > old)
+			memset(gp->captured_leaf + old, 0xff,
+			       (gp->alloc_captured_leaf - old) *
+				   sizeof(*gp->captured_leaf));
+		gp->captured_leaf[act->kernel] = leaf;
+		strbuf_release(&sb);
+	}
+	frames = xmalloc((e->depth + 2) * sizeof(*frames));
+	frames[0] = stacks_frame(&gp->captured, GPU_ROOT_CAPTURE, "", 0);
+	for (i = 0; i < e->depth; i++) {
+		const struct stack_frame *f =
+		    &gp->launch_stacks.frames[e->frames[i]];
+
+		frames[1 + i] =
+		    stacks_frame(&gp->captured, f->name, f->file, f->line);
+	}
+	frames[1 + e->depth] = gp->captured_leaf[act->kernel];
+	stacks_add(&gp->captured,
+		   stacks_thread(&gp->captured, 0, 0, "[CUDA graph nodes]"),
+		   frames, e->depth + 2, ns);
+	free(frames);
+	gp->graph_kernels_placed++;
+	gp->graph_placed_ns += ns;
 }
 
 void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame)
@@ -1508,6 +1630,14 @@ void gpuprof_attribute(struct gpuprof *gp, const struct stacks *cpu)
 				    gp->folded_line_time[i]);
 	gp->folded_map = map;
 	attribute_idle(gp, cpu);
+	/* Graph kernels by their node's making: on stacks' frames too. */
+	map = frames_in(&gp->stacks, &gp->captured);
+	for (i = 0; i < gp->stacks.nr_frames; i++)
+		stacks_frame(&gp->capture_view, gp->stacks.frames[i].name,
+			     gp->stacks.frames[i].file,
+			     gp->stacks.frames[i].line);
+	stacks_merge_mapped(&gp->capture_view, &gp->captured, map);
+	free(map);
 }
 
 static int cmp_timeline(const void *a, const void *b, void *ctx)
@@ -1851,6 +1981,18 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 			    "  launch stacks: off (%s): by the nearest CPU "
 			    "sample instead\n",
 			    gp->launch_off);
+	if (gp->graph_kernels) {
+		strbuf_addf(sb,
+			    "  CUDA graphs: %" PRIu64
+			    " kernels replayed from graphs (",
+			    gp->graph_kernels);
+		add_duration(sb, 0, (double)gp->graph_ns);
+		strbuf_addf(sb,
+			    "), %" PRIu64
+			    " of them on the stack that made their node as "
+			    "well (\"" PROFILE_GPU_CAPTURE_NAME "\")\n",
+			    gp->graph_kernels_placed);
+	}
 	if (gp->captured_launches)
 		strbuf_addf(sb,
 			    "  launch stacks: %" PRIu64

@@ -113,6 +113,27 @@ struct gpuprof {
 	} * launches;
 	size_t nr_launches, alloc_launches;
 	struct stacks launch_stacks; /* its own frames: names, files, lines */
+	/*
+	 * CUDA graph nodes: the stack each was made on (captured from a
+	 * stream, or added by a call), an entry of launch_stacks, or the
+	 * node it is a copy of (alias: instantiated); sorted by id.
+	 */
+	struct gpu_node {
+		uint32_t node, alias, tid;
+		uint32_t entry; /* UINT32_MAX: see alias */
+	} * nodes;
+	size_t nr_nodes, alloc_nodes;
+	/*
+	 * Kernels replayed from a graph, as they come: their time by the
+	 * stack that made their node, under GPU_ROOT_CAPTURE, by frames of
+	 * its own (capture_view has them on stacks' frames, once
+	 * attributed); how many there were, and of them on such a stack.
+	 */
+	struct stacks captured;
+	uint32_t *captured_leaf; /* per gp->kernels: its leaf in captured */
+	size_t alloc_captured_leaf;
+	uint64_t graph_kernels, graph_kernels_placed;
+	uint64_t graph_ns, graph_placed_ns;
 	uint32_t *launch_ids;
 	size_t alloc_launch_ids;
 	uint64_t launch_unnamed; /* stacks whose code could not be read */
@@ -236,6 +257,8 @@ struct gpuprof {
 	 * first, with the same ids; counts: nanoseconds.
 	 */
 	struct stacks idle;
+	/* captured's entries on stacks' frames (the same ids) */
+	struct stacks capture_view;
 	uint64_t idle_ns;	    /* all devices' idle time */
 	uint64_t idle_window_ns;    /* all devices' time looked at */
 	uint64_t idle_unsampled_ns; /* of idle_ns, under GPU_IDLE_UNSAMPLED */
@@ -254,6 +277,9 @@ struct gpuprof {
 #define GPU_ROOT_NO_SAMPLE "[GPU time, no CPU sample of the launching thread]"
 #define GPU_ROOT_WAITING                                                       \
 	"[GPU time, launched for the thread waiting in autograd's engine]"
+/* The root of the stacks of graph kernels by the making of their node. */
+#define GPU_ROOT_CAPTURE                                                       \
+	"[CUDA graph kernels, by the stack that made their node]"
 /* The root of every stack of GPU idle time: "[GPU 0 idle]", per device. */
 #define GPU_ROOT_IDLE "[GPU %u idle]"
 #define GPU_IDLE_UNSAMPLED "[no CPU sample of a launching thread]"
@@ -318,6 +344,15 @@ void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
 void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 			  uint32_t tid, uint32_t alias,
 			  const struct stack_frame *frames, size_t depth);
+
+/*
+ * The Python stack the agent copied as CUDA graph node `node` was made
+ * (captured from a stream, or added by a call): frames root first
+ * (copied).  With alias (not 0), no frames: the node is a copy of node
+ * alias, made as a graph was instantiated.
+ */
+void gpuprof_node_stack(struct gpuprof *gp, uint32_t node, uint32_t alias,
+			const struct stack_frame *frames, size_t depth);
 
 /*
  * A CUPTI time on spyc's clock (unchanged when no clock pair was seen):

@@ -99,6 +99,7 @@ int gpustack_feed(struct gpustack_asm *a, const struct gpu_stack *rec,
 	memset(done, 0, sizeof(*done));
 	done->correlation = rec->correlation;
 	done->tid = rec->tid;
+	done->node = (rec->flags & GPU_STACK_NODE) != 0;
 	if (rec->alias) {
 		done->alias = rec->alias;
 		return rec->alias != rec->correlation ? 1 : (a->invalid++, 0);
@@ -117,6 +118,8 @@ int gpustack_feed(struct gpustack_asm *a, const struct gpu_stack *rec,
 		done->frames = a->one;
 		return 1;
 	}
+	/* (A node's and a launch's ids may be equal: pieces of each are
+	 * told apart by their thread, depth and place.) */
 	p = find_pending(a, rec->correlation);
 	if (p && (p->have != rec->first || p->depth != rec->depth ||
 		  p->tid != rec->tid)) {

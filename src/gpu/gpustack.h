@@ -31,7 +31,8 @@ struct gpustack_done {
 	uint32_t correlation, tid;
 	uint32_t alias; /* not 0: the stack is the launch alias's */
 	int cut;	/* the agent kept only the innermost GPU_STACK_MAX */
-	size_t nr;	/* frames, innermost first */
+	int node;  /* a graph node's (GPU_STACK_NODE): correlation is its id */
+	size_t nr; /* frames, innermost first */
 	const struct gpu_stack_frame *frames;
 };
 

@@ -507,6 +507,9 @@ int out_speedscope_write(FILE *fp, const struct stacks *st,
 		    (gpu->idle.nr_entries &&
 		     add_gpu_stacks(profiles, &gpu->idle, PROFILE_GPU_IDLE_NAME,
 				    &tmp)) ||
+		    (gpu->capture_view.nr_entries &&
+		     add_gpu_stacks(profiles, &gpu->capture_view,
+				    PROFILE_GPU_CAPTURE_NAME, &tmp)) ||
 		    add_gpu_meta(root, gpu)))
 		goto out_oom;
 	if (add_string(root, "name", title, &tmp) ||

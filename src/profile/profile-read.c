@@ -949,9 +949,10 @@ out:
 /* What a speedscope profile spyc wrote holds (profile_kinds()). */
 enum profile_kind {
 	KIND_CPU,
-	KIND_GPU,	 /* GPU time by launching stack, or another's */
-	KIND_GPU_STREAM, /* a GPU stream's timeline */
-	KIND_GPU_IDLE,	 /* GPU idle time by Python stack */
+	KIND_GPU,	  /* GPU time by launching stack, or another's */
+	KIND_GPU_STREAM,  /* a GPU stream's timeline */
+	KIND_GPU_IDLE,	  /* GPU idle time by Python stack */
+	KIND_GPU_CAPTURE, /* graph kernels by capturing stack: never read */
 };
 
 /* Whether name is what, or ends in ": " and what (a merged profile's). */
@@ -1029,6 +1030,9 @@ static enum profile_kind *profile_kinds(const cJSON *root,
 		if (kind[i] == KIND_GPU && pname &&
 		    named(pname, PROFILE_GPU_IDLE_NAME))
 			kind[i] = KIND_GPU_IDLE;
+		else if (kind[i] == KIND_GPU && pname &&
+			 named(pname, PROFILE_GPU_CAPTURE_NAME))
+			kind[i] = KIND_GPU_CAPTURE;
 		else if (kind[i] == KIND_GPU && type &&
 			 !strcmp(type, "evented"))
 			kind[i] = KIND_GPU_STREAM;
@@ -1097,6 +1101,8 @@ static int read_speedscope(struct profile *p, const char *name,
 			       ? (flags & PROFILE_READ_CPU) != 0
 			   : kinds[index] == KIND_GPU_IDLE
 			       ? (flags & PROFILE_READ_GPU_IDLE) != 0
+			   : kinds[index] == KIND_GPU_CAPTURE
+			       ? 0
 			       : (flags & PROFILE_READ_GPU) &&
 				     !(flags & PROFILE_READ_GPU_IDLE);
 

@@ -30,6 +30,12 @@ enum profile_unit {
 #define PROFILE_GPU_STACKS_NAME "GPU time by launching stack"
 /* The name of its profile of GPU idle time by Python stack. */
 #define PROFILE_GPU_IDLE_NAME "GPU idle by Python stack"
+/*
+ * spyc --gpu's GPU time of CUDA graph kernels by the Python stack that
+ * made their node (a stream capture), beside their launch's: the same
+ * time again, which report leaves out.
+ */
+#define PROFILE_GPU_CAPTURE_NAME "GPU time of graph kernels by capturing stack"
 
 /* Where the profile came from. */
 enum profile_source {

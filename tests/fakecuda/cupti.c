@@ -120,7 +120,9 @@ static uint32_t period_ms = 100;
 static int flusher_started;
 static CUpti_CallbackFunc subscriber;
 static void *subscriber_data;
-static unsigned char callback_on[3][MAX_CBIDS]; /* [domain][cbid] */
+/* [domain][cbid]: driver, runtime and resource callbacks */
+#define NR_DOMAINS (CUPTI_CB_DOMAIN_RESOURCE + 1)
+static unsigned char callback_on[NR_DOMAINS][MAX_CBIDS];
 /* Which calls make API records: [0] runtime, [1] driver; by cbid. */
 static unsigned char api_record_on[2][MAX_CBIDS];
 static uint64_t alone_records; /* walked by fake_collect_alone's client */
@@ -128,6 +130,23 @@ static CUpti_ActivityThreadIdType thread_id_type;
 static CUpti_TimestampCallbackFunc timestamp_callback;
 /* Whether the calling thread captures a stream (fake_capture). */
 static __thread int capturing;
+/*
+ * CUDA graphs (fake_capture, fake_graph_instantiate): each a list of
+ * kernel nodes, its id (CUPTI's, from 1; a CUgraphNode is its id here),
+ * kernel and time; executable graphs are copies with nodes of their own.
+ */
+#define MAX_GRAPHS 64
+#define MAX_NODES 64
+static struct fake_graph {
+	int nr;
+	uint64_t node[MAX_NODES];
+	const char *kernel[MAX_NODES];
+	unsigned long long gpu_ns[MAX_NODES];
+} graphs[2 * MAX_GRAPHS];
+static int nr_graphs;
+static uint64_t next_node;
+/* The graph the calling thread's capture fills, its index. */
+static __thread int capture_graph = -1;
 /* The device the calling thread's work goes to (cudaSetDevice). */
 static __thread unsigned current_device;
 /* The modes (see the top), read once. */
@@ -176,6 +195,10 @@ EXPORT int fake_api_noise(int n);
 EXPORT int fake_capture(int begin);
 EXPORT int fake_graph_launch(const char *kernel, unsigned long long gpu_ns,
 			     unsigned stream, int n);
+EXPORT int fake_graph_instantiate(int graph);
+EXPORT int fake_graph_replay(int exec, unsigned stream);
+EXPORT CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node,
+						uint64_t *nodeId);
 
 static unsigned long env_number(const char *name)
 {
@@ -517,19 +540,31 @@ static void schedule(unsigned stream, uint64_t issued, uint64_t gpu_ns,
  * cudaLaunchKernel of kernel on stream, taking gpu_ns on the device.
  * Returns the launch's correlation id.
  */
+static void add_kernel_node(const char *kernel, unsigned long long gpu_ns,
+			    unsigned stream, uint64_t issued, uint32_t corr,
+			    uint64_t node);
+
 /* The kernel record of a launch (correlation id corr); lock held. */
 static void add_kernel(const char *kernel, unsigned long long gpu_ns,
 		       unsigned stream, uint64_t issued, uint32_t corr)
 {
-	CUpti_ActivityKernel10 *k;
-	uint64_t start, end;
-
 	stats.launches++;
 	/* Captured into a graph: no work now. */
 	if (capturing) {
 		stats.captured++;
 		return;
 	}
+	add_kernel_node(kernel, gpu_ns, stream, issued, corr, 0);
+}
+
+/* A kernel's record, as graph node `node` (0: none); lock held. */
+static void add_kernel_node(const char *kernel, unsigned long long gpu_ns,
+			    unsigned stream, uint64_t issued, uint32_t corr,
+			    uint64_t node)
+{
+	CUpti_ActivityKernel10 *k;
+	uint64_t start, end;
+
 	if (!on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
 	    !on(CUPTI_ACTIVITY_KIND_KERNEL))
 		return;
@@ -559,6 +594,45 @@ static void add_kernel(const char *kernel, unsigned long long gpu_ns,
 	k->blockY = k->blockZ = 1;
 	k->registersPerThread = 32;
 	k->name = intern(kernel);
+	k->graphNodeId = node;
+}
+
+/*
+ * The resource callback for a graph node made (created) or copied into
+ * an executable graph (cloned from original), on the calling thread.
+ */
+static void node_callback(CUpti_CallbackId cbid, uint64_t node,
+			  uint64_t original)
+{
+	CUpti_ResourceData d;
+	CUpti_GraphData g;
+
+	if (!subscriber || !callback_on[CUPTI_CB_DOMAIN_RESOURCE][cbid])
+		return;
+	memset(&d, 0, sizeof(d));
+	memset(&g, 0, sizeof(g));
+	g.node = (CUgraphNode)(uintptr_t)node;
+	g.originalNode = (CUgraphNode)(uintptr_t)original;
+	d.resourceDescriptor = &g;
+	subscriber(subscriber_data, CUPTI_CB_DOMAIN_RESOURCE, cbid, &d);
+}
+
+/* A kernel launched into the calling thread's capture: a graph node. */
+static void capture_node(const char *kernel, unsigned long long gpu_ns)
+{
+	struct fake_graph *g;
+	uint64_t node;
+
+	pthread_mutex_lock(&lock);
+	g = capture_graph >= 0 ? &graphs[capture_graph] : NULL;
+	node = ++next_node;
+	if (g && g->nr < MAX_NODES) {
+		g->node[g->nr] = node;
+		g->kernel[g->nr] = intern(kernel);
+		g->gpu_ns[g->nr++] = gpu_ns;
+	}
+	pthread_mutex_unlock(&lock);
+	node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node, 0);
 }
 
 EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
@@ -571,6 +645,8 @@ EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 
 	int arrives;
 
+	if (capturing)
+		capture_node(kernel, gpu_ns);
 	pthread_mutex_lock(&lock);
 	add_kernel(kernel, gpu_ns, stream, issued, corr);
 	arrives = mode.other_after && stats.launches == mode.other_after;
@@ -624,22 +700,96 @@ EXPORT int fake_capture(int begin)
 {
 	uint64_t end;
 
+	int graph = capture_graph;
+
 	if (begin) {
 		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
 			 "cudaStreamBeginCapture", NULL, &end);
 		domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
 			    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
 			    "cuStreamBeginCapture_v2", NULL, &end);
+		pthread_mutex_lock(&lock);
+		capture_graph = nr_graphs < 2 * MAX_GRAPHS ? nr_graphs++ : -1;
+		pthread_mutex_unlock(&lock);
 		capturing = 1;
-	} else {
-		capturing = 0;
-		api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-			 "cudaStreamEndCapture", NULL, &end);
-		domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
-			    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-			    "cuStreamEndCapture", NULL, &end);
+		return 0;
 	}
-	return 0;
+	capturing = 0;
+	capture_graph = -1;
+	api_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+		 "cudaStreamEndCapture", NULL, &end);
+	domain_call(CUPTI_CB_DOMAIN_DRIVER_API,
+		    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+		    "cuStreamEndCapture", NULL, &end);
+	/* The graph captured, for fake_graph_instantiate. */
+	return graph;
+}
+
+/*
+ * cudaGraphInstantiate of graph (fake_capture's): an executable graph
+ * whose nodes are copies of graph's, with ids of their own (the ids its
+ * replays' kernels carry), each copy's callback saying its original.
+ * Returns the executable graph, for fake_graph_replay; -1 on error.
+ */
+EXPORT int fake_graph_instantiate(int graph)
+{
+	struct fake_graph *g, *x;
+	uint64_t end;
+	int exec, i;
+
+	api_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000,
+		 "cudaGraphInstantiate", NULL, &end);
+	pthread_mutex_lock(&lock);
+	if (graph < 0 || graph >= nr_graphs || nr_graphs >= 2 * MAX_GRAPHS) {
+		pthread_mutex_unlock(&lock);
+		return -1;
+	}
+	exec = nr_graphs++;
+	g = &graphs[graph];
+	x = &graphs[exec];
+	*x = *g;
+	for (i = 0; i < x->nr; i++)
+		x->node[i] = ++next_node;
+	pthread_mutex_unlock(&lock);
+	for (i = 0; i < x->nr; i++)
+		node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, x->node[i],
+			      g->node[i]);
+	return exec;
+}
+
+/*
+ * cudaGraphLaunch of executable graph exec on stream: a kernel per
+ * node, each with the launch's correlation id and its node's id.
+ */
+EXPORT int fake_graph_replay(int exec, unsigned stream)
+{
+	uint64_t issued;
+	uint32_t corr =
+	    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+		     "cudaGraphLaunch", NULL, &issued);
+	struct fake_graph *x;
+	int i;
+
+	pthread_mutex_lock(&lock);
+	if (exec >= 0 && exec < nr_graphs) {
+		x = &graphs[exec];
+		for (i = 0; i < x->nr; i++) {
+			stats.launches++;
+			add_kernel_node(x->kernel[i], x->gpu_ns[i], stream,
+					issued, corr, x->node[i]);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return (int)corr;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node,
+						uint64_t *nodeId)
+{
+	if (!node || !nodeId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*nodeId = (uint64_t)(uintptr_t)node;
+	return CUPTI_SUCCESS;
 }
 
 /*
@@ -1170,7 +1320,7 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable,
 						CUpti_CallbackId cbid)
 {
 	(void)sub;
-	if ((unsigned)domain >= 3 || cbid >= MAX_CBIDS)
+	if ((unsigned)domain >= NR_DOMAINS || cbid >= MAX_CBIDS)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	callback_on[domain][cbid] = enable ? 1 : 0;
 	return CUPTI_SUCCESS;
@@ -1181,7 +1331,7 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable,
 					      CUpti_CallbackDomain domain)
 {
 	(void)sub;
-	if ((unsigned)domain >= 3)
+	if ((unsigned)domain >= NR_DOMAINS)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	memset(callback_on[domain], enable ? 1 : 0, MAX_CBIDS);
 	return CUPTI_SUCCESS;
