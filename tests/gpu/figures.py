@@ -13,6 +13,7 @@ import sys
 
 GEMM_FAMILIES = ("gemm", "xmma", "cutlass", "nvjet")
 GPU_STACKS = "GPU time by launching stack"
+GPU_CAPTURED = "GPU time of graph kernels by capturing stack"
 
 
 def marked_lines(program, markers):
@@ -25,10 +26,10 @@ def marked_lines(program, markers):
     return lines
 
 
-def gpu_samples(doc):
+def gpu_samples(doc, profile=GPU_STACKS):
     frames = doc["shared"]["frames"]
     for p in doc["profiles"]:
-        if p["name"].startswith(GPU_STACKS):
+        if p["name"].startswith(profile):
             for s, w in zip(p["samples"], p["weights"]):
                 yield [frames[i] for i in s], w
 
@@ -68,6 +69,16 @@ def main():
     for leaf, w in sorted(leaves.items(), key=lambda kv: -kv[1])[:8]:
         print("  kernel %9.1f ms  %s" % (w * 1e3, leaf[:140]))
     print("  longest kernel name: %d characters" % len(longest))
+    captured = dict((m, 0.0) for m in markers)
+    for stack, w in gpu_samples(doc, GPU_CAPTURED):
+        for fr in stack:
+            if fr.get("file", "").endswith(name) and fr.get("line") in lines:
+                captured[lines[fr["line"]]] += w
+                break
+    for m in markers:
+        if captured[m]:
+            print("  graph kernels by capturing stack, under %-15s %9.1f ms"
+                  % (m, captured[m] * 1e3))
     print("  spyc_gpu: " + json.dumps(dict(
         (k, v) for k, v in doc.get("spyc_gpu", {}).items()
         if k != "attribution")))

@@ -213,15 +213,15 @@ def test_torch_training_attach(spyc, tmp_path, torch_py):
 GRAPH = os.path.join(HERE, "graph_small.py")
 
 
-def time_under(doc, program, marker):
-    """GPU seconds under the line of program marked `# marker`, and how
-    many of them are GEMMs'."""
+def time_under(doc, program, marker,
+               profile="GPU time by launching stack"):
+    """GPU seconds under the line of program marked `# marker` in the
+    GPU profile named profile, and how many of them are GEMMs'."""
     with open(program) as f:
         line = [n for n, text in enumerate(f, 1) if "# " + marker in text]
     assert len(line) == 1, (marker, line)
     frames = doc["shared"]["frames"]
-    gpu = [p for p in doc["profiles"]
-           if p["name"].startswith("GPU time by launching stack")]
+    gpu = [p for p in doc["profiles"] if p["name"].startswith(profile)]
     assert len(gpu) == 1
     total = gemm = 0.0
     for sample, weight in zip(gpu[0]["samples"], gpu[0]["weights"]):
@@ -240,7 +240,9 @@ def test_torch_cuda_graph_replay(spyc, tmp_path, mode, torch_py):
     torch.compile(mode="reduce-overhead")) carry the graph launch's
     correlation id: their GPU time is under the line that replayed the
     graph, as much as torch.cuda.Event timed there (within 15%); none is
-    under the capture's line, whose launches run no kernel."""
+    under the capture's line, whose launches run no kernel.  In the
+    second view, by the stack that captured each node, the hand-made
+    graph's kernels are under the capture's line."""
     py = torch_py
     out = tmp_path / "graph.json"
     res = spyc.run(["record", "--gpu", "--rate", "200", "-o", out, "--", py,
@@ -258,3 +260,13 @@ def test_torch_cuda_graph_replay(spyc, tmp_path, mode, torch_py):
     assert 0.85 <= ratio <= 1.15, res.stderr
     if mode == "graph":
         assert time_under(doc, GRAPH, "CAPTURE")[0] == 0.0, res.stderr
+    # The second view: the graph's kernels on the stack that captured
+    # their nodes (the model's lines under the capture's), all of the
+    # replays' time that CUPTI gave node ids.
+    captured, _ = time_under(doc, GRAPH, "CAPTURE" if mode == "graph"
+                             else "COMPILED-CALL",
+                             "GPU time of graph kernels by capturing stack")
+    print("%s: %.1f ms of graph kernels under the capture's line" % (
+        mode, captured * 1e3))
+    if mode == "graph":
+        assert captured >= 0.85 * replayed, res.stderr
