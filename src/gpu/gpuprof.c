@@ -1450,6 +1450,8 @@ static void drop_below(void *base, size_t *n, size_t size, size_t off,
 		else
 			hi = mid;
 	}
+	if (!lo)
+		return;
 	memmove(base, (char *)base + lo * size, (*n - lo) * size);
 	*n -= lo;
 }
