@@ -1084,11 +1084,12 @@ static void act_span(const struct gpuprof *gp, const struct gpu_act *act,
 }
 
 /*
- * Device's busy spans on spyc's clock, merged, by start: those of the
- * activities held and those folded that reach past gp->idle_done; *out
- * is the caller's to free.
+ * Device's busy spans on spyc's clock, merged, by start: those folded
+ * that reach past gp->idle_done and, with held, those of the activities
+ * held (a fold leaves them out: they start after what it charges);
+ * *out is the caller's to free.
  */
-static size_t device_busy(const struct gpuprof *gp, uint32_t device,
+static size_t device_busy(const struct gpuprof *gp, uint32_t device, int held,
 			  struct busy **out)
 {
 	const struct gpu_device_state *d = NULL;
@@ -1101,7 +1102,7 @@ static size_t device_busy(const struct gpuprof *gp, uint32_t device,
 			d = &gp->devs[i];
 	rest = d ? d->nr_rest : 0;
 	b = xmalloc((gp->nr_acts + rest + 1) * sizeof(*b));
-	for (i = 0; i < gp->nr_acts; i++) {
+	for (i = 0; held && i < gp->nr_acts; i++) {
 		if (device != GPU_ANY_DEVICE && gp->acts[i].iv.device != device)
 			continue;
 		act_span(gp, &gp->acts[i], &b[n].start, &b[n].end);
@@ -1236,11 +1237,12 @@ static void sample_window(const struct gpuprof *gp, size_t s, uint64_t t0,
 /*
  * Charge each device's idle time from gp->idle_done (or its first work,
  * or t0_ns) to t1 to the stacks of the CPU samples of the threads that
- * launched its work (gpuprof.h), in k's stacks and idle line times.
+ * launched its work (gpuprof.h), in k's stacks and idle line times;
+ * with held, the busy spans of the activities held count (device_busy).
  * The samples, API calls and launches are sorted.
  */
 static void charge_idle(struct gpuprof *gp, const struct stacks *cpu,
-			struct sink *k, uint64_t t1)
+			struct sink *k, uint64_t t1, int held)
 {
 	uint32_t unsampled = stacks_frame(k->st, GPU_IDLE_UNSAMPLED, "", 0);
 	uint32_t *frames = k->frames;
@@ -1266,7 +1268,7 @@ static void charge_idle(struct gpuprof *gp, const struct stacks *cpu,
 			from = gp->idle_done;
 		if (from >= t1)
 			continue;
-		nb = device_busy(gp, dev->device, &b);
+		nb = device_busy(gp, dev->device, held, &b);
 		idle = idle_in(b, nb, from, t1);
 		snprintf(root_name, sizeof(root_name), GPU_ROOT_IDLE,
 			 dev->device);
@@ -1314,23 +1316,56 @@ static void charge_idle(struct gpuprof *gp, const struct stacks *cpu,
 }
 
 /* Sort what attribution looks things up in. */
+/*
+ * Sort base[0..n) (size bytes each) by cmp, its first *sorted already
+ * in order: the rest (what came since the last sort) is sorted and
+ * merged in, so that a fold costs what came since the one before.
+ */
+static void sort_tail(void *base, size_t n, size_t *sorted, size_t size,
+		      int (*cmp)(const void *, const void *))
+{
+	char *a = base, *tmp, *x, *y, *end, *o;
+	size_t k = *sorted <= n ? *sorted : 0;
+
+	*sorted = n;
+	/* (qsort's array may not be NULL, even with nothing in it.) */
+	if (n == k)
+		return;
+	qsort(a + k * size, n - k, size, cmp);
+	if (!k || cmp(a + (k - 1) * size, a + k * size) <= 0)
+		return;
+	tmp = xmalloc(n * size);
+	x = a;
+	y = a + k * size;
+	end = a + n * size;
+	o = tmp;
+	while (x < a + k * size && y < end) {
+		char **from = cmp(y, x) < 0 ? &y : &x;
+
+		memcpy(o, *from, size);
+		*from += size;
+		o += size;
+	}
+	memcpy(o, x, (size_t)(a + k * size - x));
+	o += a + k * size - x;
+	memcpy(o, y, (size_t)(end - y));
+	memcpy(a, tmp, n * size);
+	free(tmp);
+}
+
 static void sort_lookups(struct gpuprof *gp)
 {
-	/* (qsort's array may not be NULL, even with nothing in it.) */
 	if (gp->nr_pairs)
 		qsort(gp->pairs, gp->nr_pairs, sizeof(*gp->pairs), cmp_pair);
 	gp->pairs_sorted = 1;
-	if (gp->nr_apis)
-		qsort(gp->apis, gp->nr_apis, sizeof(*gp->apis), cmp_api);
-	if (gp->nr_launches)
-		qsort(gp->launches, gp->nr_launches, sizeof(*gp->launches),
-		      cmp_launch);
-	if (gp->nr_samples)
-		qsort(gp->samples, gp->nr_samples, sizeof(*gp->samples),
-		      cmp_sample);
-	if (gp->nr_waiting)
-		qsort(gp->waiting, gp->nr_waiting, sizeof(*gp->waiting),
-		      cmp_sample_time);
+	sort_tail(gp->apis, gp->nr_apis, &gp->apis_sorted, sizeof(*gp->apis),
+		  cmp_api);
+	sort_tail(gp->launches, gp->nr_launches, &gp->launches_sorted,
+		  sizeof(*gp->launches), cmp_launch);
+	sort_tail(gp->samples, gp->nr_samples, &gp->samples_sorted,
+		  sizeof(*gp->samples), cmp_sample);
+	sort_tail(gp->waiting, gp->nr_waiting, &gp->waiting_sorted,
+		  sizeof(*gp->waiting), cmp_sample_time);
 }
 
 /* act's leaf in gp->folded: its name, as assign_leaves names it. */
@@ -1414,7 +1449,7 @@ static void settle_spans(struct gpuprof *gp, uint64_t t)
 		size_t nb = 0;
 
 		if (dev->device == GPU_ANY_DEVICE) {
-			nb = device_busy(gp, GPU_ANY_DEVICE, &b);
+			nb = device_busy(gp, GPU_ANY_DEVICE, 0, &b);
 			gp->busy_settled += busy_before(b, nb, t) -
 					    busy_before(b, nb, gp->idle_done);
 			free(b);
@@ -1470,7 +1505,8 @@ size_t gpuprof_fold(struct gpuprof *gp, const struct stacks *cpu)
 	struct strbuf sb = STRBUF_INIT;
 	struct sink k;
 
-	if (gp->attributed_done || gp->nr_acts < 2 * keep)
+	/* An eighth more at a time: each fold a short pause of sampling. */
+	if (gp->attributed_done || gp->nr_acts < keep + (keep + 7) / 8)
 		return 0;
 	fold = gp->nr_acts - keep;
 	sort_lookups(gp);
@@ -1504,7 +1540,7 @@ size_t gpuprof_fold(struct gpuprof *gp, const struct stacks *cpu)
 		sink_open(&k, gp, cpu, &gp->folded_idle, 1,
 			  &gp->folded_idle_line_time,
 			  &gp->nr_folded_idle_line_time);
-		charge_idle(gp, cpu, &k, settle);
+		charge_idle(gp, cpu, &k, settle, 0);
 		sink_close(&k);
 		settle_spans(gp, settle);
 		gp->idle_done = settle;
@@ -1517,6 +1553,9 @@ size_t gpuprof_fold(struct gpuprof *gp, const struct stacks *cpu)
 		drop_below(gp->launches, &gp->nr_launches,
 			   sizeof(*gp->launches),
 			   offsetof(struct gpu_launch, correlation), oldest);
+		/* What is left is still in order. */
+		gp->apis_sorted = gp->nr_apis;
+		gp->launches_sorted = gp->nr_launches;
 	}
 	strbuf_release(&sb);
 	return fold;
@@ -1587,7 +1626,7 @@ static void attribute_idle(struct gpuprof *gp, const struct stacks *cpu)
 	k.line_time = &gp->idle_line_time;
 	k.nr_line_time = &gp->nr_idle_line_time;
 	k.frames = xmalloc((deepest(gp, cpu) + 2) * sizeof(*k.frames));
-	charge_idle(gp, cpu, &k, t1);
+	charge_idle(gp, cpu, &k, t1, 1);
 	free(k.frames);
 }
 
@@ -1731,7 +1770,7 @@ static uint64_t busy_time(const struct gpuprof *gp, uint64_t *first,
 			  uint64_t *last)
 {
 	struct busy *b;
-	size_t n = device_busy(gp, GPU_ANY_DEVICE, &b), d;
+	size_t n = device_busy(gp, GPU_ANY_DEVICE, 1, &b), d;
 	uint64_t busy = n ? b[n - 1].before + b[n - 1].end - b[n - 1].start : 0;
 
 	*first = n ? b[0].start : UINT64_MAX;

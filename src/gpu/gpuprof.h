@@ -194,12 +194,14 @@ struct gpuprof {
 	 * taking each as the one nearest the highest seen (corr_top).
 	 */
 	uint64_t corr_top;
+	/* How many of apis, launches, samples, waiting are in order. */
+	size_t apis_sorted, launches_sorted, samples_sorted, waiting_sorted;
 
 	/*
-	 * Bounded memory: once 2 * keep activities are held, gpuprof_fold
-	 * attributes all but the newest keep of them and lets them go,
-	 * with the API calls and launch stacks older than every activity
-	 * still held.  What they add to the profile is kept here, by frames
+	 * Bounded memory: once keep and an eighth more activities are
+	 * held, gpuprof_fold attributes all but the newest keep of them
+	 * and lets them go, with the API calls and launch stacks older
+	 * than every activity still held.  What they add to the profile is kept here, by frames
 	 * of its own (mapped to gp->stacks' by gpuprof_attribute); the
 	 * timeline outputs hold the activities still held.
 	 */
@@ -295,7 +297,8 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec);
 #define GPU_KEEP_DEFAULT 1000000
 
 /*
- * Once gp holds 2 * keep activities: attribute all but the newest keep
+ * Once gp holds keep and an eighth more activities (keep: gp->keep, else
+ * GPU_KEEP_DEFAULT): attribute all but the newest keep
  * (cpu: the CPU stacks the samples' entries are of), charge the idle
  * time before the oldest one left, and let them go, with the API calls
  * and launch stacks older than every activity left.  Otherwise nothing.
