@@ -401,7 +401,6 @@ void gpuprof_node_stack(struct gpuprof *gp, uint32_t node, uint32_t alias,
 	}
 	n->node = node;
 	n->alias = alias;
-	n->tid = 0;
 	n->entry = alias ? UINT32_MAX : launch_entry(gp, frames, depth);
 }
 

@@ -119,7 +119,7 @@ struct gpuprof {
 	 * node it is a copy of (alias: instantiated); sorted by id.
 	 */
 	struct gpu_node {
-		uint32_t node, alias, tid;
+		uint32_t node, alias;
 		uint32_t entry; /* UINT32_MAX: see alias */
 	} * nodes;
 	size_t nr_nodes, alloc_nodes;
