@@ -70,7 +70,7 @@ ifneq ($(CUPTI_INC),)
 HAVE_CUPTI := $(shell $(CC) -I$(CUPTI_INC) -I$(CUDA_HOME)/include -c \
 	scripts/feature/test-cupti.c -o /dev/null >/dev/null 2>&1 && echo yes)
 endif
-AGENT_SRCS = agent/agent.c agent/ring.c agent/pystack.c
+AGENT_SRCS = agent/agent.c agent/nvtx.c agent/ring.c agent/pystack.c
 AGENT_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS)) -fPIC -fvisibility=hidden \
 	-DSPYC_AGENT -I$(CUPTI_INC) -I$(CUDA_HOME)/include \
 	$(if $(CUPTI_LIB),-DSPYC_CUPTI_FALLBACK='"$(CUPTI_LIB)"')
@@ -90,7 +90,7 @@ endif
 # Stand-ins for CUPTI and the CUDA driver (tests/fakecuda/): --gpu tested
 # end to end where there is no GPU.  Built with CUPTI's headers.
 FAKE_CUDA = $(if $(AGENT),tests/build/fakecuda/libcupti.so \
-	tests/build/fakecuda/libcuda.so.1)
+	tests/build/fakecuda/libcuda.so.1 tests/build/fakecuda/libnvtx.so)
 
 .PHONY: all deps deps-build build-deps-check test test-all test-all-run \
 	unit-test live-test live-test-quick test-tools bench stress soak demo \
@@ -164,7 +164,7 @@ endif
 # The agent loads into targets whose glibc may be older than this one's
 # (agent/libc-compat.h): libdl and libpthread are named as needed, where
 # a glibc before 2.34 keeps the first versions of the calls it binds.
-spyc-agent.so: $(AGENT_SRCS) agent/ring.h agent/pystack.h \
+spyc-agent.so: $(AGENT_SRCS) agent/agent.h agent/ring.h agent/pystack.h \
 		agent/libc-compat.h src/gpu/gpuchan-layout.h
 	$(CC) $(AGENT_CFLAGS) -Isrc -shared -o $@ $(AGENT_SRCS) \
 		-Wl,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0 \
@@ -195,6 +195,11 @@ tests/build/spyc-sleeploop: tests/tools/spyc-sleeploop.c $(LIB_OBJS)
 tests/build/fakecuda/libcupti.so: tests/fakecuda/cupti.c
 	@mkdir -p tests/build/fakecuda
 	$(CC) $(AGENT_CFLAGS) -shared -o $@ $< -pthread
+
+# Not a stand-in: NVIDIA's NVTX headers, loader and all (tests/fakecuda/nvtx.c).
+tests/build/fakecuda/libnvtx.so: tests/fakecuda/nvtx.c
+	@mkdir -p tests/build/fakecuda
+	$(CC) $(AGENT_CFLAGS) -Wno-missing-prototypes -shared -o $@ $< -ldl
 
 tests/build/fakecuda/libcuda.so.1: tests/fakecuda/cuda.c
 	@mkdir -p tests/build/fakecuda

@@ -20,6 +20,7 @@
 
 #include <cupti.h>
 
+#include "agent.h"
 #include "libc-compat.h"
 #include "pystack.h"
 #include "ring.h"
@@ -420,12 +421,17 @@ static int resolve_cupti(void)
  * CLOCK_MONOTONIC, which spyc samples by and which no wall-clock step
  * (NTP, date -s) moves; CUPTI's own on Linux is CLOCK_REALTIME.
  */
-static uint64_t CUPTIAPI monotonic_ns(void)
+uint64_t agent_monotonic_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t CUPTIAPI monotonic_ns(void)
+{
+	return agent_monotonic_ns();
 }
 
 /*
@@ -724,6 +730,7 @@ static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
 	r.u.stack.alias = alias;
 	r.u.stack.depth = (uint8_t)n;
 	r.u.stack.flags = (uint8_t)(flags | (cut ? GPU_STACK_CUT : 0));
+	r.u.stack.range = nvtx_innermost();
 	first = 0;
 	do {
 		size_t count =

@@ -46,8 +46,8 @@ int ring_writer_open(struct ring_writer *w, const char *path)
 		close(fd);
 		return -EINVAL;
 	}
-	mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
 	ret = mem == MAP_FAILED ? -errno : 0;
 	close(fd); /* the mapping keeps the file */
 	if (ret)
@@ -97,15 +97,20 @@ int ring_write(struct ring_writer *w, const struct gpu_record *rec)
 	return -ENOSPC;
 }
 
-int ring_for_this_process(struct ring_writer *w)
+int ring_is_for_this_process(const struct ring_writer *w)
 {
-	struct gpuchan_header *h = w->header;
+	const struct gpuchan_header *h = w->header;
 	uint32_t target = __atomic_load_n(&h->target_pid, __ATOMIC_ACQUIRE);
 
-	if (target ? (uint32_t)getpid() == target
-		   : (uint64_t)getppid() == h->spyc_pid)
+	return target ? (uint32_t)getpid() == target
+		      : (uint64_t)getppid() == h->spyc_pid;
+}
+
+int ring_for_this_process(struct ring_writer *w)
+{
+	if (ring_is_for_this_process(w))
 		return 1;
-	__atomic_add_fetch(&h->other_processes, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&w->header->other_processes, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -43,6 +43,8 @@ int ring_write(struct ring_writer *w, const struct gpu_record *rec);
  * inherited the environment naming the channel.
  */
 int ring_for_this_process(struct ring_writer *w);
+/* The same, counting nothing. */
+int ring_is_for_this_process(const struct ring_writer *w);
 
 /*
  * Publish the agent's status: detail and a one-line message (may be

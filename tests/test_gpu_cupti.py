@@ -761,3 +761,238 @@ def test_graph_capture_and_replay(spyc, fake_cuda, any_python, tmp_path):
                - truth["graph_kernel_a"]) < 1e-6, by_line
     assert abs(by_line[("graph_kernel_b", "layer_b:%d" % line["CAPTURE B"])]
                - truth["graph_kernel_b"]) < 1e-6, by_line
+
+
+# NVTX ranges, pushed through NVIDIA's own NVTX loader (libnvtx.so is
+# built from NVIDIA's headers, loader and all), around the stand-in's
+# launches: on the main thread with each kind of message (text, event
+# attributes, a registered string in a domain, a PyTorch emit_nvtx-like
+# message whose seq changes), on a second thread (a wide message), in a
+# forked child and in a child program (neither of which is the target).
+NVTX_PROGRAM = PROLOGUE + r"""
+report, seconds = sys.argv[2], float(sys.argv[3])
+nvtx = ctypes.CDLL(os.path.join(fake, "libnvtx.so"))
+nvtx.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+nvtx.nvtxRangePushW.argtypes = [ctypes.c_wchar_p]
+nvtx.nvtxDomainCreateA.restype = ctypes.c_void_p
+nvtx.nvtxDomainCreateA.argtypes = [ctypes.c_char_p]
+nvtx.nvtxDomainRegisterStringA.restype = ctypes.c_void_p
+nvtx.nvtxDomainRegisterStringA.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+nvtx.nvtxDomainRangePop.argtypes = [ctypes.c_void_p]
+
+class Attributes(ctypes.Structure):
+    # nvtxEventAttributes_v2
+    _fields_ = [("version", ctypes.c_uint16), ("size", ctypes.c_uint16),
+                ("category", ctypes.c_uint32), ("colorType", ctypes.c_int32),
+                ("color", ctypes.c_uint32), ("payloadType", ctypes.c_int32),
+                ("reserved0", ctypes.c_int32), ("payload", ctypes.c_uint64),
+                ("messageType", ctypes.c_int32),
+                ("message", ctypes.c_void_p)]
+
+def attributes(kind, message):
+    a = Attributes(3, ctypes.sizeof(Attributes), 0, 0, 0, 0, 0, 0, kind,
+                   message)
+    return a
+
+nvtx.nvtxRangePushEx.argtypes = [ctypes.POINTER(Attributes)]
+nvtx.nvtxDomainRangePushEx.argtypes = [ctypes.c_void_p,
+                                       ctypes.POINTER(Attributes)]
+did = {"pushes": 0, "steps": 0, "fwd": 0, "bwd": 0, "out": 0, "worker": 0,
+       "levels": [], "empty_pop": None}
+
+def push(text):
+    did["pushes"] += 1
+    return nvtx.nvtxRangePushA(text)
+
+did["empty_pop"] = nvtx.nvtxRangePop()
+did["levels"].append(push(b"setup"))  # before CUDA starts
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()
+domain = nvtx.nvtxDomainCreateA(b"spyc-test")
+registered = nvtx.nvtxDomainRegisterStringA(domain, b"backward")
+text = ctypes.create_string_buffer(64)
+
+def forward(seq):
+    text.value = b"forward, seq = %d, op_id = %d" % (seq, seq + 1)
+    did["pushes"] += 1
+    did["levels"].append(nvtx.nvtxRangePushEx(
+        attributes(1, ctypes.addressof(text))))
+    cupti.fake_launch(b"fwd_kernel", 30000, 7)  # FORWARD
+    did["fwd"] += 1
+    nvtx.nvtxRangePop()
+
+def backward():
+    did["pushes"] += 1
+    nvtx.nvtxDomainRangePushEx(domain, attributes(3, registered))
+    for _ in range(2):
+        cupti.fake_launch(b"bwd_kernel", 60000, 7)  # BACKWARD
+        did["bwd"] += 1
+    nvtx.nvtxDomainRangePop(domain)
+
+def worker():
+    while not stop:
+        did["pushes"] += 1
+        nvtx.nvtxRangePushW(u"w\u00f6rker \u2713")
+        cupti.fake_launch(b"worker_kernel", 20000, 8)  # WORKER
+        did["worker"] += 1
+        nvtx.nvtxRangePop()
+        time.sleep(0.002)
+
+stop = False
+th = threading.Thread(target=worker)
+th.start()
+pid = os.fork()
+if pid == 0:
+    # A forked child: its ranges are not the target's.
+    for _ in range(100):
+        nvtx.nvtxRangePushA(b"forked child")
+        nvtx.nvtxRangePop()
+    os._exit(0)
+os.waitpid(pid, 0)
+import subprocess
+child = subprocess.run([sys.executable, "-c",
+    "import ctypes, sys; n = ctypes.CDLL(sys.argv[1]); "
+    "n.nvtxRangePushA(b'child program'); n.nvtxRangePop(); print('ok')",
+    os.path.join(fake, "libnvtx.so")], stdout=subprocess.PIPE)
+did["child"] = child.stdout.decode().strip()
+t = time.monotonic()
+while time.monotonic() - t < seconds:
+    did["levels"].append(push(b"step"))
+    forward(did["steps"])
+    backward()
+    nvtx.nvtxRangePop()
+    did["steps"] += 1
+    cupti.fake_launch(b"outside_kernel", 10000, 7)  # OUTSIDE
+    did["out"] += 1
+    s = time.monotonic()
+    while time.monotonic() - s < 0.0005:
+        pass
+stop = True
+th.join()
+with open(report, "w") as f:
+    json.dump(did, f)
+"""
+
+
+def nvtx_record(spyc, python, tmp_path, name, env=None, fmt=None):
+    out = tmp_path / name
+    args = ["--format", fmt] if fmt else []
+    res, did, fake = record(spyc, python, tmp_path, out, env=env,
+                            seconds="1.5", program=NVTX_PROGRAM, args=args)
+    return res, did, out
+
+
+def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
+    """Each kernel sits under the NVTX ranges open on its launching
+    thread at its launch (after its Python frames, outermost first), with
+    all of its time; PyTorch's per-call seq and op_id do not split a
+    range; ranges of each thread stay on that thread; the summary, report
+    and the Chrome trace's NVTX rows hold the same figures; a forked
+    child and a child program record nothing and run as before."""
+    res, did, out = nvtx_record(spyc, any_python, tmp_path, "out.json")
+    assert did["child"] == "ok" and did["empty_pop"] < 0, did
+    # NVTX's levels: setup at 0, each step inside it at 1, forward at 2.
+    assert did["levels"][0] == 0 and set(did["levels"][1:]) == {1, 2}, did
+    lines = NVTX_PROGRAM.splitlines()
+    line = dict((tag, [i for i, x in enumerate(lines, 1)
+                       if "# " + tag in x][0])
+                for tag in ("FORWARD", "BACKWARD", "WORKER", "OUTSIDE"))
+    want = {
+        "fwd_kernel": ("forward", line["FORWARD"],
+                       ["setup", "step", "forward"], 30e-6 * did["fwd"]),
+        "bwd_kernel": ("backward", line["BACKWARD"],
+                       ["setup", "step", "backward"], 60e-6 * did["bwd"]),
+        "outside_kernel": ("<module>", line["OUTSIDE"], ["setup"],
+                           10e-6 * did["out"]),
+        "worker_kernel": ("worker", line["WORKER"],
+                          [u"w\u00f6rker \u2713"], 20e-6 * did["worker"]),
+    }
+    doc = json.load(open(str(out)))
+    got = {}
+    for stack, seconds in speedscope_profile(
+            doc, "GPU time by launching stack").items():
+        leaf = stack[-1].rsplit(":", 1)[0]
+        fn, ln, ranges, _ = want[leaf]
+        nr = len(ranges)
+        assert stack[0].startswith("[GPU time, by the Python stack"), stack
+        assert [f[:-2] for f in stack[-1 - nr:-1]] == \
+            ["[NVTX] " + r for r in ranges], stack
+        assert stack[-2 - nr] == "%s:%d" % (fn, ln), stack
+        assert not any(f.startswith("[NVTX]") for f in stack[:-1 - nr]), \
+            stack
+        got[leaf] = got.get(leaf, 0) + seconds
+    for leaf, (_, _, _, t) in want.items():
+        assert abs(got.get(leaf, 0) - t) < 1e-6, (leaf, got, want)
+    # The summary: every push counted, each range's time inclusive.
+    m = re.search(r"NVTX ranges: (\d+) pushed; ([\d.]+)% of the GPU time "
+                  r"was launched inside one", res.stderr)
+    assert m and int(m.group(1)) == did["pushes"], (did, res.describe())
+    assert m.group(2) == "100.0", res.describe()
+    rows = {}
+    for l in res.stderr_lines:
+        r = re.match(r"\s+([\d.]+)%\s+([\d.]+)(ns|us|ms|s)\s+\[NVTX\] (.*)$",
+                     l)
+        if r:
+            scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[r.group(3)]
+            rows[r.group(4)] = float(r.group(2)) * scale
+    step = 30e-6 * did["fwd"] + 60e-6 * did["bwd"]
+    truth = {"step": step, "forward": 30e-6 * did["fwd"],
+             "backward": 60e-6 * did["bwd"],
+             "setup": step + 10e-6 * did["out"],
+             u"w\u00f6rker \u2713": 20e-6 * did["worker"]}
+    assert set(rows) == set(truth), (rows, res.describe())
+    for name, t in truth.items():
+        assert abs(rows[name] - t) <= 0.001 * t + 1e-6, (name, rows, truth)
+    # report --gpu groups by range too (JSON: seconds to the microsecond).
+    rep = spyc.run(["report", "--gpu", "--json", out])
+    assert rep.returncode == 0, rep.describe()
+    sec = json.loads(rep.stdout)["sections"][0]
+    ranges = dict((x["name"], x["total"]) for x in sec["nvtx_ranges"])
+    assert set(ranges) == set(truth), ranges
+    for name, t in truth.items():
+        assert abs(ranges[name] - t) < 1e-5, (name, ranges, truth)
+    text = spyc.run(["report", "--gpu", out])
+    assert "NVTX ranges by the GPU time launched inside them (5 of 5)" in \
+        text.stdout, text.describe()
+
+    # The timeline: every range on its thread's NVTX row, nested.
+    res, did, out = nvtx_record(spyc, any_python, tmp_path, "out.trace",
+                                fmt="chrome")
+    events = json.load(open(str(out)))["traceEvents"]
+    by_row = {}
+    for (proc, row), evs in chrome_rows(events).items():
+        if row and row.startswith("NVTX: "):
+            by_row[row] = [e for e in evs if e.get("cat") == "nvtx"]
+    assert len(by_row) == 2, list(by_row)
+    main = [r for r in by_row if "MainThread" in r][0]
+    other = [r for r in by_row if r != main][0]
+    names = [e["name"] for e in by_row[main]]
+    assert names.count("step") == did["steps"], (names.count("step"), did)
+    assert names.count("forward") == did["fwd"]
+    assert names.count("backward") == did["steps"]
+    assert names.count("setup") == 1
+    assert set(e["name"] for e in by_row[other]) == {u"w\u00f6rker \u2713"}
+    assert len(by_row[other]) == did["worker"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in by_row[main]
+                   if e["name"] == "step")
+    setup = [e for e in by_row[main] if e["name"] == "setup"][0]
+    for e in by_row[main]:
+        if e["name"] in ("forward", "backward"):
+            assert any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 1e-3
+                       for a, b in steps), e
+        assert setup["ts"] <= e["ts"] and \
+            e["ts"] + e["dur"] <= setup["ts"] + setup["dur"] + 1e-3, e
+
+
+def test_nvtx_other_tool(spyc, fake_cuda, any_python, tmp_path):
+    """A program whose NVTX_INJECTION64_PATH names another tool keeps it:
+    spyc records no range and says why."""
+    res, did, out = nvtx_record(
+        spyc, any_python, tmp_path, "out.json",
+        env={"NVTX_INJECTION64_PATH": str(tmp_path / "other-tool.so")})
+    assert "NVTX: not recorded: NVTX_INJECTION64_PATH names another tool " \
+        "(%s)" % (tmp_path / "other-tool.so") in res.stderr, res.describe()
+    assert "NVTX ranges:" not in res.stderr
+    doc = json.load(open(str(out)))
+    assert not any(f["name"].startswith("[NVTX]")
+                   for f in doc["shared"]["frames"])
+    assert did["fwd"] > 100

@@ -469,6 +469,26 @@ static void gpu_hand_layout(struct recorder *r)
 }
 
 /*
+ * The frames of the NVTX ranges open around a launch, outermost first,
+ * after its Python frames: the range with this id and those around it.
+ */
+static size_t nvtx_frames(const struct gpunvtx *nv, uint64_t range,
+			  struct stack_frame *frames)
+{
+	const char *names[GPU_NVTX_DEPTH];
+	size_t n = gpunvtx_path(nv, gpunvtx_node_of(nv, range), names,
+				GPU_NVTX_DEPTH),
+	       i;
+
+	for (i = 0; i < n; i++) {
+		frames[i].name = names[i];
+		frames[i].file = "";
+		frames[i].line = 0;
+	}
+	return n;
+}
+
+/*
  * --gpu: a launch's Python stack as the agent copied it, named with the
  * code cache (reading the code objects it does not hold yet), into
  * r->gp.  A stack that cannot be named (the target is gone, or the
@@ -496,7 +516,8 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 		r->gp.launch_unnamed++;
 		return;
 	}
-	ALLOC_GROW(r->launch_frames, d->nr + 1, r->alloc_launch_frames);
+	ALLOC_GROW(r->launch_frames, d->nr + 1 + GPU_NVTX_DEPTH,
+		   r->alloc_launch_frames);
 	if (d->cut) {
 		r->launch_frames[n].name = GPU_ROOT_CUT;
 		r->launch_frames[n].file = "";
@@ -516,6 +537,7 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 
 		r->launch_frames[n++] = r->stacks.frames[id];
 	}
+	n += nvtx_frames(&r->gp.nvtx, d->range, r->launch_frames + n);
 	if (d->node)
 		gpuprof_node_stack(&r->gp, d->correlation, 0, r->launch_frames,
 				   n);
@@ -961,6 +983,8 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 	if (!r->gpu.chan.mem)
 		return NULL;
 	gpusession_stop(&r->gpu, r->sl.rt.pid);
+	/* Ranges never popped go on the timeline up to now. */
+	gpunvtx_close_open(&r->gp.nvtx, now_ns());
 	if (gpuchan_state(&r->gpu.chan, &st)) {
 		fprintf(stderr, "spyc: --gpu: the GPU channel was overwritten; "
 				"no GPU profile\n");
@@ -974,6 +998,9 @@ static const struct gpuprof *gpu_finish(struct recorder *r, const char *who)
 	r->gp.other_processes = st.other_processes;
 	r->gp.monotonic_clock = st.clock == GPU_CLOCK_MONOTONIC;
 	r->gp.api_records = st.api_records;
+	r->gp.nvtx_state = st.nvtx;
+	snprintf(r->gp.nvtx_other, sizeof(r->gp.nvtx_other), "%s",
+		 r->gpu.nvtx_other ? r->gpu.nvtx_other : "");
 	if (st.other_processes)
 		fprintf(stderr,
 			"spyc: notice: --gpu: %" PRIu64

@@ -15,6 +15,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "gpu/gpunvtx.h"
 #include "out/output.h"
 #include "profile/profile-read.h"
 #include "profile/source.h"
@@ -469,6 +470,58 @@ static void print_line_table(struct report *r, uint32_t f, uint32_t *lines)
 		print_line_row(r, st->frames[lines[i]].line, lines[i], NULL);
 }
 
+static int cmp_total(const void *a, const void *b, void *ctx)
+{
+	const uint64_t *total = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (total[x] != total[y])
+		return total[x] > total[y] ? -1 : 1;
+	return x < y ? -1 : 1;
+}
+
+/*
+ * The functions that are NVTX ranges (spyc record --gpu puts a kernel
+ * under the ranges open at its launch), by total time, the most first:
+ * a range's total is the GPU time launched inside it.  Returns how many
+ * there are in out (room for every function); 0 in a CPU profile.
+ */
+static size_t nvtx_ranges(const struct report *r, uint32_t *out)
+{
+	const struct stacks *funcs = &r->t.funcs;
+	size_t n = 0, f;
+
+	for (f = 0; f < funcs->nr_frames; f++)
+		if (r->t.total_func[f] &&
+		    !strncmp(funcs->frames[f].name, GPU_NVTX_PREFIX,
+			     strlen(GPU_NVTX_PREFIX)))
+			out[n++] = (uint32_t)f;
+	qsort_r(out, n, sizeof(*out), cmp_total, r->t.total_func);
+	return n;
+}
+
+static void print_nvtx_ranges(struct report *r)
+{
+	uint32_t *ranges =
+	    xmalloc((r->t.funcs.nr_frames + 1) * sizeof(*ranges));
+	size_t n = nvtx_ranges(r, ranges), i;
+	char total[32];
+
+	if (n)
+		printf("\nNVTX ranges by the GPU time launched inside them "
+		       "(%zu of %zu):\n  %10s %6s  %s\n",
+		       n < r->opts->top ? n : r->opts->top, n, "TOTAL",
+		       "TOTAL%", "RANGE");
+	for (i = 0; i < n && i < r->opts->top; i++)
+		printf("  %10s %5.1f%%  %s\n",
+		       fmt_value(r, r->t.total_func[ranges[i]], total,
+				 sizeof(total)),
+		       pct(r, r->t.total_func[ranges[i]]),
+		       r->t.funcs.frames[ranges[i]].name +
+			   strlen(GPU_NVTX_PREFIX));
+	free(ranges);
+}
+
 static void print_section(struct report *r, const char *label)
 {
 	char own[32], total[32];
@@ -509,6 +562,7 @@ static void print_section(struct report *r, const char *label)
 		print_function_name(&r->t.funcs.frames[f]);
 		putchar('\n');
 	}
+	print_nvtx_ranges(r);
 	/* Line tables go by own time whatever the table's order. */
 	n = sort_functions(r, SORT_OWN);
 	detail = xmalloc((n + 1) * sizeof(*detail));
@@ -636,6 +690,37 @@ static int add_line_table_json(cJSON *arr, struct report *r, uint32_t f,
 	return 0;
 }
 
+/* JSON: "nvtx_ranges", each range's name and total; 0 or -1. */
+static int add_nvtx_json(cJSON *sec, const struct report *r, struct strbuf *tmp)
+{
+	uint32_t *ranges =
+	    xmalloc((r->t.funcs.nr_frames + 1) * sizeof(*ranges));
+	size_t n = nvtx_ranges(r, ranges), i;
+	cJSON *arr = cJSON_AddArrayToObject(sec, "nvtx_ranges"), *o;
+	int ret = arr ? 0 : -1;
+
+	for (i = 0; !ret && i < n && i < r->opts->top; i++) {
+		uint32_t f = ranges[i];
+
+		o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			ret = -1;
+			break;
+		}
+		if (!add_str(o, "name",
+			     r->t.funcs.frames[f].name +
+				 strlen(GPU_NVTX_PREFIX),
+			     tmp) ||
+		    !add_value(o, "total", r, r->t.total_func[f]) ||
+		    !cJSON_AddNumberToObject(o, "total_pct",
+					     pct(r, r->t.total_func[f])))
+			ret = -1;
+	}
+	free(ranges);
+	return ret;
+}
+
 static int add_section_json(cJSON *sections, struct report *r,
 			    const struct stack_thread *t, const char *label,
 			    struct strbuf *tmp)
@@ -668,6 +753,8 @@ static int add_section_json(cJSON *sections, struct report *r,
 	for (i = 0; i < n && i < r->opts->top; i++)
 		if (add_func_json(funcs, r, r->order[i], tmp))
 			return -1;
+	if (add_nvtx_json(sec, r, tmp))
+		return -1;
 	tables = cJSON_AddArrayToObject(sec, "line_tables");
 	if (!tables)
 		return -1;

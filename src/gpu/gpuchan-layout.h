@@ -30,7 +30,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 7
+#define GPUCHAN_VERSION 8
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -169,6 +169,21 @@ struct gpuchan_header {
 	 * graph: they queue no work, so the agent copies no stack of them
 	 */
 	uint64_t captured_launches;
+	/* the NVTX ranges the agent recorded (enum gpu_nvtx_state) */
+	uint32_t nvtx;
+	uint32_t reserved;
+};
+
+/*
+ * Whether the agent records NVTX ranges (header.nvtx): NVTX's loader in
+ * the target loads it through NVTX_INJECTION64_PATH at the program's
+ * first NVTX call, which spyc sets in a launched program's environment.
+ */
+enum gpu_nvtx_state {
+	GPU_NVTX_NONE = 0,    /* no NVTX call yet, or NVTX not set to spyc */
+	GPU_NVTX_ON = 1,      /* the agent has NVTX's functions */
+	GPU_NVTX_REFUSED = 2, /* NVTX's loader gave no function table */
+	GPU_NVTX_MAX = 2
 };
 
 /* Which CUDA API calls CUPTI makes records of (header.api_records). */
@@ -199,7 +214,8 @@ enum gpu_record_type {
 	GPU_REC_CLOCK = 6, /* a CUPTI timestamp and CLOCK_MONOTONIC together */
 	GPU_REC_STACK = 7, /* part of the Python stack of a launch */
 	GPU_REC_NAME = 8,  /* a piece of a kernel's name too long to inline */
-	GPU_REC_TYPE_MAX = 8
+	GPU_REC_RANGE = 9, /* an NVTX range pushed or popped */
+	GPU_REC_TYPE_MAX = 9
 };
 
 /*
@@ -310,8 +326,8 @@ struct gpu_clock {
  * with that correlation id (a driver call made inside a runtime call),
  * and the record has no frames.
  */
-#define GPU_STACK_FRAMES 14
-#define GPU_STACK_MAX 126 /* frames copied at most: 9 records */
+#define GPU_STACK_FRAMES 13
+#define GPU_STACK_MAX 126 /* frames copied at most: 10 records */
 #define GPU_STACK_CUT 1	  /* flags: deeper than GPU_STACK_MAX */
 /*
  * flags: the stack of a CUDA graph node's making (its capture, or the
@@ -332,7 +348,32 @@ struct gpu_stack {
 	uint8_t count; /* frames in this record */
 	uint8_t depth; /* frames in the whole stack */
 	uint8_t flags;
+	/* the innermost NVTX range open on the thread (its id), 0: none */
+	uint64_t range;
+	uint64_t reserved;
 	struct gpu_stack_frame frames[GPU_STACK_FRAMES];
+};
+
+/*
+ * An NVTX range pushed (nvtxRangePush*, nvtxDomainRangePush*) or popped
+ * on thread tid, at t (CLOCK_MONOTONIC's ns, spyc's clock whatever
+ * CUPTI's is).  id is the range's, unique in the process (1 on); a push
+ * names the range open around it on the thread (parent, 0: none) and
+ * carries its message, cut to what the record holds (cut: it was
+ * longer).  A launch's stack names the innermost range open on its
+ * thread (gpu_stack.range), so spyc puts the launch's kernels under
+ * every range open around it.
+ */
+#define GPU_RANGE_NAME (GPU_RECORD_PAYLOAD - 40)
+struct gpu_range {
+	uint64_t id, parent;
+	uint64_t t;
+	uint32_t tid;
+	uint8_t pop; /* 0: pushed, 1: popped (no name) */
+	uint8_t cut;
+	uint16_t len; /* bytes of name used */
+	uint64_t reserved;
+	char name[GPU_RANGE_NAME];
 };
 
 /* One record as it travels (without the slot's sequence number). */
@@ -349,6 +390,7 @@ struct gpu_record {
 		struct gpu_clock clock;
 		struct gpu_stack stack;
 		struct gpu_name name;
+		struct gpu_range range;
 		unsigned char raw[GPU_RECORD_PAYLOAD];
 	} u;
 };
@@ -390,6 +432,8 @@ _Static_assert(sizeof(struct gpu_api) <= GPU_RECORD_PAYLOAD,
 _Static_assert(sizeof(struct gpu_stack) <= GPU_RECORD_PAYLOAD,
 	       "a stack record fits a record");
 _Static_assert(GPU_STACK_MAX < 256, "stack indexes fit a byte");
+_Static_assert(sizeof(struct gpu_range) == GPU_RECORD_PAYLOAD,
+	       "a range fills a record");
 
 /* FNV-1a 64 over a layout's fields from kind to reserved. */
 static inline uint64_t gpu_py_layout_sum(const struct gpu_py_layout *l)

@@ -286,6 +286,9 @@ int gpuchan_state(const struct gpuchan *c, struct gpuchan_state *st)
 	st->api_records = __atomic_load_n(&h->api_records, __ATOMIC_ACQUIRE);
 	if (st->api_records > GPU_API_RECORDS_MAX)
 		st->api_records = GPU_API_RECORDS_UNKNOWN;
+	st->nvtx = __atomic_load_n(&h->nvtx, __ATOMIC_ACQUIRE);
+	if (st->nvtx > GPU_NVTX_MAX)
+		st->nvtx = GPU_NVTX_NONE;
 	memcpy(st->message, h->message, sizeof(st->message));
 	st->message[sizeof(st->message) - 1] = '\0';
 	st->launch_stacks =

@@ -42,6 +42,7 @@ struct gpuchan_state {
 	uint64_t other_processes;   /* that inherited the channel: not served */
 	uint32_t clock;		    /* enum gpu_agent_clock */
 	uint32_t api_records;	    /* enum gpu_api_records */
+	uint32_t nvtx;		    /* enum gpu_nvtx_state */
 };
 
 /*

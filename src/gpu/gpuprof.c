@@ -73,6 +73,7 @@ void gpuprof_init(struct gpuprof *gp)
 	stacks_init(&gp->captured);
 	stacks_init(&gp->capture_view);
 	gpu_names_init(&gp->names);
+	gpunvtx_init(&gp->nvtx);
 }
 
 void gpuprof_release(struct gpuprof *gp)
@@ -117,6 +118,8 @@ void gpuprof_release(struct gpuprof *gp)
 		free(gp->devs[i].tids);
 	}
 	free(gp->devs);
+	free(gp->launch_nvtx);
+	gpunvtx_release(&gp->nvtx);
 	gpuprof_init(gp);
 }
 
@@ -260,6 +263,10 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 	case GPU_REC_NAME:
 		gpu_names_add(&gp->names, &rec->u.name);
 		break;
+	case GPU_REC_RANGE:
+		gpunvtx_add(&gp->nvtx, &rec->u.range,
+			    gp->keep ? gp->keep : GPU_KEEP_DEFAULT);
+		break;
 	default:
 		break;
 	}
@@ -342,10 +349,20 @@ static uint32_t launch_entry(struct gpuprof *gp,
 	if (!gp->launch_stacks.nr_threads)
 		stacks_thread(&gp->launch_stacks, 0, 0, NULL);
 	ALLOC_GROW(gp->launch_ids, depth ? depth : 1, gp->alloc_launch_ids);
-	for (i = 0; i < depth; i++)
-		gp->launch_ids[i] =
-		    stacks_frame(&gp->launch_stacks, frames[i].name,
-				 frames[i].file, frames[i].line);
+	for (i = 0; i < depth; i++) {
+		uint32_t id = stacks_frame(&gp->launch_stacks, frames[i].name,
+					   frames[i].file, frames[i].line);
+		size_t old = gp->alloc_launch_nvtx;
+
+		if (id >= old) {
+			ALLOC_GROW(gp->launch_nvtx, (size_t)id + 1,
+				   gp->alloc_launch_nvtx);
+			memset(gp->launch_nvtx + old, 0,
+			       gp->alloc_launch_nvtx - old);
+		}
+		gp->launch_nvtx[id] = gpuprof_nvtx_frame(frames[i].name);
+		gp->launch_ids[i] = id;
+	}
 	return stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
 }
 
@@ -981,10 +998,13 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 		for (j = 0; j < e->depth; j++)
 			frames[depth++] = k->launch_map[e->frames[j]];
 		gp->exact++;
-		/* A launch's own stack is all Python. */
-		if (e->depth)
-			add_time_at(k->line_time, k->nr_line_time,
-				    frames[e->depth], ns);
+		/* A launch's own stack is Python, then its NVTX ranges. */
+		for (j = e->depth; j > 0 && gp->launch_nvtx[e->frames[j - 1]];
+		     j--)
+			;
+		if (j)
+			add_time_at(k->line_time, k->nr_line_time, frames[j],
+				    ns);
 		frames[depth++] = leaf;
 		stacks_add(k->st, thread, frames, depth, ns);
 		return;
@@ -1832,8 +1852,63 @@ static void add_line_rows(const uint64_t *time, size_t nr,
 			strbuf_addf(sb, "  %s\n", f->name);
 	}
 	if (n > max_rows)
-		strbuf_addf(sb, "  (%zu more lines)\n", n - max_rows);
+		strbuf_addf(sb, "  (%zu more)\n", n - max_rows);
 	free(order);
+}
+
+/*
+ * The GPU time under each NVTX range (the ranges open around the
+ * launches, as frames of gp->stacks show them), the most first: a
+ * range's time is that of everything launched inside it.
+ */
+static void add_nvtx_rows(const struct gpuprof *gp, size_t max_rows,
+			  uint64_t all_time, struct strbuf *sb)
+{
+	const struct stacks *st = &gp->stacks;
+	uint64_t *time, inside = 0;
+	uint32_t *seen;
+	size_t i, j;
+
+	if (gp->nvtx_other[0])
+		strbuf_addf(sb,
+			    "  NVTX: not recorded: NVTX_INJECTION64_PATH "
+			    "names another tool (%s)\n",
+			    gp->nvtx_other);
+	if (gp->nvtx_state == GPU_NVTX_REFUSED)
+		strbuf_addstr(sb, "  NVTX: the program's NVTX gave spyc no "
+				  "function table: no ranges recorded\n");
+	if (!gp->nvtx.pushed)
+		return;
+	time = xcalloc(st->nr_frames + 1, sizeof(*time));
+	seen = xcalloc(st->nr_frames + 1, sizeof(*seen));
+	for (i = 0; i < st->nr_entries; i++) {
+		const struct stack_entry *e = &st->entries[i];
+		int any = 0;
+
+		for (j = 0; j < e->depth; j++) {
+			uint32_t f = e->frames[j];
+
+			if (seen[f] == i + 1 ||
+			    !gpuprof_nvtx_frame(st->frames[f].name))
+				continue;
+			/* A range open twice around a launch counts once. */
+			seen[f] = (uint32_t)i + 1;
+			time[f] += e->count;
+			any = 1;
+		}
+		if (any)
+			inside += e->count;
+	}
+	strbuf_addf(sb,
+		    "  NVTX ranges: %" PRIu64
+		    " pushed; %.1f%% of the GPU time was launched inside one\n",
+		    gp->nvtx.pushed,
+		    all_time ? 100.0 * (double)inside / (double)all_time : 0.0);
+	add_line_rows(time, st->nr_frames, st,
+		      "NVTX ranges by the GPU time launched inside them",
+		      max_rows, all_time, sb);
+	free(seen);
+	free(time);
 }
 
 void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
@@ -1995,6 +2070,7 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 	add_line_rows(gp->line_time, gp->nr_line_time, &gp->stacks,
 		      "Python lines by the GPU time they launched", max_rows,
 		      all_time, sb);
+	add_nvtx_rows(gp, max_rows, all_time, sb);
 	if (gp->idle_window_ns) {
 		strbuf_addf(sb, "  GPU idle %.1f%% of the ",
 			    100.0 * (double)gp->idle_ns /

@@ -10,9 +10,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gpu/gpuchan-layout.h"
 #include "gpu/gpunames.h"
+#include "gpu/gpunvtx.h"
 #include "profile/stacks.h"
 
 struct strbuf;
@@ -113,6 +115,11 @@ struct gpuprof {
 	} * launches;
 	size_t nr_launches, alloc_launches;
 	struct stacks launch_stacks; /* its own frames: names, files, lines */
+	/* per frame of launch_stacks: 1 for an NVTX range's (not Python) */
+	unsigned char *launch_nvtx;
+	size_t alloc_launch_nvtx;
+	/* NVTX ranges: launch stacks end in the frames of those open */
+	struct gpunvtx nvtx;
 	/*
 	 * CUDA graph nodes: the stack each was made on (captured from a
 	 * stream, or added by a call), an entry of launch_stacks, or the
@@ -177,6 +184,9 @@ struct gpuprof {
 	uint64_t captured_launches;
 	/* processes that inherited the channel from the target: not served */
 	uint64_t other_processes;
+	uint32_t nvtx_state; /* enum gpu_nvtx_state */
+	/* the NVTX tool the program was given instead of spyc's, or "" */
+	char nvtx_other[160];
 	/*
 	 * spyc's clock (now_ns) when a record of work or an API call, and
 	 * a launch's stack, last arrived: launches going on with no records
@@ -201,9 +211,10 @@ struct gpuprof {
 	 * Bounded memory: once keep and an eighth more activities are
 	 * held, gpuprof_fold attributes all but the newest keep of them
 	 * and lets them go, with the API calls and launch stacks older
-	 * than every activity still held.  What they add to the profile is kept here, by frames
-	 * of its own (mapped to gp->stacks' by gpuprof_attribute); the
-	 * timeline outputs hold the activities still held.
+	 * than every activity still held.  What they add to the profile is kept
+	 * here, by frames of its own (mapped to gp->stacks' by
+	 * gpuprof_attribute); the timeline outputs hold the activities still
+	 * held.
 	 */
 	size_t keep;		   /* 0: GPU_KEEP_DEFAULT */
 	uint64_t nr_folded;	   /* activities folded away */
@@ -339,9 +350,16 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
  */
 void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
 
+/* Whether a frame of this name stands for an NVTX range. */
+static inline int gpuprof_nvtx_frame(const char *name)
+{
+	return !strncmp(name, GPU_NVTX_PREFIX, sizeof(GPU_NVTX_PREFIX) - 1);
+}
+
 /*
  * The Python stack the agent copied at the launch with this correlation
- * id, on thread tid: frames root first (copied).  With alias
+ * id, on thread tid: frames root first (copied), then the NVTX ranges
+ * open around it, outermost first (GPU_NVTX_PREFIX frames).  With alias
  * (not 0), no frames: the launch's stack is launch alias's.
  */
 void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,

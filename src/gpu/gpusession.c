@@ -54,6 +54,8 @@ void gpusession_release(struct gpusession *gs)
 		channel_to_unlink = NULL;
 	gpuchan_release(&gs->chan);
 	tidmap_release(&gs->tids);
+	free(gs->nvtx_other);
+	gs->nvtx_other = NULL;
 	free(gs->buf);
 	gs->buf = NULL;
 	gs->on = 0;
@@ -61,13 +63,20 @@ void gpusession_release(struct gpusession *gs)
 
 void gpusession_launch_setup(struct gpusession *gs, const char *agent)
 {
+	const char *nvtx;
+
 	if (gpuchan_create(&gs->chan, GPUCHAN_DEFAULT_SLOTS, (uid_t)-1,
 			   (gid_t)-1))
 		exit(EXIT_FAILED);
 	channel_to_unlink = &gs->chan;
 	atexit(unlink_channel);
+	/* NVTX's loader takes one tool: one the user named stays. */
+	nvtx = getenv("NVTX_INJECTION64_PATH");
+	if (nvtx && *nvtx)
+		gs->nvtx_other = xstrdup(nvtx);
 	if (setenv("CUDA_INJECTION64_PATH", agent, 1) ||
-	    setenv(GPUCHAN_ENV, gs->chan.path, 1))
+	    setenv(GPUCHAN_ENV, gs->chan.path, 1) ||
+	    (!gs->nvtx_other && setenv("NVTX_INJECTION64_PATH", agent, 1)))
 		die("--gpu: cannot set the environment: %s", strerror(errno));
 	gs->buf = xmalloc(GPUSESSION_BATCH * sizeof(*gs->buf));
 	gs->on = 1;
@@ -132,6 +141,8 @@ static void map_ids(struct tidmap *m, struct gpu_record *rec)
 			rec->u.api.pid = (uint32_t)m->pid;
 	} else if (rec->type == GPU_REC_STACK) {
 		tid = &rec->u.stack.tid;
+	} else if (rec->type == GPU_REC_RANGE) {
+		tid = &rec->u.range.tid;
 	}
 	if (tid && (outer = tidmap_outer(m, (long)*tid)) > 0)
 		*tid = (uint32_t)outer;

@@ -25,6 +25,8 @@ struct gpusession {
 	void *ctx;
 	int on;	      /* the channel is there to drain */
 	int attached; /* --pid: the agent collects in the target */
+	/* launched: the NVTX tool the user named, left in place (or NULL) */
+	char *nvtx_other;
 	struct gpu_attach_result how;
 	/*
 	 * --pid: the target's ids, which CUPTI and the agent write as the
@@ -53,7 +55,9 @@ void gpusession_release(struct gpusession *gs);
  * Launch mode: create the channel (removed however spyc exits) and name
  * it and the agent in the environment the program will inherit, so
  * that the CUDA driver loads the agent (CUDA_INJECTION64_PATH) as the
- * program first uses CUDA.  Dies (exit 2) on failure.
+ * program first uses CUDA, and NVTX's loader (NVTX_INJECTION64_PATH,
+ * unless it names another tool already) at its first NVTX call.  Dies
+ * (exit 2) on failure.
  */
 void gpusession_launch_setup(struct gpusession *gs, const char *agent);
 

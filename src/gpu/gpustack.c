@@ -99,6 +99,7 @@ int gpustack_feed(struct gpustack_asm *a, const struct gpu_stack *rec,
 	memset(done, 0, sizeof(*done));
 	done->correlation = rec->correlation;
 	done->tid = rec->tid;
+	done->range = rec->range; /* every part of a stack names it */
 	done->node = (rec->flags & GPU_STACK_NODE) != 0;
 	if (rec->alias) {
 		done->alias = rec->alias;

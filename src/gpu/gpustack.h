@@ -31,8 +31,9 @@ struct gpustack_done {
 	uint32_t correlation, tid;
 	uint32_t alias; /* not 0: the stack is the launch alias's */
 	int cut;	/* the agent kept only the innermost GPU_STACK_MAX */
-	int node;  /* a graph node's (GPU_STACK_NODE): correlation is its id */
-	size_t nr; /* frames, innermost first */
+	int node; /* a graph node's (GPU_STACK_NODE): correlation is its id */
+	uint64_t range; /* the innermost NVTX range open (gpu_stack.range) */
+	size_t nr;	/* frames, innermost first */
 	const struct gpu_stack_frame *frames;
 };
 

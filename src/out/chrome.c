@@ -28,6 +28,10 @@
  *       row "CUDA API: " and its CPU row's label (tid API_TID_BASE +
  *       T) with an "X"
  *       event per runtime or driver call (args: its correlation id);
+ *     NVTX rows (--gpu, a launched program's NVTX ranges): beside each
+ *       thread that pushed ranges, a row "NVTX: " and its CPU row's
+ *       label (tid NVTX_TID_BASE + T), an "X" event per range, nested
+ *       as they were pushed;
  *     GPU rows (--gpu): a process per device, "GPU N" (pid
  *       GPU_PID_BASE + N), a thread per stream ("stream S", tid S),
  *       an "X" event per kernel, copy and memset, on the same clock
@@ -57,6 +61,10 @@
 #define GPU_PID_BASE 1000000000.0
 /* The tid of thread T's CUDA API row, in T's process. */
 #define API_TID_BASE 1000000000.0
+/* ... and of its NVTX row. */
+#define NVTX_TID_BASE 2000000000.0
+/* The category of NVTX ranges' events. */
+#define NVTX_CATEGORY "nvtx"
 /*
  * The name of the flows from launches to kernels.  A flow's events
  * share the category of the events they bind to (DevTools binds by
@@ -84,7 +92,8 @@ struct chrome_out {
 	double pid;
 	uint32_t *frame_fn;	 /* the function of each frame */
 	struct open_stack *open; /* per thread of st */
-	size_t nr_events; /* written so far: a comma goes before the next */
+	size_t nr_events;  /* written so far: a comma goes before the next */
+	size_t extra_rows; /* CUDA API and NVTX rows, sorted after the CPU's */
 	struct strbuf tmp;
 	int err; /* first error: a negative errno code */
 };
@@ -394,7 +403,7 @@ static int write_api_rows(struct chrome_out *o)
 {
 	const struct gpuprof *gp = o->meta->gpu;
 	uint32_t *order;
-	size_t i, rows = 0;
+	size_t i;
 	char label[300];
 
 	if (!gp->nr_apis)
@@ -413,9 +422,10 @@ static int write_api_rows(struct chrome_out *o)
 		if (!prev || prev->pid != a->pid || prev->tid != a->tid) {
 			api_row_label(o, a, label, sizeof(label));
 			emit_meta(o, "thread_name", pid, tid, "name", label, 0);
-			emit_meta(o, "thread_sort_index", pid, tid,
-				  "sort_index", NULL,
-				  (double)(o->st->nr_threads + rows++));
+			emit_meta(
+			    o, "thread_sort_index", pid, tid, "sort_index",
+			    NULL,
+			    (double)(o->st->nr_threads + o->extra_rows++));
 		}
 		strbuf_reset(&o->tmp);
 		gpuprof_api_name(gp, a, &o->tmp);
@@ -429,6 +439,96 @@ static int write_api_rows(struct chrome_out *o)
 		     !args ||
 		     !cJSON_AddNumberToObject(args, "correlation",
 					      (double)a->correlation))) {
+			cJSON_Delete(ev);
+			ev = NULL;
+		}
+		emit(o, ev);
+	}
+	free(order);
+	return o->err;
+}
+
+static int cmp_range_row(const void *a, const void *b, void *ctx)
+{
+	const struct gpunvtx_range *ranges = ctx;
+	const struct gpunvtx_range *x = &ranges[*(const uint32_t *)a];
+	const struct gpunvtx_range *y = &ranges[*(const uint32_t *)b];
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* An outer range before the inner one that starts with it. */
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* "NVTX: " and the label of thread tid's CPU row. */
+static void nvtx_row_label(const struct chrome_out *o, uint32_t tid,
+			   char *label, size_t size)
+{
+	char cpu[256];
+	size_t t;
+
+	for (t = 0; t < o->st->nr_threads; t++) {
+		const struct stack_thread *th = &o->st->threads[t];
+
+		if (th->tid == (long)tid && th->samples &&
+		    thread_pid(o, th) == o->pid) {
+			stacks_thread_label(th, cpu, sizeof(cpu));
+			snprintf(label, size, "NVTX: %s", cpu);
+			return;
+		}
+	}
+	snprintf(label, size, "NVTX: tid %u", tid);
+}
+
+/*
+ * --gpu: each thread's NVTX ranges on a row of their own beside its CPU
+ * row, nested as they were pushed, times to the nanosecond (they are on
+ * spyc's clock already).
+ */
+static int write_nvtx_rows(struct chrome_out *o)
+{
+	const struct gpunvtx *nv = &o->meta->gpu->nvtx;
+	uint32_t *order;
+	size_t i;
+	char label[300];
+
+	if (!nv->nr_ranges)
+		return 0;
+	order = xmalloc(nv->nr_ranges * sizeof(*order));
+	for (i = 0; i < nv->nr_ranges; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, nv->nr_ranges, sizeof(*order), cmp_range_row,
+		nv->ranges);
+	for (i = 0; i < nv->nr_ranges && !o->err; i++) {
+		const struct gpunvtx_range *r = &nv->ranges[order[i]];
+		double tid = NVTX_TID_BASE + r->tid;
+		const char *name = gpunvtx_name(nv, r->node);
+		cJSON *ev;
+
+		if (!i || nv->ranges[order[i - 1]].tid != r->tid) {
+			nvtx_row_label(o, r->tid, label, sizeof(label));
+			emit_meta(o, "thread_name", o->pid, tid, "name", label,
+				  0);
+			emit_meta(
+			    o, "thread_sort_index", o->pid, tid, "sort_index",
+			    NULL,
+			    (double)(o->st->nr_threads + o->extra_rows++));
+		}
+		if (gpuprof_nvtx_frame(name))
+			name += strlen(GPU_NVTX_PREFIX);
+		ev = event(
+		    o, "X", o->pid, tid,
+		    (double)(int64_t)(r->start - o->meta->timeline->t0_ns) /
+			1000.0);
+		if (ev &&
+		    (!cJSON_AddStringToObject(ev, "name", name) ||
+		     !cJSON_AddStringToObject(ev, "cat", NVTX_CATEGORY) ||
+		     !cJSON_AddNumberToObject(
+			 ev, "dur", (double)(r->end - r->start) / 1000.0))) {
 			cJSON_Delete(ev);
 			ev = NULL;
 		}
@@ -599,6 +699,8 @@ int out_chrome_write(FILE *fp, const struct stacks *st,
 	ret = write_cpu_threads(&o);
 	if (!ret && meta->gpu)
 		ret = write_api_rows(&o);
+	if (!ret && meta->gpu)
+		ret = write_nvtx_rows(&o);
 	if (!ret && meta->gpu)
 		ret = write_gpu_rows(&o);
 	if (ret)
