@@ -712,6 +712,7 @@ static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
 {
 	const struct gpu_py_layout *l = launch_layout();
 	struct gpu_stack_frame frames[GPU_STACK_MAX];
+	uint64_t range = nvtx_innermost();
 	struct gpu_record r;
 	size_t n = 0, first;
 	int cut = 0;
@@ -720,7 +721,8 @@ static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
 		return;
 	if (!alias)
 		n = pystack_copy(l, frames, GPU_STACK_MAX, &cut);
-	if (!n && !alias)
+	/* A thread with no Python frames: its NVTX ranges, if any. */
+	if (!n && !alias && !range)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.type = GPU_REC_STACK;
@@ -730,7 +732,7 @@ static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
 	r.u.stack.alias = alias;
 	r.u.stack.depth = (uint8_t)n;
 	r.u.stack.flags = (uint8_t)(flags | (cut ? GPU_STACK_CUT : 0));
-	r.u.stack.range = nvtx_innermost();
+	r.u.stack.range = range;
 	first = 0;
 	do {
 		size_t count =

@@ -840,6 +840,101 @@ def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
     assert idle > 0 and unsampled <= 0.1 * idle, res.describe()
 
 
+# The same step with NVTX ranges, through NVIDIA's own loader: the step's
+# thread pushes "forward" and "backward" around its work, and the
+# engine's thread (no Python) pushes a range of its own around each
+# launch, as torch.autograd.profiler.emit_nvtx has PyTorch do.
+ENGINE_RANGED = r"""
+def _engine_run_backward(cupti):
+    return cupti.fake_engine_pass_ranged(b"backward_kernel", 200000, 7, 4,
+                                         2000, b"MmBackward0, seq = 7")
+"""
+BACKWARD_NVTX_PROGRAM = PROLOGUE + r"""
+nvtx = ctypes.CDLL(os.path.join(fake, "libnvtx.so"), mode=ctypes.RTLD_GLOBAL)
+nvtx.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+cupti.fake_engine_pass_ranged.argtypes = cupti.fake_launch.argtypes + [
+    ctypes.c_int, ctypes.c_uint, ctypes.c_char_p]
+""" + START + r"""
+sys.path.insert(0, sys.argv[5])
+from torch.autograd import graph
+counts = {"forward_kernel": 0, "backward_kernel": 0}
+
+def step():
+    nvtx.nvtxRangePushA(b"forward")
+    cupti.fake_launch(b"forward_kernel", 100000, 7)  # FORWARD
+    nvtx.nvtxRangePop()
+    counts["forward_kernel"] += 1
+    nvtx.nvtxRangePushA(b"backward")
+    counts["backward_kernel"] += graph._engine_run_backward(cupti)  # BACKWARD
+    nvtx.nvtxRangePop()
+    t = time.time()
+    while time.time() - t < 0.002:
+        pass
+
+t0 = time.time()
+while time.time() - t0 < seconds:
+    step()
+with open(report, "w") as f:
+    json.dump(counts, f)
+"""
+
+
+def test_fake_gpu_backward_pass_nvtx(spyc, fake_cuda, any_python, tmp_path):
+    """NVTX ranges around a backward pass: kernels that the engine's
+    thread (no Python) launches go on the waiting thread's stack, then
+    under the ranges open on the waiting thread as it was sampled
+    (backward), then under the ranges the engine's thread had open at the
+    launch (its op's); the forward kernel under its own range."""
+    engine = tmp_path / "lib" / "torch" / "autograd"
+    engine.mkdir(parents=True)
+    for d in (engine.parent, engine):
+        (d / "__init__.py").write_text("")
+    (engine / "graph.py").write_text(ENGINE_RANGED)
+    program = tmp_path / "train.py"
+    program.write_text(BACKWARD_NVTX_PROGRAM)
+    report = tmp_path / "report.json"
+    out = tmp_path / "out.txt"
+    res = run(spyc, ["record", "--gpu", "--rate", "200", "--format",
+                     "folded", "-o", out, "--", any_python.path, program,
+                     FAKE, "launch", "2", report, tmp_path / "lib"])
+    assert res.returncode == 0, res.describe()
+    counts = json.loads(report.read_text())
+    call = line_of(BACKWARD_NVTX_PROGRAM, "# BACKWARD")
+    forward_line = line_of(BACKWARD_NVTX_PROGRAM, "# FORWARD")
+    engine_line = line_of(ENGINE_RANGED, "fake_engine_pass_ranged")
+    waiting = "[GPU time, launched for the thread waiting in autograd's " \
+        "engine]"
+    placed = total = forward = 0
+    for line in out.read_text().splitlines():
+        stack, weight = line.rsplit(" ", 1)
+        parts = stack.split(";")
+        if not parts[0].startswith("[GPU time"):
+            continue
+        weight = int(weight)
+        if parts[-1] == "forward_kernel":
+            assert parts[-3:-1] == ["step (%s:%d)" % (program, forward_line),
+                                    "[NVTX] forward"], parts
+            forward += weight
+            continue
+        assert parts[-1] == "backward_kernel", parts
+        # The engine's own range, always, right above its kernel.
+        assert parts[-2] == "[NVTX] MmBackward0", parts
+        total += weight
+        if parts[0] != waiting:
+            continue
+        assert parts[-5:-2] == [
+            "step (%s:%d)" % (program, call),
+            "_engine_run_backward (%s:%d)" % (engine / "graph.py",
+                                             engine_line),
+            "[NVTX] backward"], parts
+        placed += weight
+    assert forward == 100 * counts["forward_kernel"], res.describe()
+    assert total == 200 * counts["backward_kernel"], res.describe()
+    assert placed >= 0.9 * total, (placed, total, res.stderr)
+    # The summary: each range's GPU time, the engine's inside backward's.
+    assert re.search(r"NVTX ranges: \d+ pushed", res.stderr), res.describe()
+
+
 # A child the program starts before its own work: it inherits the
 # environment that has the CUDA driver load spyc's agent, and launches
 # kernels of its own (a DataLoader worker, a compile worker).

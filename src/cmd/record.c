@@ -512,7 +512,8 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 	for (i = 0; i < d->nr; i++)
 		py_sampler_push_copied(&r->sl.ps, s, d->frames[i].code,
 				       d->frames[i].pos);
-	if (py_sampler_name_frames(&r->sl.ps, s) != DROP_NONE) {
+	/* No Python (an engine's thread): the ranges open on it only. */
+	if (d->nr && py_sampler_name_frames(&r->sl.ps, s) != DROP_NONE) {
 		r->gp.launch_unnamed++;
 		return;
 	}
@@ -619,6 +620,11 @@ static void sample_loop(struct recorder *r)
 				r->empty++;
 			goto next;
 		}
+		/*
+		 * The GPU's records first: a thread waiting in autograd's
+		 * engine takes the NVTX ranges open on it as it is sampled.
+		 */
+		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 		why = sampleloop_take(sl);
 		if (why == DROP_GONE) {
 			r->ended = sl->ended;
@@ -639,7 +645,6 @@ static void sample_loop(struct recorder *r)
 			else
 				r->empty++;
 		}
-		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 	next:
 		if (timed) {
 			r->awake_cpu_ns += thread_cpu_ns() - woke;

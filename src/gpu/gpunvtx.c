@@ -138,6 +138,36 @@ uint32_t gpunvtx_node_of(const struct gpunvtx *nv, uint64_t id)
 	return o ? o->node : 0;
 }
 
+/* Ranges of the timeline looked at for one time, at most. */
+#define GPU_NVTX_SCAN 4096
+
+uint32_t gpunvtx_node_at(const struct gpunvtx *nv, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = nv->nr_ranges, i;
+
+	/*
+	 * The timeline is in the order ranges ended: the first range of
+	 * tid that ends at t or later and began by t is the innermost one
+	 * around t (one nested in it would end first).
+	 */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (nv->ranges[mid].end < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < nv->nr_ranges && i < lo + GPU_NVTX_SCAN; i++)
+		if (nv->ranges[i].tid == tid && nv->ranges[i].start <= t)
+			return nv->ranges[i].node;
+	/* Else one still open: the last pushed by t. */
+	for (i = nv->nr_open; i-- > 0;)
+		if (nv->open[i].tid == tid && nv->open[i].start <= t)
+			return nv->open[i].node;
+	return 0;
+}
+
 static void timeline_add(struct gpunvtx *nv, const struct gpunvtx_open *o,
 			 uint64_t end, size_t keep)
 {

@@ -68,6 +68,12 @@ void gpunvtx_add(struct gpunvtx *nv, const struct gpu_range *r, size_t keep);
 uint32_t gpunvtx_node_of(const struct gpunvtx *nv, uint64_t id);
 
 /*
+ * The path of the innermost range open on thread tid at t, as far as the
+ * timeline still holds it: 0 if none.
+ */
+uint32_t gpunvtx_node_at(const struct gpunvtx *nv, uint32_t tid, uint64_t t);
+
+/*
  * The frame names of a path's ranges, outermost first, at most max of
  * the innermost; returns how many.  Valid while nv is.
  */

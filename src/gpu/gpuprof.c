@@ -282,6 +282,7 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
+	s->node = GPU_NODE_UNKNOWN;
 }
 
 static int is_python_frame(const struct gpuprof *gp, uint32_t f);
@@ -337,6 +338,7 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
+	s->node = GPU_NODE_UNKNOWN;
 }
 
 /* frames (root first) as an entry of gp->launch_stacks. */
@@ -878,7 +880,7 @@ struct sink {
 	size_t *nr_line_time;
 	uint32_t root_launch, root_nearest, root_no_launch, root_no_sample;
 	uint32_t root_waiting;
-	uint32_t *frames; /* room for the deepest stack and two more */
+	uint32_t *frames; /* room for the deepest stacks (sink_open) */
 };
 
 static uint32_t sink_cpu_frame(const struct sink *k, uint32_t f)
@@ -959,7 +961,9 @@ static void sink_open(struct sink *k, struct gpuprof *gp,
 	k->root_waiting = stacks_frame(st, GPU_ROOT_WAITING, "", 0);
 	k->launch_map = frames_in(st, &gp->launch_stacks);
 	k->waiting_map = frames_in(st, &gp->waiting_stacks);
-	k->frames = xmalloc((deepest(gp, cpu) + 2) * sizeof(*k->frames));
+	/* A waiting thread's stack and ranges, then a launch's ranges. */
+	k->frames = xmalloc((2 * deepest(gp, cpu) + GPU_NVTX_DEPTH + 2) *
+			    sizeof(*k->frames));
 }
 
 static void sink_close(struct sink *k)
@@ -968,6 +972,26 @@ static void sink_close(struct sink *k)
 	free(k->launch_map);
 	free(k->waiting_map);
 	free(k->frames);
+}
+
+/*
+ * The frames in k of the NVTX ranges open on a waiting thread as it was
+ * sampled (around its backward()), outermost first; how many.  Found
+ * once, when first used: by then the ranges' records have come, which
+ * the channel may bring well after the sample.
+ */
+static size_t waiting_ranges(struct gpuprof *gp, const struct sink *k,
+			     struct gpu_cpu_sample *s, uint32_t *frames)
+{
+	const char *names[GPU_NVTX_DEPTH];
+	size_t n, i;
+
+	if (s->node == GPU_NODE_UNKNOWN)
+		s->node = gpunvtx_node_at(&gp->nvtx, (uint32_t)s->tid, s->t_ns);
+	n = gpunvtx_path(&gp->nvtx, s->node, names, GPU_NVTX_DEPTH);
+	for (i = 0; i < n; i++)
+		frames[i] = stacks_frame(k->st, names[i], "", 0);
+	return n;
 }
 
 /*
@@ -985,7 +1009,7 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 	    find_api(gp, corr, activity_start(act));
 	const struct gpu_launch *launch = find_launch(gp, corr);
 	const struct gpu_cpu_sample *s = NULL;
-	const struct stack_entry *e = NULL;
+	const struct stack_entry *e = NULL, *ranges = NULL;
 	uint32_t *frames = k->frames, thread;
 	size_t depth = 0, j;
 
@@ -993,18 +1017,29 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 	ns = end - start;
 	if (launch) {
 		e = &gp->launch_stacks.entries[launch->entry];
+		/* A launch's own stack is Python, then its NVTX ranges. */
+		for (j = e->depth; j > 0 && gp->launch_nvtx[e->frames[j - 1]];
+		     j--)
+			;
+		/*
+		 * Ranges only (a thread with no Python): placed as a
+		 * launch without a stack is, and under them.
+		 */
+		if (!j) {
+			ranges = e;
+			e = NULL;
+		}
+	}
+	if (e) {
 		thread = launch_thread(k->st, cpu, launch->tid);
 		frames[depth++] = k->root_launch;
 		for (j = 0; j < e->depth; j++)
 			frames[depth++] = k->launch_map[e->frames[j]];
 		gp->exact++;
-		/* A launch's own stack is Python, then its NVTX ranges. */
 		for (j = e->depth; j > 0 && gp->launch_nvtx[e->frames[j - 1]];
 		     j--)
 			;
-		if (j)
-			add_time_at(k->line_time, k->nr_line_time, frames[j],
-				    ns);
+		add_time_at(k->line_time, k->nr_line_time, frames[j], ns);
 		frames[depth++] = leaf;
 		stacks_add(k->st, thread, frames, depth, ns);
 		return;
@@ -1030,6 +1065,8 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 		frames[depth++] = k->root_waiting;
 		for (j = 0; j < w->depth; j++)
 			frames[depth++] = k->waiting_map[w->frames[j]];
+		depth += waiting_ranges(gp, k, &gp->waiting[s - gp->waiting],
+					frames + depth);
 		gp->by_waiting++;
 		for (j = w->depth; j-- > 0;)
 			if (w->frames[j] < gp->alloc_waiting_python &&
@@ -1056,6 +1093,8 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 		frames[depth++] = k->root_no_launch;
 		gp->no_launch++;
 	}
+	for (j = 0; ranges && j < ranges->depth; j++)
+		frames[depth++] = k->launch_map[ranges->frames[j]];
 	frames[depth++] = leaf;
 	stacks_add(k->st, thread, frames, depth, ns);
 }

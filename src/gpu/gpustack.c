@@ -105,6 +105,11 @@ int gpustack_feed(struct gpustack_asm *a, const struct gpu_stack *rec,
 		done->alias = rec->alias;
 		return rec->alias != rec->correlation ? 1 : (a->invalid++, 0);
 	}
+	/* A thread with no Python frames but NVTX ranges open. */
+	if (!rec->depth && !rec->count && !rec->first && rec->range) {
+		done->frames = a->one;
+		return 1;
+	}
 	if (!rec->count || rec->count > GPU_STACK_FRAMES ||
 	    rec->depth > GPU_STACK_MAX ||
 	    (unsigned)rec->first + rec->count > rec->depth) {

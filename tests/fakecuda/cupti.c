@@ -48,6 +48,7 @@
  * switches are not supported.
  */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -180,6 +181,9 @@ EXPORT int fake_launch_native(const char *kernel, unsigned long long gpu_ns,
 			      unsigned stream);
 EXPORT int fake_engine_pass(const char *kernel, unsigned long long gpu_ns,
 			    unsigned stream, int n, unsigned gap_us);
+EXPORT int fake_engine_pass_ranged(const char *kernel,
+				   unsigned long long gpu_ns, unsigned stream,
+				   int n, unsigned gap_us, const char *range);
 EXPORT int fake_enabled_kinds(void);
 EXPORT int fake_subscribed(void);
 EXPORT int fake_collect_alone(void);
@@ -942,16 +946,28 @@ struct engine_pass {
 	unsigned stream;
 	int n;
 	unsigned gap_us;
+	const char *range; /* pushed around each launch, when not NULL */
 };
 
 static void *engine_thread(void *arg)
 {
 	struct engine_pass *p = arg;
 	struct timespec gap = {0, (long)p->gap_us * 1000L};
+	/* NVTX as the program loaded it (RTLD_GLOBAL): PyTorch's emit_nvtx. */
+	int (*push)(const char *) =
+	    p->range
+		? (int (*)(const char *))dlsym(RTLD_DEFAULT, "nvtxRangePushA")
+		: NULL;
+	int (*pop)(void) =
+	    push ? (int (*)(void))dlsym(RTLD_DEFAULT, "nvtxRangePop") : NULL;
 	int i;
 
 	for (i = 0; i < p->n; i++) {
+		if (push && pop)
+			push(p->range);
 		fake_launch(p->kernel, p->gpu_ns, p->stream);
+		if (push && pop)
+			pop();
 		nanosleep(&gap, NULL);
 	}
 	return NULL;
@@ -962,16 +978,32 @@ static void *engine_thread(void *arg)
  * process's own, with no Python, launches n kernels gap_us apart while
  * the caller waits for it (here, in pthread_join).
  */
+static int engine_pass(struct engine_pass *p)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, engine_thread, p))
+		return -1;
+	pthread_join(t, NULL);
+	return p->n;
+}
+
 EXPORT int fake_engine_pass(const char *kernel, unsigned long long gpu_ns,
 			    unsigned stream, int n, unsigned gap_us)
 {
-	struct engine_pass p = {kernel, gpu_ns, stream, n, gap_us};
-	pthread_t t;
+	struct engine_pass p = {kernel, gpu_ns, stream, n, gap_us, NULL};
 
-	if (pthread_create(&t, NULL, engine_thread, &p))
-		return -1;
-	pthread_join(t, NULL);
-	return n;
+	return engine_pass(&p);
+}
+
+/* The same, each launch inside an NVTX range of its own (emit_nvtx). */
+EXPORT int fake_engine_pass_ranged(const char *kernel,
+				   unsigned long long gpu_ns, unsigned stream,
+				   int n, unsigned gap_us, const char *range)
+{
+	struct engine_pass p = {kernel, gpu_ns, stream, n, gap_us, range};
+
+	return engine_pass(&p);
 }
 
 /* n launches of 1 us kernels, as fast as they go: to fill a ring. */

@@ -115,6 +115,35 @@ static void test_bounded(void)
 	gpunvtx_release(&nv);
 }
 
+/* The ranges open on a thread at a time, from the timeline and those open. */
+static void test_node_at(void)
+{
+	struct gpunvtx nv;
+	uint32_t step, backward;
+
+	gpunvtx_init(&nv);
+	/* Thread 1: step [100, 400) holding backward [200, 300). */
+	add(&nv, range(1, 0, 100, 1, "step"));
+	step = gpunvtx_node_of(&nv, 1);
+	add(&nv, range(2, 1, 200, 1, "backward"));
+	backward = gpunvtx_node_of(&nv, 2);
+	/* Thread 2's range, ending in between. */
+	add(&nv, range(3, 0, 150, 2, "other"));
+	add(&nv, range(3, 0, 250, 2, NULL));
+	add(&nv, range(2, 0, 300, 1, NULL));
+	/* step still open: found among the open ones. */
+	CHECK(gpunvtx_node_at(&nv, 1, 350) == step);
+	CHECK(gpunvtx_node_at(&nv, 1, 250) == backward);
+	CHECK(gpunvtx_node_at(&nv, 1, 150) == step);
+	CHECK(gpunvtx_node_at(&nv, 1, 50) == 0);
+	add(&nv, range(1, 0, 400, 1, NULL));
+	CHECK(gpunvtx_node_at(&nv, 1, 250) == backward);
+	CHECK(gpunvtx_node_at(&nv, 1, 350) == step);
+	CHECK(gpunvtx_node_at(&nv, 1, 450) == 0);
+	CHECK(gpunvtx_node_at(&nv, 3, 250) == 0);
+	gpunvtx_release(&nv);
+}
+
 static void test_grouping(void)
 {
 	const char *s = "aten::addmm, op_id = 3, sizes = [[1]]";
@@ -128,6 +157,7 @@ int main(void)
 {
 	test_paths();
 	test_bounded();
+	test_node_at();
 	test_grouping();
 	return failed;
 }
