@@ -52,6 +52,15 @@ static __thread struct open_range {
 } opened[NVTX_DEPTH];
 /* Ranges open on this thread, those deeper than NVTX_DEPTH too. */
 static __thread unsigned depth;
+/* This thread's id (gettid), once asked: a system call otherwise. */
+static __thread uint32_t thread_id;
+
+static uint32_t this_thread(void)
+{
+	if (!thread_id)
+		thread_id = (uint32_t)compat_gettid();
+	return thread_id;
+}
 
 static void in_child(void)
 {
@@ -196,7 +205,7 @@ static int push(nvtxDomainHandle_t domain, const char *ascii,
 			r.u.range.id = id;
 			r.u.range.parent = level ? opened[level - 1].id : 0;
 			r.u.range.t = agent_monotonic_ns();
-			r.u.range.tid = (uint32_t)compat_gettid();
+			r.u.range.tid = this_thread();
 			set_name(&r.u.range, ascii, wide);
 			if (ring_write(w, &r))
 				id = 0; /* spyc never hears of it */
@@ -232,7 +241,7 @@ static int pop(nvtxDomainHandle_t domain)
 		r.size = sizeof(r.u.range);
 		r.u.range.id = opened[i].id;
 		r.u.range.t = agent_monotonic_ns();
-		r.u.range.tid = (uint32_t)compat_gettid();
+		r.u.range.tid = this_thread();
 		r.u.range.pop = 1;
 		ring_write(w, &r);
 	}

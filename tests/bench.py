@@ -148,7 +148,11 @@ on the newest 3.6 .. 3.10 slot benchmarked:
                           and one three times as long, with
                           --gpu-timeline 5000, per 100k more activities,
                           goal <= 1 MB (held whole, each costs about 175
-                          bytes: 17 MB)
+                          bytes: 17 MB); and an NVTX range pushed and
+                          popped (through NVIDIA's own loader) under
+                          record --gpu, less one with no NVTX tool, the
+                          fastest round of 1000 (rounds 5 ms apart), goal
+                          <= 1 us
 
 The goals add about a minute to a run (--quick: about half a minute).
 
@@ -247,6 +251,10 @@ GOAL_GPU_SLOWDOWN = 5.0
 # let go), per 100k more.  Held whole, one costs about 100 bytes: 10 MB.
 GPU_MEM_TIMELINE = 5000
 GOAL_GPU_MEM_GROWTH_MB = 1.0
+# NVTX ranges pushed and popped in each run of bench_gpu.py, and what one
+# may cost the target more under record --gpu than with no NVTX tool.
+GPU_NVTX_PAIRS = 100000
+GOAL_GPU_NVTX_NS = 1000.0
 CHURN_ROUNDS = 10 ** 9      # churn.py rounds: it runs until stopped
 # Iterations of bench_work.py used to time an interpreter before scaling the
 # workload to the wanted length (about 0.3-0.6 s on this class of machine).
@@ -1133,13 +1141,16 @@ GPU_STATS_RE = re.compile(r"spyc: stats: --gpu: (\d+) GPU activities, (\d+) "
                           r"held for the timeline; RssAnon (\d+) KiB")
 
 
-def gpu_run(python, steps, mode, workdir, spyc_args=(), stats=None):
+def gpu_run(python, steps, mode, workdir, spyc_args=(), stats=None,
+            nvtx_pairs=0):
     """One run of bench_gpu.py in mode (plain, alone: the stand-in CUPTI
     collecting without the agent, or agent: under `spyc record --gpu`
     and spyc_args): its JSON line, and with spyc the GPU records it says
     were lost; with stats (a list), spyc's SPYC_STATS --gpu figures
     appended (activities, held, its RssAnon in KiB at the end)."""
     argv = [python, GPU_TARGET, FAKE_CUDA, str(steps), mode]
+    if nvtx_pairs:
+        argv.append(str(nvtx_pairs))
     lost = None
     if mode == "agent":
         out = os.path.join(workdir, "gpu.txt")
@@ -1191,13 +1202,18 @@ def bench_gpu(slot, cfg, quick, errors):
     workdir = tempfile.mkdtemp(prefix="spyc-bench-gpu-")
     steps = GPU_STEPS[quick]
     plain, alone, profiled, lost, rss, mem = [], [], [], [], [], []
+    nvtx_plain, nvtx_agent = [], []
     try:
         progress("  %s: --gpu, %d steps of 8 fake launches, %d runs each "
                  "of 3 ways" % (slot.name, steps, cfg["runs"]))
         for _ in range(cfg["runs"]):
-            a, _ = gpu_run(slot.interpreter.path, steps, "plain", workdir)
+            a, _ = gpu_run(slot.interpreter.path, steps, "plain", workdir,
+                           nvtx_pairs=GPU_NVTX_PAIRS)
             c, _ = gpu_run(slot.interpreter.path, steps, "alone", workdir)
-            b, n = gpu_run(slot.interpreter.path, steps, "agent", workdir)
+            b, n = gpu_run(slot.interpreter.path, steps, "agent", workdir,
+                           nvtx_pairs=GPU_NVTX_PAIRS)
+            nvtx_plain.append(a["nvtx_ns"])
+            nvtx_agent.append(b["nvtx_ns"])
             plain.append(a["cpu"])
             alone.append(c["cpu"])
             profiled.append(b["cpu"])
@@ -1220,6 +1236,7 @@ def bench_gpu(slot, cfg, quick, errors):
     noise = 100.0 * (max(alone) - min(alone)) / statistics.median(alone)
     growth = ((mem[1][2] - mem[0][2]) / 1024.0 * 1e5 /
               max(1, mem[1][0] - mem[0][0]))
+    nvtx_more = statistics.median(nvtx_agent) - statistics.median(nvtx_plain)
     return [
         [what, slot.name, "%+.1f%% (noise %.0f%%; over the stand-in CUPTI "
          "collecting alone)" % (own, noise), goal_text,
@@ -1237,6 +1254,12 @@ def bench_gpu(slot, cfg, quick, errors):
          "timeline)" % (growth, mem[0][0], mem[1][0], GPU_MEM_TIMELINE),
          "%s %g MB" % (LE, GOAL_GPU_MEM_GROWTH_MB),
          met(growth <= GOAL_GPU_MEM_GROWTH_MB)],
+        ["  an NVTX range (push and pop) in the target", slot.name,
+         "%+.0f ns (%.0f ns under record --gpu, %.0f ns with no NVTX "
+         "tool; ctypes calls)" % (nvtx_more, statistics.median(nvtx_agent),
+                                  statistics.median(nvtx_plain)),
+         "%s %g ns" % (LE, GOAL_GPU_NVTX_NS),
+         met(nvtx_more <= GOAL_GPU_NVTX_NS)],
     ]
 
 

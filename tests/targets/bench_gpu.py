@@ -3,14 +3,18 @@
 through the stand-ins for CUPTI and the CUDA driver (tests/fakecuda/, no
 GPU needed) between bits of Python work, from a few frames deep.
 
-  python bench_gpu.py FAKE_DIR STEPS plain|alone|agent
+  python bench_gpu.py FAKE_DIR STEPS plain|alone|agent [NVTX_PAIRS]
 
 agent: start spyc's agent as the CUDA driver would (CUDA_INJECTION64_PATH,
 set by `spyc record --gpu`).  alone: no agent, but the stand-in CUPTI
 collects the same activities for a client that does nothing with them
 (fake_collect_alone), so that agent over alone is the agent's own cost.
+With NVTX_PAIRS, then times that many NVTX ranges pushed and popped
+through NVIDIA's own loader (tests/fakecuda/libnvtx.so): no tool, unless
+`spyc record --gpu` named its agent in NVTX_INJECTION64_PATH.
 Prints one JSON line: the CPU time of the loop (time.process_time), the
-VmRSS at its end (KiB) and the launches.
+VmRSS at its end (KiB), the launches and the ns per NVTX range (the
+fastest round of 1000; null without NVTX_PAIRS).
 """
 import ctypes
 import json
@@ -56,7 +60,25 @@ x = 0
 for _ in range(steps):
     x = forward(x)
 cpu = time.process_time() - start
+nvtx_ns = None
+if len(sys.argv) > 4:
+    # Rounds of 1000 with a pause between, some 200k ranges a second as
+    # a busy emit_nvtx does, which the channel takes without a loss.
+    rounds, pairs = max(1, int(sys.argv[4]) // 1000), 1000
+    nvtx = ctypes.CDLL(os.path.join(fake, "libnvtx.so"))
+    push, pop = nvtx.nvtxRangePushA, nvtx.nvtxRangePop
+    push.argtypes = [ctypes.c_char_p]
+    push(b"warm-up")  # NVTX's loader finds its tool at the first call
+    pop()
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(pairs):
+            push(b"op")
+            pop()
+        ns = (time.perf_counter() - t) * 1e9 / pairs
+        nvtx_ns = ns if nvtx_ns is None else min(nvtx_ns, ns)
+        time.sleep(0.005)
 print(json.dumps({"cpu": cpu, "rss_kib": vm_rss_kib(),
-                  "launches": launches,
+                  "launches": launches, "nvtx_ns": nvtx_ns,
                   "kinds": cupti.fake_enabled_kinds(),
                   "subscribed": cupti.fake_subscribed()}))
