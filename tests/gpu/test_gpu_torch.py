@@ -148,6 +148,82 @@ def test_torch_training_gemms(spyc, tmp_path, torch_py):
     check_profile(doc, res.stderr, result["forward_ms"])
 
 
+def nvtx_time(doc, name):
+    """Seconds of GPU time with the NVTX range name on their stack, and
+    of GEMMs with it there, of the launching-stack profile."""
+    frames = doc["shared"]["frames"]
+    gpu = [p for p in doc["profiles"]
+           if p["name"].startswith("GPU time by launching stack")][0]
+    total = gemms = 0.0
+    for sample, weight in zip(gpu["samples"], gpu["weights"]):
+        names = [frames[i]["name"] for i in sample]
+        if "[NVTX] " + name in names:
+            total += weight
+            if any(k in names[-1].lower() for k in GEMM_FAMILIES):
+                gemms += weight
+    return total, gemms
+
+
+def test_torch_nvtx_ranges(spyc, tmp_path, torch_py):
+    """torch.cuda.nvtx ranges: the forward passes' GPU time under
+    "forward" as torch.cuda.Event measures it (within 15%); the backward
+    pass's GEMMs, launched by autograd's threads, under "backward" (the
+    ranges of the thread waiting in the engine); every GEMM under
+    "step"; the summary's table of ranges."""
+    out = tmp_path / "nvtx.json"
+    res = spyc.run(["record", "--gpu", "--rate", "500", "-o", out, "--",
+                    torch_py, TRAIN, "100", "--nvtx"], env=target_env(),
+                   timeout=600)
+    assert res.returncode == 0, res.describe()
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    with open(str(out), encoding="utf-8") as f:
+        doc = json.load(f)
+    forward, _ = nvtx_time(doc, "forward")
+    _, backward_gemms = nvtx_time(doc, "backward")
+    _, step_gemms = nvtx_time(doc, "step")
+    print("nvtx: forward %.1f ms (torch.cuda.Event %.1f ms), backward GEMMs "
+          "%.1f ms, step GEMMs %.1f ms" % (
+              forward * 1e3, result["forward_ms"], backward_gemms * 1e3,
+              step_gemms * 1e3))
+    assert 0.85 <= forward * 1e3 / result["forward_ms"] <= 1.15, \
+        res.describe()
+    assert backward_gemms > 0.5 * forward, res.describe()
+    assert "NVTX ranges by the GPU time launched inside them" in \
+        res.stderr, res.describe()
+
+
+def test_torch_emit_nvtx(spyc, tmp_path, torch_py):
+    """torch.autograd.profiler.emit_nvtx: each op's range, pushed by
+    PyTorch's own NVTX (its copy of NVIDIA's loader), forward on the
+    step's thread and backward on autograd's threads: GEMMs sit under
+    the forward ops' ranges and the backward ops' (*Backward0)."""
+    out = tmp_path / "emit.json"
+    res = spyc.run(["record", "--gpu", "--rate", "500", "-o", out, "--",
+                    torch_py, TRAIN, "50", "--emit-nvtx"], env=target_env(),
+                   timeout=600)
+    assert res.returncode == 0, res.describe()
+    with open(str(out), encoding="utf-8") as f:
+        doc = json.load(f)
+    frames = doc["shared"]["frames"]
+    gpu = [p for p in doc["profiles"]
+           if p["name"].startswith("GPU time by launching stack")][0]
+    forward_op = backward_op = 0.0
+    for sample, weight in zip(gpu["samples"], gpu["weights"]):
+        names = [frames[i]["name"] for i in sample]
+        if not any(k in names[-1].lower() for k in GEMM_FAMILIES):
+            continue
+        ranges = [n for n in names if n.startswith("[NVTX] ")]
+        if any("Backward" in n for n in ranges):
+            backward_op += weight
+        elif any(n.startswith("[NVTX] aten::") for n in ranges):
+            forward_op += weight
+    print("emit_nvtx: GEMMs %.1f ms under forward ops, %.1f ms under "
+          "backward ops" % (forward_op * 1e3, backward_op * 1e3))
+    assert forward_op > 0 and backward_op > 0, res.describe()
+    # No range is split by its seq or op_id.
+    assert not any(", seq = " in f["name"] for f in frames)
+
+
 def losses(lines):
     """{step: loss} from train_small.py's --progress lines."""
     out = {}

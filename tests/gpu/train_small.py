@@ -11,7 +11,11 @@ kernels then), and TF32 is set explicitly, so that every timed step runs
 the same kernels.  With --progress N it prints "step S loss L" every N
 steps, flushed, for a test that attaches mid-run and compares the losses
 with a run of its own.  With --torch-profiler N, the first N timed steps
-run under torch.profiler, which counts the CUDA kernels it saw.  Ends
+run under torch.profiler, which counts the CUDA kernels it saw.  With
+--nvtx, each timed step runs inside torch.cuda.nvtx ranges ("step",
+"forward" around the layers' call, "backward" around backward()); with
+--emit-nvtx, under torch.autograd.profiler.emit_nvtx too (a range per
+op, forward and backward).  Ends
 with one JSON line: the loss, the steps, the forward passes' GPU time
 (ms), the timed steps' wall time (s) and the profiler's kernel count."""
 import argparse
@@ -33,7 +37,15 @@ def main():
     parser.add_argument("steps", type=int, nargs="?", default=200)
     parser.add_argument("--progress", type=int, default=0)
     parser.add_argument("--torch-profiler", type=int, default=0)
+    parser.add_argument("--nvtx", action="store_true")
+    parser.add_argument("--emit-nvtx", action="store_true")
     args = parser.parse_args()
+
+    def nvtx(name):
+        if args.nvtx:
+            return torch.cuda.nvtx.range(name)
+        return contextlib.nullcontext()
+
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
@@ -57,19 +69,24 @@ def main():
     if args.torch_profiler:
         profiled = watch.enter_context(torch.profiler.profile(
             activities=[torch.profiler.ProfilerActivity.CUDA]))
+    if args.emit_nvtx:
+        watch.enter_context(torch.autograd.profiler.emit_nvtx())
     started = time.monotonic()
     while done < args.steps:
         for x, y in loader:
             x, y = x.to("cuda"), y.to("cuda")
             begin = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            begin.record()
-            out = model(x)  # LAYER-CALL
-            end.record()
-            loss = torch.nn.functional.mse_loss(out, y)
-            opt.zero_grad()
-            loss.backward()  # BACKWARD-CALL
-            opt.step()
+            with nvtx("step"):
+                begin.record()
+                with nvtx("forward"):
+                    out = model(x)  # LAYER-CALL
+                end.record()
+                loss = torch.nn.functional.mse_loss(out, y)
+                opt.zero_grad()
+                with nvtx("backward"):
+                    loss.backward()  # BACKWARD-CALL
+                opt.step()
             end.synchronize()
             forward_ms += begin.elapsed_time(end)
             done += 1
