@@ -907,6 +907,7 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
                           [u"w\u00f6rker \u2713"], 20e-6 * did["worker"]),
     }
     doc = json.load(open(str(out)))
+    assert doc["spyc_gpu"]["nvtx_ranges_pushed"] == did["pushes"]
     got = {}
     for stack, seconds in speedscope_profile(
             doc, "GPU time by launching stack").items():

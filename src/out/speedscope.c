@@ -385,7 +385,9 @@ static int add_gpu_meta(cJSON *root, const struct gpuprof *gp)
 	    !cJSON_AddNumberToObject(g, "idle_window_s",
 				     (double)gp->idle_window_ns / 1e9) ||
 	    !cJSON_AddNumberToObject(g, "idle_unsampled_s",
-				     (double)gp->idle_unsampled_ns / 1e9))
+				     (double)gp->idle_unsampled_ns / 1e9) ||
+	    !cJSON_AddNumberToObject(g, "nvtx_ranges_pushed",
+				     (double)gp->nvtx.pushed))
 		return -1;
 	return 0;
 }
