@@ -620,11 +620,6 @@ static void sample_loop(struct recorder *r)
 				r->empty++;
 			goto next;
 		}
-		/*
-		 * The GPU's records first: a thread waiting in autograd's
-		 * engine takes the NVTX ranges open on it as it is sampled.
-		 */
-		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 		why = sampleloop_take(sl);
 		if (why == DROP_GONE) {
 			r->ended = sl->ended;
@@ -645,6 +640,7 @@ static void sample_loop(struct recorder *r)
 			else
 				r->empty++;
 		}
+		gpusession_drain(&r->gpu, GPU_DRAIN_PER_TICK);
 	next:
 		if (timed) {
 			r->awake_cpu_ns += thread_cpu_ns() - woke;

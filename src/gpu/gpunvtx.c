@@ -14,11 +14,6 @@ void gpunvtx_init(struct gpunvtx *nv)
 {
 	memset(nv, 0, sizeof(*nv));
 	stacks_init(&nv->names);
-	/* Node 0: no range. */
-	ALLOC_GROW(nv->nodes, 1, nv->alloc_nodes);
-	nv->nodes[0].parent = 0;
-	nv->nodes[0].name = stacks_frame(&nv->names, "", "", 0);
-	nv->nr_nodes = 1;
 }
 
 void gpunvtx_release(struct gpunvtx *nv)
@@ -85,6 +80,13 @@ static uint32_t node(struct gpunvtx *nv, uint32_t parent, uint32_t name)
 
 		if (n->parent == parent && n->name == name)
 			return nv->node_index[at] - 1;
+	}
+	/* Node 0, no range, made with the first. */
+	if (!nv->nr_nodes) {
+		ALLOC_GROW(nv->nodes, 1, nv->alloc_nodes);
+		nv->nodes[0].parent = 0;
+		nv->nodes[0].name = stacks_frame(&nv->names, "", "", 0);
+		nv->nr_nodes = 1;
 	}
 	ALLOC_GROW(nv->nodes, nv->nr_nodes + 1, nv->alloc_nodes);
 	nv->nodes[nv->nr_nodes].parent = parent;
@@ -241,8 +243,8 @@ size_t gpunvtx_path(const struct gpunvtx *nv, uint32_t n, const char **names,
 
 const char *gpunvtx_name(const struct gpunvtx *nv, uint32_t n)
 {
-	if (n >= nv->nr_nodes)
-		n = 0;
+	if (!n || n >= nv->nr_nodes)
+		return "";
 	return nv->names.frames[nv->nodes[n].name].name;
 }
 

@@ -282,7 +282,6 @@ void gpuprof_cpu_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
-	s->node = GPU_NODE_UNKNOWN;
 }
 
 static int is_python_frame(const struct gpuprof *gp, uint32_t f);
@@ -338,7 +337,6 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 	s->t_ns = t_ns;
 	s->tid = tid;
 	s->entry = entry;
-	s->node = GPU_NODE_UNKNOWN;
 }
 
 /* frames (root first) as an entry of gp->launch_stacks. */
@@ -975,20 +973,20 @@ static void sink_close(struct sink *k)
 }
 
 /*
- * The frames in k of the NVTX ranges open on a waiting thread as it was
- * sampled (around its backward()), outermost first; how many.  Found
- * once, when first used: by then the ranges' records have come, which
- * the channel may bring well after the sample.
+ * The frames in k of the NVTX ranges open on a waiting thread at time t
+ * (spyc's clock), outermost first (those around its backward()); how
+ * many.  t is a launch's: inside the wait, where a sample's time may
+ * be a moment outside it.
  */
-static size_t waiting_ranges(struct gpuprof *gp, const struct sink *k,
-			     struct gpu_cpu_sample *s, uint32_t *frames)
+static size_t waiting_ranges(struct gpuprof *gp, const struct sink *k, long tid,
+			     uint64_t t, uint32_t *frames)
 {
 	const char *names[GPU_NVTX_DEPTH];
 	size_t n, i;
 
-	if (s->node == GPU_NODE_UNKNOWN)
-		s->node = gpunvtx_node_at(&gp->nvtx, (uint32_t)s->tid, s->t_ns);
-	n = gpunvtx_path(&gp->nvtx, s->node, names, GPU_NVTX_DEPTH);
+	n = gpunvtx_path(&gp->nvtx,
+			 gpunvtx_node_at(&gp->nvtx, (uint32_t)tid, t), names,
+			 GPU_NVTX_DEPTH);
 	for (i = 0; i < n; i++)
 		frames[i] = stacks_frame(k->st, names[i], "", 0);
 	return n;
@@ -1065,7 +1063,8 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 		frames[depth++] = k->root_waiting;
 		for (j = 0; j < w->depth; j++)
 			frames[depth++] = k->waiting_map[w->frames[j]];
-		depth += waiting_ranges(gp, k, &gp->waiting[s - gp->waiting],
+		depth += waiting_ranges(gp, k, s->tid,
+					gpuprof_to_monotonic(gp, api->start),
 					frames + depth);
 		gp->by_waiting++;
 		for (j = w->depth; j-- > 0;)

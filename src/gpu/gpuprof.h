@@ -24,11 +24,7 @@ struct gpu_cpu_sample {
 	uint64_t t_ns; /* spyc's clock (now_ns(), CLOCK_MONOTONIC) */
 	long tid;
 	uint32_t entry; /* index in the CPU stacks' entries */
-	/* a waiting thread's: its NVTX ranges then (GPU_NODE_UNKNOWN: not
-	 * looked for yet), a path of gpunvtx */
-	uint32_t node;
 };
-#define GPU_NODE_UNKNOWN UINT32_MAX
 
 /* What the attribution and the timelines need of a CUDA API call. */
 struct gpu_api_call {
@@ -341,7 +337,7 @@ int gpuprof_autograd_file(const char *file);
  * at t_ns, on the stack of these frame ids of cpu (root first).  A
  * kernel launched by a thread with no Python frames and no CPU sample
  * goes on the stack of the waiting sample nearest its launch, and under
- * the NVTX ranges open on the waiting thread at t_ns.
+ * the NVTX ranges open on the waiting thread at the launch.
  */
 void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
 			    uint64_t ident, const char *name,
