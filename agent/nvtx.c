@@ -83,7 +83,10 @@ uint64_t nvtx_innermost(void)
 	return n ? opened[n - 1].id : 0;
 }
 
-/* Append a wide string to out as UTF-8; returns the bytes it wanted. */
+/*
+ * A wide string into out as UTF-8: the bytes used, or size + 1 when it
+ * does not fit (what fits is there, no character cut in two).
+ */
 static size_t utf8_from_wide(const wchar_t *s, char *out, size_t size)
 {
 	size_t n = 0;
@@ -91,7 +94,7 @@ static size_t utf8_from_wide(const wchar_t *s, char *out, size_t size)
 	for (; *s; s++) {
 		uint32_t c = (uint32_t)*s;
 		unsigned char b[4];
-		size_t len, i;
+		size_t len;
 
 		if (c < 0x80) {
 			b[0] = (unsigned char)c;
@@ -115,11 +118,10 @@ static size_t utf8_from_wide(const wchar_t *s, char *out, size_t size)
 			b[0] = '?';
 			len = 1;
 		}
-		for (i = 0; i < len && n + i < size; i++)
-			out[n + i] = (char)b[i];
+		if (n + len > size)
+			return size + 1;
+		memcpy(out + n, b, len);
 		n += len;
-		if (n >= size)
-			return n + 1; /* cut: more than fits */
 	}
 	return n;
 }
@@ -139,6 +141,9 @@ static void set_name(struct gpu_range *r, const char *ascii,
 	}
 	r->cut = n > sizeof(r->name);
 	r->len = (uint16_t)(r->cut ? sizeof(r->name) : n);
+	/* The wide text's whole characters that fit. */
+	if (r->cut && wide)
+		r->len = (uint16_t)strnlen(r->name, sizeof(r->name));
 }
 
 /*
@@ -151,6 +156,7 @@ static nvtxStringHandle_t register_text(const char *ascii, const wchar_t *wide)
 	struct gpu_range tmp;
 	char *copy;
 
+	memset(&tmp, 0, sizeof(tmp));
 	set_name(&tmp, ascii, wide);
 	copy = malloc((size_t)tmp.len + 1);
 	if (!copy)

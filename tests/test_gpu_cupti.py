@@ -848,6 +848,15 @@ if pid == 0:
         nvtx.nvtxRangePop()
     os._exit(0)
 os.waitpid(pid, 0)
+# Messages longer than a record holds: cut, whole characters only.
+for long_message in (b"x" * 300, u"\u2713" * 100):
+    did["pushes"] += 1
+    if isinstance(long_message, bytes):
+        nvtx.nvtxRangePushA(long_message)
+    else:
+        nvtx.nvtxRangePushW(long_message)
+    cupti.fake_launch(b"long_kernel", 5000, 7)  # LONG
+    nvtx.nvtxRangePop()
 import subprocess
 child = subprocess.run([sys.executable, "-c",
     "import ctypes, sys; n = ctypes.CDLL(sys.argv[1]); "
@@ -895,7 +904,7 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
     lines = NVTX_PROGRAM.splitlines()
     line = dict((tag, [i for i, x in enumerate(lines, 1)
                        if "# " + tag in x][0])
-                for tag in ("FORWARD", "BACKWARD", "WORKER", "OUTSIDE"))
+                for tag in ("FORWARD", "BACKWARD", "WORKER", "OUTSIDE", "LONG"))
     want = {
         "fwd_kernel": ("forward", line["FORWARD"],
                        ["setup", "step", "forward"], 30e-6 * did["fwd"]),
@@ -905,6 +914,7 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
                            10e-6 * did["out"]),
         "worker_kernel": ("worker", line["WORKER"],
                           [u"w\u00f6rker \u2713"], 20e-6 * did["worker"]),
+        "long_kernel": ("<module>", line["LONG"], None, 2 * 5e-6),
     }
     doc = json.load(open(str(out)))
     assert doc["spyc_gpu"]["nvtx_ranges_pushed"] == did["pushes"]
@@ -913,6 +923,13 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
             doc, "GPU time by launching stack").items():
         leaf = stack[-1].rsplit(":", 1)[0]
         fn, ln, ranges, _ = want[leaf]
+        if ranges is None:
+            # setup, then the cut message (its first 200 bytes).
+            assert stack[-3][:-2] == "[NVTX] setup", stack
+            assert stack[-2][:-2] in ("[NVTX] " + "x" * 200 + "...",
+                                      u"[NVTX] " + u"\u2713" * 66 +
+                                      "..."), stack
+            ranges = ["setup", stack[-2][len("[NVTX] "):-2]]
         nr = len(ranges)
         assert stack[0].startswith("[GPU time, by the Python stack"), stack
         assert [f[:-2] for f in stack[-1 - nr:-1]] == \
@@ -938,8 +955,9 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
     step = 30e-6 * did["fwd"] + 60e-6 * did["bwd"]
     truth = {"step": step, "forward": 30e-6 * did["fwd"],
              "backward": 60e-6 * did["bwd"],
-             "setup": step + 10e-6 * did["out"],
-             u"w\u00f6rker \u2713": 20e-6 * did["worker"]}
+             "setup": step + 10e-6 * did["out"] + 2 * 5e-6,
+             u"w\u00f6rker \u2713": 20e-6 * did["worker"],
+             "x" * 200 + "...": 5e-6, u"\u2713" * 66 + "...": 5e-6}
     assert set(rows) == set(truth), (rows, res.describe())
     for name, t in truth.items():
         assert abs(rows[name] - t) <= 0.001 * t + 1e-6, (name, rows, truth)
@@ -952,7 +970,7 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
     for name, t in truth.items():
         assert abs(ranges[name] - t) < 1e-5, (name, ranges, truth)
     text = spyc.run(["report", "--gpu", out])
-    assert "NVTX ranges by the GPU time launched inside them (5 of 5)" in \
+    assert "NVTX ranges by the GPU time launched inside them (7 of 7)" in \
         text.stdout, text.describe()
 
     # The timeline: every range on its thread's NVTX row, nested.

@@ -95,6 +95,22 @@ static uint32_t node(struct gpunvtx *nv, uint32_t parent, uint32_t name)
 	return (uint32_t)nv->nr_nodes++;
 }
 
+/* n bytes of UTF-8 text cut anywhere, less a last character cut in two. */
+static size_t utf8_whole(const char *s, size_t n)
+{
+	size_t back = 0, want;
+	unsigned char lead;
+
+	while (back < 3 && back < n &&
+	       ((unsigned char)s[n - 1 - back] & 0xc0) == 0x80)
+		back++;
+	if (back == n)
+		return n;
+	lead = (unsigned char)s[n - 1 - back];
+	want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	return want > back + 1 ? n - 1 - back : n;
+}
+
 /* A pushed range's name as frames show it. */
 static uint32_t range_name(struct gpunvtx *nv, const struct gpu_range *r)
 {
@@ -110,10 +126,15 @@ static uint32_t range_name(struct gpunvtx *nv, const struct gpu_range *r)
 		n += 12;
 	} else {
 		/* A message with a NUL in it ends there. */
+		int cut;
+
 		group = strnlen(r->name, group);
+		cut = r->cut && group == len;
+		if (cut)
+			group = utf8_whole(r->name, group);
 		memcpy(buf + n, r->name, group);
 		n += group;
-		if (r->cut && group == len) {
+		if (cut) {
 			memcpy(buf + n, "...", 3);
 			n += 3;
 		}

@@ -81,14 +81,32 @@ static void test_paths(void)
 		CHECK(strlen(gpunvtx_name(&nv, gpunvtx_node_of(&nv, 5))) ==
 		      strlen(GPU_NVTX_PREFIX) + sizeof(r.name) + 3);
 	}
+	/* Cut inside a character (text pushed as UTF-8): that one left out. */
+	{
+		struct gpu_range r = range(6, 0, 165, 9, NULL);
+		size_t i;
+
+		r.pop = 0;
+		r.cut = 1;
+		r.len = sizeof(r.name);
+		for (i = 0; i + 3 <= sizeof(r.name); i += 3)
+			memcpy(r.name + i, "\xe2\x9c\x93", 3); /* U+2713 */
+		memcpy(r.name + i, "\xe2\x9c", sizeof(r.name) - i);
+		add(&nv, r);
+		CHECK(strlen(gpunvtx_name(&nv, gpunvtx_node_of(&nv, 6))) ==
+		      strlen(GPU_NVTX_PREFIX) + i + 3);
+		CHECK(!strcmp(gpunvtx_name(&nv, gpunvtx_node_of(&nv, 6)) +
+				  strlen(GPU_NVTX_PREFIX) + i,
+			      "..."));
+	}
 	/* A pop of a range not open changes nothing. */
 	add(&nv, range(42, 0, 170, 7, NULL));
-	CHECK(nv.popped == 1 && nv.pushed == 5 && nv.nr_open == 4);
+	CHECK(nv.popped == 1 && nv.pushed == 6 && nv.nr_open == 5);
 	/* The timeline: the popped one, then those open, to the end. */
 	CHECK(nv.nr_ranges == 1 && nv.ranges[0].start == 110 &&
 	      nv.ranges[0].end == 130 && nv.ranges[0].tid == 7);
 	gpunvtx_close_open(&nv, 1000);
-	CHECK(nv.nr_ranges == 5 && !nv.nr_open);
+	CHECK(nv.nr_ranges == 6 && !nv.nr_open);
 	CHECK(nv.ranges[1].start == 100 && nv.ranges[1].end == 1000);
 	CHECK(!strcmp(gpunvtx_name(&nv, nv.ranges[1].node), "[NVTX] step"));
 	gpunvtx_release(&nv);
