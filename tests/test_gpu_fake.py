@@ -772,6 +772,20 @@ with open(report, "w") as f:
 """
 
 
+def engine_program(tmp_path, engine, text):
+    """A program (text) and autograd's engine module as PyTorch has it,
+    torch/autograd/graph.py (engine) under tmp_path/lib: the program's
+    path, and where its report and spyc's output go."""
+    where = tmp_path / "lib" / "torch" / "autograd"
+    where.mkdir(parents=True)
+    for d in (where.parent, where):
+        (d / "__init__.py").write_text("")
+    (where / "graph.py").write_text(engine)
+    program = tmp_path / "train.py"
+    program.write_text(text)
+    return program, tmp_path / "report.json", tmp_path / "out.txt"
+
+
 @pytest.mark.parametrize("idle", [False, True], ids=["busy-only", "idle"])
 def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
     """Kernels that a thread with no Python launches while the step's
@@ -780,15 +794,7 @@ def test_fake_gpu_backward_pass(spyc, fake_cuda, any_python, tmp_path, idle):
     a root that says so: all but the few launched far from any sample
     of the waiting thread (none at 200 Hz here), whether or not idle
     threads are in the CPU profile."""
-    engine = tmp_path / "lib" / "torch" / "autograd"
-    engine.mkdir(parents=True)
-    for d in (engine.parent, engine):
-        (d / "__init__.py").write_text("")
-    (engine / "graph.py").write_text(ENGINE)
-    program = tmp_path / "train.py"
-    program.write_text(BACKWARD_PROGRAM)
-    report = tmp_path / "report.json"
-    out = tmp_path / "out.txt"
+    program, report, out = engine_program(tmp_path, ENGINE, BACKWARD_PROGRAM)
     res = run(spyc, ["record", "--gpu", "--rate", "200", "--format",
                      "folded", "-o", out] + (["--idle"] if idle else []) +
               ["--", any_python.path, program, FAKE, "launch", "2", report,
@@ -885,15 +891,9 @@ def test_fake_gpu_backward_pass_nvtx(spyc, fake_cuda, any_python, tmp_path):
     under the ranges open on the waiting thread as it was sampled
     (backward), then under the ranges the engine's thread had open at the
     launch (its op's); the forward kernel under its own range."""
+    program, report, out = engine_program(tmp_path, ENGINE_RANGED,
+                                          BACKWARD_NVTX_PROGRAM)
     engine = tmp_path / "lib" / "torch" / "autograd"
-    engine.mkdir(parents=True)
-    for d in (engine.parent, engine):
-        (d / "__init__.py").write_text("")
-    (engine / "graph.py").write_text(ENGINE_RANGED)
-    program = tmp_path / "train.py"
-    program.write_text(BACKWARD_NVTX_PROGRAM)
-    report = tmp_path / "report.json"
-    out = tmp_path / "out.txt"
     res = run(spyc, ["record", "--gpu", "--rate", "200", "--format",
                      "folded", "-o", out, "--", any_python.path, program,
                      FAKE, "launch", "2", report, tmp_path / "lib"])

@@ -373,10 +373,12 @@ static int cmp_api_row(const void *a, const void *b, void *ctx)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-/* "CUDA API: " and the label of the CPU row of the call's thread. */
-static void api_row_label(const struct chrome_out *o,
-			  const struct gpu_api_call *a, char *label,
-			  size_t size)
+/*
+ * "PREFIX: " and the label of the CPU row of thread tid of process pid:
+ * the name of a row beside it (its CUDA calls, its NVTX ranges).
+ */
+static void side_row_label(const struct chrome_out *o, const char *prefix,
+			   uint32_t tid, double pid, char *label, size_t size)
 {
 	char cpu[256];
 	size_t t;
@@ -384,14 +386,14 @@ static void api_row_label(const struct chrome_out *o,
 	for (t = 0; t < o->st->nr_threads; t++) {
 		const struct stack_thread *th = &o->st->threads[t];
 
-		if (th->tid == (long)a->tid && th->samples &&
-		    thread_pid(o, th) == api_pid(o, a)) {
+		if (th->tid == (long)tid && th->samples &&
+		    thread_pid(o, th) == pid) {
 			stacks_thread_label(th, cpu, sizeof(cpu));
-			snprintf(label, size, "CUDA API: %s", cpu);
+			snprintf(label, size, "%s: %s", prefix, cpu);
 			return;
 		}
 	}
-	snprintf(label, size, "CUDA API: tid %u", a->tid);
+	snprintf(label, size, "%s: tid %u", prefix, tid);
 }
 
 /*
@@ -420,7 +422,8 @@ static int write_api_rows(struct chrome_out *o)
 		cJSON *ev, *args;
 
 		if (!prev || prev->pid != a->pid || prev->tid != a->tid) {
-			api_row_label(o, a, label, sizeof(label));
+			side_row_label(o, "CUDA API", a->tid, pid, label,
+				       sizeof(label));
 			emit_meta(o, "thread_name", pid, tid, "name", label, 0);
 			emit_meta(
 			    o, "thread_sort_index", pid, tid, "sort_index",
@@ -464,26 +467,6 @@ static int cmp_range_row(const void *a, const void *b, void *ctx)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-/* "NVTX: " and the label of thread tid's CPU row. */
-static void nvtx_row_label(const struct chrome_out *o, uint32_t tid,
-			   char *label, size_t size)
-{
-	char cpu[256];
-	size_t t;
-
-	for (t = 0; t < o->st->nr_threads; t++) {
-		const struct stack_thread *th = &o->st->threads[t];
-
-		if (th->tid == (long)tid && th->samples &&
-		    thread_pid(o, th) == o->pid) {
-			stacks_thread_label(th, cpu, sizeof(cpu));
-			snprintf(label, size, "NVTX: %s", cpu);
-			return;
-		}
-	}
-	snprintf(label, size, "NVTX: tid %u", tid);
-}
-
 /*
  * --gpu: each thread's NVTX ranges on a row of their own beside its CPU
  * row, nested as they were pushed, times to the nanosecond (they are on
@@ -510,7 +493,8 @@ static int write_nvtx_rows(struct chrome_out *o)
 		cJSON *ev;
 
 		if (!i || nv->ranges[order[i - 1]].tid != r->tid) {
-			nvtx_row_label(o, r->tid, label, sizeof(label));
+			side_row_label(o, "NVTX", r->tid, o->pid, label,
+				       sizeof(label));
 			emit_meta(o, "thread_name", o->pid, tid, "name", label,
 				  0);
 			emit_meta(

@@ -148,15 +148,21 @@ def test_torch_training_gemms(spyc, tmp_path, torch_py):
     check_profile(doc, res.stderr, result["forward_ms"])
 
 
-def nvtx_time(doc, name):
-    """Seconds of GPU time with the NVTX range name on their stack, and
-    of GEMMs with it there, of the launching-stack profile."""
+def launch_stacks(doc):
+    """(frame names, root first; seconds) of the GPU time by launching
+    stack."""
     frames = doc["shared"]["frames"]
     gpu = [p for p in doc["profiles"]
            if p["name"].startswith("GPU time by launching stack")][0]
-    total = gemms = 0.0
     for sample, weight in zip(gpu["samples"], gpu["weights"]):
-        names = [frames[i]["name"] for i in sample]
+        yield [frames[i]["name"] for i in sample], weight
+
+
+def nvtx_time(doc, name):
+    """Seconds of GPU time with the NVTX range name on their stack, and
+    of GEMMs with it there, of the launching-stack profile."""
+    total = gemms = 0.0
+    for names, weight in launch_stacks(doc):
         if "[NVTX] " + name in names:
             total += weight
             if any(k in names[-1].lower() for k in GEMM_FAMILIES):
@@ -204,12 +210,8 @@ def test_torch_emit_nvtx(spyc, tmp_path, torch_py):
     assert res.returncode == 0, res.describe()
     with open(str(out), encoding="utf-8") as f:
         doc = json.load(f)
-    frames = doc["shared"]["frames"]
-    gpu = [p for p in doc["profiles"]
-           if p["name"].startswith("GPU time by launching stack")][0]
     forward_op = backward_op = 0.0
-    for sample, weight in zip(gpu["samples"], gpu["weights"]):
-        names = [frames[i]["name"] for i in sample]
+    for names, weight in launch_stacks(doc):
         if not any(k in names[-1].lower() for k in GEMM_FAMILIES):
             continue
         ranges = [n for n in names if n.startswith("[NVTX] ")]
@@ -221,7 +223,7 @@ def test_torch_emit_nvtx(spyc, tmp_path, torch_py):
           "backward ops" % (forward_op * 1e3, backward_op * 1e3))
     assert forward_op > 0 and backward_op > 0, res.describe()
     # No range is split by its seq or op_id.
-    assert not any(", seq = " in f["name"] for f in frames)
+    assert not any(", seq = " in f["name"] for f in doc["shared"]["frames"])
 
 
 def losses(lines):
