@@ -918,10 +918,17 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
     }
     doc = json.load(open(str(out)))
     assert doc["spyc_gpu"]["nvtx_ranges_pushed"] == did["pushes"]
-    got = {}
+    got, exact, truth = {}, {}, {}
     for stack, seconds in speedscope_profile(
             doc, "GPU time by launching stack").items():
         leaf = stack[-1].rsplit(":", 1)[0]
+        got[leaf] = got.get(leaf, 0) + seconds
+        # Launches before spyc knew the interpreter (a loaded machine)
+        # go by the nearest sample: no launch stack, no ranges.
+        if not stack[0].startswith("[GPU time, by the Python stack"):
+            assert not any(f.startswith("[NVTX]") for f in stack), stack
+            continue
+        exact[leaf] = exact.get(leaf, 0) + seconds
         fn, ln, ranges, _ = want[leaf]
         if ranges is None:
             # setup, then the cut message (its first 200 bytes).
@@ -931,20 +938,28 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
                                       "..."), stack
             ranges = ["setup", stack[-2][len("[NVTX] "):-2]]
         nr = len(ranges)
-        assert stack[0].startswith("[GPU time, by the Python stack"), stack
         assert [f[:-2] for f in stack[-1 - nr:-1]] == \
             ["[NVTX] " + r for r in ranges], stack
         assert stack[-2 - nr] == "%s:%d" % (fn, ln), stack
         assert not any(f.startswith("[NVTX]") for f in stack[:-1 - nr]), \
             stack
-        got[leaf] = got.get(leaf, 0) + seconds
+        for r in ranges:
+            truth[r] = truth.get(r, 0) + seconds
     for leaf, (_, _, _, t) in want.items():
         assert abs(got.get(leaf, 0) - t) < 1e-6, (leaf, got, want)
+    # Most by their launch's stack, and the ranges' times from those:
+    # step's are its forward's and backward's, setup's every main
+    # thread kernel's.
+    assert sum(exact.values()) >= 0.5 * sum(got.values()), (exact, got)
+    assert abs(truth["step"] - truth["forward"] - truth["backward"]) < 1e-6
+    assert abs(truth["setup"] - sum(
+        t for k, t in exact.items() if k != "worker_kernel")) < 1e-6, truth
     # The summary: every push counted, each range's time inclusive.
     m = re.search(r"NVTX ranges: (\d+) pushed; ([\d.]+)% of the GPU time "
                   r"was launched inside one", res.stderr)
     assert m and int(m.group(1)) == did["pushes"], (did, res.describe())
-    assert m.group(2) == "100.0", res.describe()
+    assert abs(float(m.group(2)) - 100.0 * sum(exact.values()) /
+               sum(got.values())) < 0.06, res.describe()
     rows = {}
     for l in res.stderr_lines:
         r = re.match(r"\s+([\d.]+)%\s+([\d.]+)(ns|us|ms|s)\s+\[NVTX\] (.*)$",
@@ -952,12 +967,6 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
         if r:
             scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[r.group(3)]
             rows[r.group(4)] = float(r.group(2)) * scale
-    step = 30e-6 * did["fwd"] + 60e-6 * did["bwd"]
-    truth = {"step": step, "forward": 30e-6 * did["fwd"],
-             "backward": 60e-6 * did["bwd"],
-             "setup": step + 10e-6 * did["out"] + 2 * 5e-6,
-             u"w\u00f6rker \u2713": 20e-6 * did["worker"],
-             "x" * 200 + "...": 5e-6, u"\u2713" * 66 + "...": 5e-6}
     assert set(rows) == set(truth), (rows, res.describe())
     for name, t in truth.items():
         assert abs(rows[name] - t) <= 0.001 * t + 1e-6, (name, rows, truth)
@@ -966,12 +975,12 @@ def test_nvtx_ranges(spyc, fake_cuda, any_python, tmp_path):
     assert rep.returncode == 0, rep.describe()
     sec = json.loads(rep.stdout)["sections"][0]
     ranges = dict((x["name"], x["total"]) for x in sec["nvtx_ranges"])
-    assert set(ranges) == set(truth), ranges
+    assert set(ranges) == set(truth), (ranges, truth)
     for name, t in truth.items():
         assert abs(ranges[name] - t) < 1e-5, (name, ranges, truth)
     text = spyc.run(["report", "--gpu", out])
-    assert "NVTX ranges by the GPU time launched inside them (7 of 7)" in \
-        text.stdout, text.describe()
+    assert "NVTX ranges by the GPU time launched inside them (%d of %d)" % (
+        len(truth), len(truth)) in text.stdout, text.describe()
 
     # The timeline: every range on its thread's NVTX row, nested.
     res, did, out = nvtx_record(spyc, any_python, tmp_path, "out.trace",

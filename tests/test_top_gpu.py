@@ -18,9 +18,9 @@ import uuid
 
 import pytest
 
-from conftest import (REPO, assert_running, decode, target_env,
+from conftest import (assert_running, decode, target_env,
                       top_until_snapshots)
-from fakegpu import AGENT, FAKE, PROLOGUE, START, build, needs_agent
+from fakegpu import FAKE, PROLOGUE, START, build, needs_agent
 
 # Generous: a loaded 2-core machine runs these beside other tests.
 TIMEOUT = 90
@@ -49,6 +49,7 @@ while (time.time() - t0 < seconds if seconds else
        not os.path.exists(report + ".stop")):
     step()
 launched["enabled_kinds"] = cupti.fake_enabled_kinds()
+launched["nvtx_tool"] = os.environ.get("NVTX_INJECTION64_PATH")
 with open(report, "w") as f:
     json.dump(launched, f)
 """
@@ -234,6 +235,8 @@ def test_top_gpu_launch_counts_every_launch(spyc, fake_cuda, any_python,
                                         res.describe())
     assert [l for l in res.stderr_lines if "exited" not in l] == [], (
         res.describe())
+    # top shows no NVTX range: the program's NVTX is left off.
+    assert launched["nvtx_tool"] is None, launched
 
 
 @needs_agent

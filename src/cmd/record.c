@@ -1182,7 +1182,7 @@ int cmd_record(int argc, char **argv)
 		agent = gpusession_agent_or_die();
 	sampleloop_signals();
 	if (opts.s.gpu && opts.s.argv)
-		gpusession_launch_setup(&r.gpu, agent);
+		gpusession_launch_setup(&r.gpu, agent, 1);
 	if (opts.s.subprocesses)
 		follow_tree_or_die(&r);
 	else if (opts.s.argv)

@@ -725,7 +725,8 @@ int cmd_top(int argc, char **argv)
 		agent = gpusession_agent_or_die();
 	sampleloop_signals();
 	if (opts.s.argv && opts.s.gpu)
-		gpusession_launch_setup(&t.gpu, agent);
+		/* top shows no NVTX range: NVTX is left off. */
+		gpusession_launch_setup(&t.gpu, agent, 0);
 	if (opts.s.argv) {
 		/* The program's output would scroll the table away. */
 		if (opts.program_output)

@@ -61,7 +61,8 @@ void gpusession_release(struct gpusession *gs)
 	gs->on = 0;
 }
 
-void gpusession_launch_setup(struct gpusession *gs, const char *agent)
+void gpusession_launch_setup(struct gpusession *gs, const char *agent,
+			     int nvtx_ranges)
 {
 	const char *nvtx;
 
@@ -72,11 +73,12 @@ void gpusession_launch_setup(struct gpusession *gs, const char *agent)
 	atexit(unlink_channel);
 	/* NVTX's loader takes one tool: one the user named stays. */
 	nvtx = getenv("NVTX_INJECTION64_PATH");
-	if (nvtx && *nvtx)
+	if (nvtx_ranges && nvtx && *nvtx)
 		gs->nvtx_other = xstrdup(nvtx);
 	if (setenv("CUDA_INJECTION64_PATH", agent, 1) ||
 	    setenv(GPUCHAN_ENV, gs->chan.path, 1) ||
-	    (!gs->nvtx_other && setenv("NVTX_INJECTION64_PATH", agent, 1)))
+	    (nvtx_ranges && !gs->nvtx_other &&
+	     setenv("NVTX_INJECTION64_PATH", agent, 1)))
 		die("--gpu: cannot set the environment: %s", strerror(errno));
 	gs->buf = xmalloc(GPUSESSION_BATCH * sizeof(*gs->buf));
 	gs->on = 1;

@@ -55,11 +55,12 @@ void gpusession_release(struct gpusession *gs);
  * Launch mode: create the channel (removed however spyc exits) and name
  * it and the agent in the environment the program will inherit, so
  * that the CUDA driver loads the agent (CUDA_INJECTION64_PATH) as the
- * program first uses CUDA, and NVTX's loader (NVTX_INJECTION64_PATH,
- * unless it names another tool already) at its first NVTX call.  Dies
- * (exit 2) on failure.
+ * program first uses CUDA; with nvtx_ranges, NVTX's loader too
+ * (NVTX_INJECTION64_PATH, unless it names another tool already) at its
+ * first NVTX call.  Dies (exit 2) on failure.
  */
-void gpusession_launch_setup(struct gpusession *gs, const char *agent);
+void gpusession_launch_setup(struct gpusession *gs, const char *agent,
+			     int nvtx_ranges);
 
 /*
  * Launch mode, once the program runs as pid: only its agent reports; its

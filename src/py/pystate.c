@@ -95,8 +95,15 @@ static char task_state(struct pystate *st, long tid)
 /* x86-64's futex(2); /proc/PID/task/TID/syscall gives its first argument. */
 #define SYSCALL_FUTEX 202
 
-/* Is tid blocked in a futex inside [lo, hi)?  That is a GIL wait. */
-static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
+/* What a thread seen asleep is doing now, by its system call. */
+enum sleep_kind {
+	SLEEP_OTHER,   /* in another call, or not known */
+	SLEEP_GIL,     /* blocked in a futex inside the GIL: a GIL wait */
+	SLEEP_WOKE_UP, /* running again ("running"): it woke since */
+};
+
+static enum sleep_kind sleeping_in(pid_t pid, long tid, uint64_t lo,
+				   uint64_t hi)
 {
 	char path[64], buf[256];
 	unsigned long long uaddr;
@@ -105,10 +112,12 @@ static int waits_on(pid_t pid, long tid, uint64_t lo, uint64_t hi)
 	snprintf(path, sizeof(path), "/proc/%d/task/%ld/syscall", (int)pid,
 		 tid);
 	if (proc_read_text(path, buf, sizeof(buf)) <= 0)
-		return 0;
+		return SLEEP_OTHER;
+	if (!strncmp(buf, "running", 7))
+		return SLEEP_WOKE_UP;
 	if (sscanf(buf, "%ld %llx", &nr, &uaddr) != 2 || nr != SYSCALL_FUTEX)
-		return 0;
-	return uaddr >= lo && uaddr < hi;
+		return SLEEP_OTHER;
+	return uaddr >= lo && uaddr < hi ? SLEEP_GIL : SLEEP_OTHER;
 }
 
 int pystate_known_idle(struct pystate *st, struct py_thread *t)
@@ -144,13 +153,26 @@ void pystate_annotate(struct pystate *st, struct py_sample *out,
 		if (!state)
 			continue;
 		/* R runs or is runnable; D is in the kernel on its behalf. */
-		if (state == 'R' || state == 'D' || t->holds_gil)
+		if (state == 'R' || state == 'D' || t->holds_gil) {
 			t->state = THREAD_RUNNING;
-		else if (want_gil && gil->hi &&
-			 waits_on(st->pid, t->tid, gil->lo, gil->hi))
+			continue;
+		}
+		/*
+		 * Asleep: on the GIL, or elsewhere.  A thread that woke
+		 * between the two reads (given the GIL back) runs.
+		 */
+		switch (want_gil && gil->hi
+			    ? sleeping_in(st->pid, t->tid, gil->lo, gil->hi)
+			    : SLEEP_OTHER) {
+		case SLEEP_GIL:
 			t->state = THREAD_GIL_WAIT;
-		else
+			break;
+		case SLEEP_WOKE_UP:
+			t->state = THREAD_RUNNING;
+			break;
+		default:
 			t->state = THREAD_IDLE;
+		}
 	}
 }
 
