@@ -492,9 +492,7 @@ static size_t nvtx_ranges(const struct report *r, uint32_t *out)
 	size_t n = 0, f;
 
 	for (f = 0; f < funcs->nr_frames; f++)
-		if (r->t.total_func[f] &&
-		    !strncmp(funcs->frames[f].name, GPU_NVTX_PREFIX,
-			     strlen(GPU_NVTX_PREFIX)))
+		if (r->t.total_func[f] && gpunvtx_frame(funcs->frames[f].name))
 			out[n++] = (uint32_t)f;
 	qsort_r(out, n, sizeof(*out), cmp_total, r->t.total_func);
 	return n;

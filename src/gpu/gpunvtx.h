@@ -10,12 +10,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gpu/gpuchan-layout.h"
 #include "profile/stacks.h"
 
 /* How a range shows as a frame: "[NVTX] forward". */
 #define GPU_NVTX_PREFIX "[NVTX] "
+/* Whether a frame of this name stands for an NVTX range. */
+static inline int gpunvtx_frame(const char *name)
+{
+	return !strncmp(name, GPU_NVTX_PREFIX, sizeof(GPU_NVTX_PREFIX) - 1);
+}
+
 /* The deepest path of ranges a launch is put under. */
 #define GPU_NVTX_DEPTH 64
 

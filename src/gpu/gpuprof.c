@@ -360,7 +360,7 @@ static uint32_t launch_entry(struct gpuprof *gp,
 			memset(gp->launch_nvtx + old, 0,
 			       gp->alloc_launch_nvtx - old);
 		}
-		gp->launch_nvtx[id] = gpuprof_nvtx_frame(frames[i].name);
+		gp->launch_nvtx[id] = gpunvtx_frame(frames[i].name);
 		gp->launch_ids[i] = id;
 	}
 	return stacks_add(&gp->launch_stacks, 0, gp->launch_ids, depth, 1);
@@ -1009,21 +1009,22 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 	const struct gpu_cpu_sample *s = NULL;
 	const struct stack_entry *e = NULL, *ranges = NULL;
 	uint32_t *frames = k->frames, thread;
-	size_t depth = 0, j;
+	size_t depth = 0, j, python = 0;
 
 	gpuprof_activity_times(act, &start, &end);
 	ns = end - start;
 	if (launch) {
 		e = &gp->launch_stacks.entries[launch->entry];
 		/* A launch's own stack is Python, then its NVTX ranges. */
-		for (j = e->depth; j > 0 && gp->launch_nvtx[e->frames[j - 1]];
-		     j--)
+		for (python = e->depth;
+		     python > 0 && gp->launch_nvtx[e->frames[python - 1]];
+		     python--)
 			;
 		/*
 		 * Ranges only (a thread with no Python): placed as a
 		 * launch without a stack is, and under them.
 		 */
-		if (!j) {
+		if (!python) {
 			ranges = e;
 			e = NULL;
 		}
@@ -1034,10 +1035,8 @@ static void attribute_act(struct gpuprof *gp, const struct stacks *cpu,
 		for (j = 0; j < e->depth; j++)
 			frames[depth++] = k->launch_map[e->frames[j]];
 		gp->exact++;
-		for (j = e->depth; j > 0 && gp->launch_nvtx[e->frames[j - 1]];
-		     j--)
-			;
-		add_time_at(k->line_time, k->nr_line_time, frames[j], ns);
+		/* The innermost Python frame: frames[0] is the root. */
+		add_time_at(k->line_time, k->nr_line_time, frames[python], ns);
 		frames[depth++] = leaf;
 		stacks_add(k->st, thread, frames, depth, ns);
 		return;
@@ -1927,7 +1926,7 @@ static void add_nvtx_rows(const struct gpuprof *gp, size_t max_rows,
 			uint32_t f = e->frames[j];
 
 			if (seen[f] == i + 1 ||
-			    !gpuprof_nvtx_frame(st->frames[f].name))
+			    !gpunvtx_frame(st->frames[f].name))
 				continue;
 			/* A range open twice around a launch counts once. */
 			seen[f] = (uint32_t)i + 1;

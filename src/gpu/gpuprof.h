@@ -10,7 +10,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "gpu/gpuchan-layout.h"
 #include "gpu/gpunames.h"
@@ -350,12 +349,6 @@ void gpuprof_waiting_sample(struct gpuprof *gp, uint64_t t_ns, long tid,
  * When no frame is noted, every CPU frame counts as one.
  */
 void gpuprof_python_frame(struct gpuprof *gp, uint32_t frame);
-
-/* Whether a frame of this name stands for an NVTX range. */
-static inline int gpuprof_nvtx_frame(const char *name)
-{
-	return !strncmp(name, GPU_NVTX_PREFIX, sizeof(GPU_NVTX_PREFIX) - 1);
-}
 
 /*
  * The Python stack the agent copied at the launch with this correlation

@@ -502,7 +502,7 @@ static int write_nvtx_rows(struct chrome_out *o)
 			    NULL,
 			    (double)(o->st->nr_threads + o->extra_rows++));
 		}
-		if (gpuprof_nvtx_frame(name))
+		if (gpunvtx_frame(name))
 			name += strlen(GPU_NVTX_PREFIX);
 		ev = event(
 		    o, "X", o->pid, tid,
