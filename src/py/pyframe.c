@@ -46,6 +46,7 @@ struct py_region {
 	size_t len;
 	unsigned char *buf;
 	size_t alloc;
+	unsigned read; /* the read that copied it (chunk_walk_state.reads) */
 };
 
 /* Slots of the memo of returned frames' code (a power of 2). */
@@ -87,6 +88,30 @@ struct chunk_walk_state {
 	unsigned char *link_buf;
 	size_t alloc_link_buf;
 	uint64_t walk_cframe, walk_frame;
+	/*
+	 * 3.11+: the links from a frame to its caller off the chunk (a
+	 * generator's frame, most) where the two were copied by different
+	 * reads, with what the walk found in each: read again at its end
+	 * (see side_links_hold).
+	 */
+	struct py_side_link {
+		/* shim: the one between them, 0 if none or more than one */
+		uint64_t callee, shim, caller;
+		uint64_t callee_code, callee_previous;
+		uint64_t caller_code, caller_previous, caller_instr;
+		long callee_owner, caller_owner;
+		/* the callee returned before it was copied: not read again */
+		int callee_returned;
+	} * side_links;
+	size_t nr_side_links, alloc_side_links;
+	unsigned char *side_link_buf;
+	size_t alloc_side_link_buf;
+	/*
+	 * Each process_vm_readv of the walk's copies counted, so that a
+	 * frame says which read copied it: side_read, that of the side
+	 * frames; pre_read, that of the prefetched copies.
+	 */
+	unsigned reads, side_read, pre_read;
 	struct py_edge_check {
 		uint64_t caller, callee; /* the frames' addresses */
 		struct call_edge edge;
@@ -201,6 +226,7 @@ static int read_region(struct pywalk *w, uint64_t addr, size_t len)
 		return r;
 	rg->addr = addr;
 	rg->len = len;
+	rg->read = ++cw->reads;
 	cw->nr_chunks++;
 	return 0;
 }
@@ -365,9 +391,17 @@ static void copy_memo_windows(struct pywalk *w)
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_side_memo *m = cw->side_now;
 	size_t i;
+	unsigned read;
 
 	if (!m || !m->nr_win)
 		return;
+	/*
+	 * Right after the chunk's read, with none between (a thread whose
+	 * copies were prefetched with others' may come to this much later),
+	 * taken as one moment with it, as the chunk's own pages are: a
+	 * frame and its caller, one in each, are not read again.
+	 */
+	read = cw->reads == cw->side_read ? cw->side_read : ++cw->reads;
 	pywalk_grow_iov(w, m->nr_win);
 	for (i = 0; i < m->nr_win; i++) {
 		struct py_region *win = &cw->windows[i];
@@ -375,6 +409,7 @@ static void copy_memo_windows(struct pywalk *w)
 		ensure_buf(&win->buf, &win->alloc, m->win_lens[i]);
 		win->addr = m->win_addrs[i];
 		win->len = m->win_lens[i];
+		win->read = read;
 		cw->window_used[i] = 0;
 		cw->window_idle[i] = m->win_idle[i];
 		pywalk_set_iov(w, i, win->buf, win->addr, win->len);
@@ -511,8 +546,8 @@ static int finish_current_chunk(struct pywalk *w, struct py_region *rg,
  * this thread's, and a region that failed reads as zeros, so the copy's
  * own chunk size tells.
  */
-static int take_pre_chunk(struct pywalk *w, uint64_t tstate,
-			  uint64_t chunk, uint64_t top, struct py_region **rgp,
+static int take_pre_chunk(struct pywalk *w, uint64_t tstate, uint64_t chunk,
+			  uint64_t top, struct py_region **rgp,
 			  uint64_t *cframe, uint64_t *current)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
@@ -538,8 +573,10 @@ static int take_pre_chunk(struct pywalk *w, uint64_t tstate,
 	if (pc->len) {
 		rg = new_region(w);
 		swap_sized_buf(&rg->buf, &rg->alloc, &pc->buf, &pc->alloc);
+		rg->read = cw->pre_read;
 		*rgp = rg;
 	}
+	cw->side_read = cw->pre_read;
 	if (side_frames_on(off)) {
 		cw->side_now = side_memo(w, tstate);
 		if (!cw->side_buf)
@@ -579,18 +616,20 @@ static int read_current_chunk(struct pywalk *w, uint64_t tstate,
 	if (take_pre_chunk(w, tstate, chunk, top, &rg, &cframe, &current))
 		return finish_current_chunk(w, rg, chunk, top, len, cframe,
 					    current, frame);
+	cw->side_read = ++cw->reads;
 	pywalk_grow_iov(w, 4 + PY_SIDE_KEPT);
 	pywalk_set_iov(w, n++, w->fresh_tstate, tstate,
-			   (size_t)off->tstate_size);
+		       (size_t)off->tstate_size);
 	/* The innermost frame before the frames: not newer than they. */
 	if (off->tstate_cframe != OFF_NONE &&
 	    (cframe = load_u64(w->tstate_buf, off->tstate_cframe)))
 		pywalk_set_iov(w, n++, &current,
-				   cframe + (uint64_t)off->cframe_current_frame,
-				   sizeof(current));
+			       cframe + (uint64_t)off->cframe_current_frame,
+			       sizeof(current));
 	if (len) {
 		rg = new_region(w);
 		ensure_buf(&rg->buf, &rg->alloc, len);
+		rg->read = cw->side_read;
 		pywalk_set_iov(w, n++, rg->buf, chunk, len);
 	}
 	if (side_frames_on(off)) {
@@ -602,8 +641,8 @@ static int read_current_chunk(struct pywalk *w, uint64_t tstate,
 		for (i = 0; i < cw->side_now->nr; i++) {
 			cw->side_addrs[i] = cw->side_now->addrs[i];
 			pywalk_set_iov(w, n++, cw->side_buf + i * stride,
-					   cw->side_addrs[i] - side_pre(off),
-					   stride);
+				       cw->side_addrs[i] - side_pre(off),
+				       stride);
 		}
 		cw->nr_side = cw->side_now->nr;
 		/* A copy that failed reads as zeros: no side frame's owner. */
@@ -671,18 +710,17 @@ static void chunk_prefetch(struct pywalk *w, const unsigned char *copies,
 		pywalk_set_iov(w, nr_iov++, pc->fresh, pc->tstate, tsize);
 		if (off->tstate_cframe != OFF_NONE &&
 		    (pc->cframe = load_u64(copy, off->tstate_cframe)))
-			pywalk_set_iov(
-			    w, nr_iov++, &pc->current,
-			    pc->cframe + (uint64_t)off->cframe_current_frame,
-			    sizeof(pc->current));
+			pywalk_set_iov(w, nr_iov++, &pc->current,
+				       pc->cframe +
+					   (uint64_t)off->cframe_current_frame,
+				       sizeof(pc->current));
 		if (pc->len) {
 			ensure_buf(&pc->buf, &pc->alloc, pc->len);
 			pywalk_set_iov(w, nr_iov++, pc->buf, pc->chunk,
-					   pc->len);
+				       pc->len);
 		}
 		if (side_frames_on(off)) {
-			const struct py_side_memo *m =
-			    side_memo(w, pc->tstate);
+			const struct py_side_memo *m = side_memo(w, pc->tstate);
 			size_t j;
 
 			if (!pc->side)
@@ -690,10 +728,9 @@ static void chunk_prefetch(struct pywalk *w, const unsigned char *copies,
 			pc->nr_side = m->nr;
 			for (j = 0; j < m->nr; j++) {
 				pc->side_addrs[j] = m->addrs[j];
-				pywalk_set_iov(w, nr_iov++,
-						   pc->side + j * stride,
-						   m->addrs[j] - side_pre(off),
-						   stride);
+				pywalk_set_iov(
+				    w, nr_iov++, pc->side + j * stride,
+				    m->addrs[j] - side_pre(off), stride);
 			}
 			/* A copy that failed reads as zeros: no owner. */
 			memset(pc->side, 0, pc->nr_side * stride);
@@ -701,6 +738,7 @@ static void chunk_prefetch(struct pywalk *w, const unsigned char *copies,
 	}
 	if (!k)
 		return;
+	cw->pre_read = ++cw->reads;
 	r = proc_readv(w->rt->pid, w->local, w->remote, nr_iov);
 	if (r < 0)
 		return;
@@ -796,6 +834,7 @@ static const struct py_region *read_window(struct pywalk *w, uint64_t from,
 		return NULL;
 	win->addr = start[k];
 	win->len = (size_t)(end[k] - start[k]);
+	win->read = ++cw->reads;
 	cw->window_used[cw->next_window] = 0;
 	/* Not kept for the next walk unless a generator's frame is taken. */
 	cw->window_idle[cw->next_window] = WINDOW_IDLE_WALKS - 1;
@@ -808,12 +847,14 @@ static const struct py_region *read_window(struct pywalk *w, uint64_t from,
 /*
  * The bytes of the interpreter frame at addr, from a chunk (*region is
  * its index), a side frame copied with the newest chunk (REGION_SIDE)
- * or a read of its own (*region is -1).  A frame read on its
- * own is read with the bytes before it where a generator keeps its
- * state (gen_state_at), and *state_ok says whether they came.
+ * or a read of its own (*region is -1); *read says which read copied
+ * them.  A frame read on its own is read with the bytes before it
+ * where a generator keeps its state (gen_state_at), and *state_ok says
+ * whether they came.
  */
 static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
-					 long *region, int *state_ok, int *err)
+					 long *region, unsigned *read,
+					 int *state_ok, int *err)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
@@ -830,6 +871,7 @@ static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 			if (addr >= rg->addr && rg->len >= len &&
 			    addr - rg->addr <= rg->len - len) {
 				*region = (long)i;
+				*read = rg->read;
 				*state_ok = 0;
 				return rg->buf + (addr - rg->addr);
 			}
@@ -838,6 +880,7 @@ static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 		f = side_frame(w, addr, state_ok);
 		if (f) {
 			*region = REGION_SIDE;
+			*read = cw->side_read;
 			note_side(w, addr);
 			return f;
 		}
@@ -859,25 +902,27 @@ static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 	    off->owner_generator != OFF_NONE) {
 		win = window_with(w, addr - pre, len + pre);
 		if (win && win->buf[addr - win->addr + off->iframe_owner] !=
-			     off->owner_generator)
+			       off->owner_generator)
 			win = NULL;
 		if (!win)
 			win = read_window(w, addr - pre, addr + len);
 	}
 	if (win) {
 		f = win->buf + (addr - win->addr);
+		*read = win->read;
 		*state_ok = pre > 0;
 		if (f[off->iframe_owner] == off->owner_generator)
 			note_window_use(w, (size_t)(win - cw->windows),
 					addr - pre, addr + len);
 	} else {
-		*err = proc_read(w->rt->pid, addr - pre, cw->frame_buf,
-				 len + pre);
+		*err =
+		    proc_read(w->rt->pid, addr - pre, cw->frame_buf, len + pre);
 		if (*err && pre) {
 			pre = 0;
 			*err = proc_read(w->rt->pid, addr, cw->frame_buf, len);
 		}
 		*state_ok = pre > 0;
+		*read = ++cw->reads;
 		if (*err)
 			return NULL;
 		f = cw->frame_buf + pre;
@@ -897,8 +942,9 @@ static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 /* One interpreter frame of a 3.11+ walk, and where it was found. */
 struct iframe_seen {
 	uint64_t addr;
-	long region; /* chunk index, or -1 */
-	int direct;  /* called its callee itself, no C call between */
+	long region;   /* chunk index, or -1 */
+	int direct;    /* called its callee itself, no C call between */
+	unsigned read; /* the read that copied it (iframe_bytes) */
 };
 
 /*
@@ -953,8 +999,8 @@ static int size_now_fits(struct pywalk *w, uint64_t code, uint64_t self,
  * is followed by a chunk frame noted for links_still_hold, which finds
  * the thread no longer in the walk's first frame if the callee returned.
  */
-static int iframe_live(struct pywalk *w, const unsigned char *f,
-		       uint64_t code, const struct iframe_seen *self,
+static int iframe_live(struct pywalk *w, const unsigned char *f, uint64_t code,
+		       const struct iframe_seen *self,
 		       const struct iframe_seen *callee, int state_ok,
 		       int *running)
 {
@@ -1046,8 +1092,8 @@ static int datastack_in_use(const struct pywalk *w)
  * gen: its callee, when that is a generator's frame, else 0; shim: the
  * C-stack shim between them, else 0.
  */
-static void note_link(struct pywalk *w, const unsigned char *f,
-		      uint64_t addr, uint64_t gen, uint64_t shim)
+static void note_link(struct pywalk *w, const unsigned char *f, uint64_t addr,
+		      uint64_t gen, uint64_t shim)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
@@ -1097,8 +1143,8 @@ static int links_still_hold(struct pywalk *w, uint64_t tstate)
 		strict += !cw->links[i].gen || cw->links[i].shim == 1;
 	if (strict && cw->walk_cframe)
 		pywalk_set_iov(w, n++, &cframe_now,
-				   tstate + (uint64_t)off->tstate_cframe,
-				   sizeof(cframe_now));
+			       tstate + (uint64_t)off->tstate_cframe,
+			       sizeof(cframe_now));
 	if (strict)
 		pywalk_set_iov(
 		    w, n++, &where,
@@ -1113,14 +1159,13 @@ static int links_still_hold(struct pywalk *w, uint64_t tstate)
 	for (i = 0; i < cw->nr_links; i++)
 		if (cw->links[i].gen)
 			pywalk_set_iov(w, n++, g + i * stride,
-					   cw->links[i].gen - pre, stride);
+				       cw->links[i].gen - pre, stride);
 	for (i = 0; i < cw->nr_links; i++)
 		if (cw->links[i].gen && cw->links[i].shim > 1)
-			pywalk_set_iov(w, n++, sh + i * hlen,
-					   cw->links[i].shim, hlen);
+			pywalk_set_iov(w, n++, sh + i * hlen, cw->links[i].shim,
+				       hlen);
 	for (i = 0; i < cw->nr_links; i++)
-		pywalk_set_iov(w, n++, b + i * hlen, cw->links[i].addr,
-				   hlen);
+		pywalk_set_iov(w, n++, b + i * hlen, cw->links[i].addr, hlen);
 	if (proc_readv(w->rt->pid, w->local, w->remote, n) < 0)
 		return 0;
 	if (strict &&
@@ -1140,8 +1185,7 @@ static int links_still_hold(struct pywalk *w, uint64_t tstate)
 		 * its caller held the same call from before that copy to
 		 * now (checked above), and the copy linked the two.
 		 */
-		if (!l->gen ||
-		    gf[off->iframe_owner] != off->owner_generator ||
+		if (!l->gen || gf[off->iframe_owner] != off->owner_generator ||
 		    (signed char)gf[off->gen_state_at] != off->gen_executing)
 			continue;
 		if (load_u64(gf, off->iframe_previous) !=
@@ -1150,6 +1194,134 @@ static int links_still_hold(struct pywalk *w, uint64_t tstate)
 		if (l->shim > 1 &&
 		    (sf[off->iframe_owner] != off->owner_cstack ||
 		     load_u64(sf, off->iframe_previous) != l->addr))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Note the link from the walk's last frame, callee (its code
+ * callee_code, its owner callee_owner; callee_returned: see the walk),
+ * to frame f at addr, which calls it through the C-stack shim at shim
+ * (0 if none; shim_more: more shims after it), for side_links_hold.
+ */
+static void note_side_link(struct pywalk *w, const unsigned char *f,
+			   uint64_t addr, uint64_t callee, uint64_t callee_code,
+			   long callee_owner, int callee_returned,
+			   uint64_t shim, int shim_more)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	struct py_side_link *l;
+
+	ALLOC_GROW(cw->side_links, cw->nr_side_links + 1, cw->alloc_side_links);
+	l = &cw->side_links[cw->nr_side_links++];
+	l->callee = callee;
+	l->callee_code = callee_code;
+	l->callee_owner = callee_owner;
+	l->callee_returned = callee_returned;
+	l->callee_previous = shim ? shim : addr;
+	l->shim = shim_more ? 0 : shim;
+	l->caller = addr;
+	l->caller_owner = f[off->iframe_owner];
+	l->caller_code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	l->caller_previous = load_u64(f, off->iframe_previous);
+	l->caller_instr = load_u64(f, off->iframe_instr);
+}
+
+/* Bytes of a side link's frame at addr, the bytes before it included. */
+static size_t link_frame_len(const struct py_offsets *off, long owner)
+{
+	return owner == off->owner_generator ? side_stride(off)
+					     : (size_t)off->iframe_size;
+}
+
+/*
+ * Does the frame copied at buf (its generator's state before it when
+ * owner says it is one) still run, with code and previous link?
+ */
+static int link_frame_runs(const struct py_offsets *off,
+			   const unsigned char *buf, long owner, uint64_t code,
+			   uint64_t previous)
+{
+	const unsigned char *f =
+	    buf + (owner == off->owner_generator ? side_pre(off) : 0);
+
+	if (f[off->iframe_owner] != owner ||
+	    (load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK) != code ||
+	    load_u64(f, off->iframe_previous) != previous)
+		return 0;
+	return owner != off->owner_generator || !side_pre(off) ||
+	       (signed char)f[off->gen_state_at] == off->gen_executing;
+}
+
+/*
+ * A frame and its caller off the chunk copied by different reads (a
+ * generator's frame found in a window read as the walk came to it, its
+ * caller's in another) were each true at its own moment, not
+ * necessarily together: a generator freed between the two reads has its
+ * memory taken by the next one made, mostly at once (CPython's
+ * allocators hand out what was just freed), so a callee's copy can link
+ * to the address of a caller that, by the time it is copied, is another
+ * generator of another chain.  On free-threaded 3.14, json's encoder
+ * was seen so, a list's generator under another list's, and on 3.12 a
+ * coroutine under its caller's caller, in about one dump in 15,000.  So
+ * each such link is read again after the walk, in one process_vm_readv:
+ * the callee must still run with its code and its link to the caller
+ * (through the shim between them, if one), and the caller must still be
+ * where the walk found it (code, instruction, its own caller), running
+ * (only the caller, for a callee that had returned when it was copied:
+ * see the walk).  Then the link held from the first of the two copies
+ * through the second, and the frames copied are true together.  1
+ * when every link holds.
+ */
+static int side_links_hold(struct pywalk *w)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	size_t hlen = (size_t)off->iframe_size, max = side_stride(off);
+	size_t i, n = 0;
+	unsigned char *b;
+
+	if (!cw->nr_side_links)
+		return 1;
+	if (max < hlen)
+		max = hlen;
+	pywalk_grow_iov(w, 3 * cw->nr_side_links);
+	ensure_buf(&cw->side_link_buf, &cw->alloc_side_link_buf,
+		   cw->nr_side_links * 3 * max);
+	for (i = 0, b = cw->side_link_buf; i < cw->nr_side_links;
+	     i++, b += 3 * max) {
+		const struct py_side_link *l = &cw->side_links[i];
+		size_t clen = link_frame_len(off, l->callee_owner);
+		size_t ylen = link_frame_len(off, l->caller_owner);
+
+		pywalk_set_iov(w, n++, b, l->callee - (clen - hlen), clen);
+		if (l->shim)
+			pywalk_set_iov(w, n++, b + max, l->shim, hlen);
+		pywalk_set_iov(w, n++, b + 2 * max, l->caller - (ylen - hlen),
+			       ylen);
+	}
+	if (proc_readv(w->rt->pid, w->local, w->remote, n) != (int)n)
+		return 0;
+	for (i = 0, b = cw->side_link_buf; i < cw->nr_side_links;
+	     i++, b += 3 * max) {
+		const struct py_side_link *l = &cw->side_links[i];
+		const unsigned char *caller =
+		    b + 2 * max +
+		    (l->caller_owner == off->owner_generator ? side_pre(off)
+							     : 0);
+
+		if ((!l->callee_returned &&
+		     !link_frame_runs(off, b, l->callee_owner, l->callee_code,
+				      l->callee_previous)) ||
+		    !link_frame_runs(off, b + 2 * max, l->caller_owner,
+				     l->caller_code, l->caller_previous) ||
+		    load_u64(caller, off->iframe_instr) != l->caller_instr)
+			return 0;
+		if (l->shim && !l->callee_returned &&
+		    (b[max + off->iframe_owner] != off->owner_cstack ||
+		     load_u64(b + max, off->iframe_previous) != l->caller))
 			return 0;
 	}
 	return 1;
@@ -1312,30 +1484,27 @@ static int edges_still_hold(struct pywalk *w, uint64_t tstate)
 	for (poll = 0; poll < polls && left; poll++) {
 		n = 0;
 		pywalk_set_iov(w, n++, head, tstate + (uint64_t)lo,
-				   (size_t)(hi + 8 - lo));
+			       (size_t)(hi + 8 - lo));
 		for (i = 0, at = 0; i < left; i++) {
 			const struct py_edge_check *c = &cw->edge_checks[i];
 			size_t len = pair_span(off, c);
 
-			pywalk_set_iov(w, n++, cw->edge_buf + at,
-					   c->caller, len);
+			pywalk_set_iov(w, n++, cw->edge_buf + at, c->caller,
+				       len);
 			at += len;
 		}
 		/* The code units at the instructions, for call_holds. */
 		for (i = 0; ops && i < left; i++) {
 			struct py_edge_check *c = &cw->edge_checks[i];
 
-			pywalk_set_iov(w, n++, c->caller_unit,
-					   c->caller_instr,
-					   sizeof(c->caller_unit));
-			pywalk_set_iov(w, n++, c->callee_unit,
-					   c->callee_instr,
-					   sizeof(c->callee_unit));
+			pywalk_set_iov(w, n++, c->caller_unit, c->caller_instr,
+				       sizeof(c->caller_unit));
+			pywalk_set_iov(w, n++, c->callee_unit, c->callee_instr,
+				       sizeof(c->callee_unit));
 		}
 		pywalk_set_iov(w, n++, after, tstate + (uint64_t)lo,
-				   (size_t)(hi + 8 - lo));
-		if (proc_readv(w->rt->pid, w->local, w->remote, n) !=
-			(int)n ||
+			       (size_t)(hi + 8 - lo));
+		if (proc_readv(w->rt->pid, w->local, w->remote, n) != (int)n ||
 		    load_u64(head, off->tstate_datastack_chunk - lo) !=
 			cw->chunks[0].addr ||
 		    load_u64(after, off->tstate_datastack_chunk - lo) !=
@@ -1367,10 +1536,9 @@ static int edges_still_hold(struct pywalk *w, uint64_t tstate)
  * callee (its code callee_code) for edges_still_hold, unless the call
  * is known.
  */
-static void note_edge(struct pywalk *w, const unsigned char *f,
-		      uint64_t self, uint64_t code, uint64_t callee,
-		      uint64_t callee_code, uint64_t callee_instr,
-		      int callee_innermost)
+static void note_edge(struct pywalk *w, const unsigned char *f, uint64_t self,
+		      uint64_t code, uint64_t callee, uint64_t callee_code,
+		      uint64_t callee_instr, int callee_innermost)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
@@ -1454,12 +1622,16 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 	struct chunk_walk_state *cw = w->chunk_walk;
 	size_t first = out->nr_frames;
 	const struct py_offsets *off = w->rt->off;
-	struct iframe_seen callee = {0, -1, 0};
+	struct iframe_seen callee = {0, -1, 0, 0};
 	uint64_t callee_code = 0, callee_instr = 0;
 	/* 3.14+: frames that returned before they were copied (see there) */
 	int returned = 0, callee_returned = 0, returned_above = 1;
 	int callee_gen = 0; /* the callee is a generator's frame */
+	long callee_owner = 0;
 	uint64_t shim_addr = 0; /* the shim since the callee, if one */
+	/* the shim nearest the callee, if any, and the read that copied it */
+	uint64_t shim_near = 0;
+	unsigned shim_read = 0;
 	size_t depth = 0;
 	struct pywalk_loop lc;
 	long owner = -1;
@@ -1478,10 +1650,11 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 		base = load_u64(w->tstate_buf, off->tstate_base_frame);
 	cw->walk_frame = frame;
 	cw->nr_links = 0;
+	cw->nr_side_links = 0;
 	cw->nr_edge_checks = 0;
 	pywalk_loop_init(&lc);
 	while (frame) {
-		struct iframe_seen self = {frame, -1, 1};
+		struct iframe_seen self = {frame, -1, 1, 0};
 		const unsigned char *f;
 		uint64_t code;
 		int err = 0, state_ok;
@@ -1496,7 +1669,8 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 			at_base = 1;
 			break;
 		}
-		f = iframe_bytes(w, frame, &self.region, &state_ok, &err);
+		f = iframe_bytes(w, frame, &self.region, &self.read, &state_ok,
+				 &err);
 		if (!f)
 			return pywalk_read_error(err);
 		owner = f[off->iframe_owner];
@@ -1529,6 +1703,10 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 				w->entries[out->nr_frames - 1] = 1;
 			/* Only one between two Python frames is checked. */
 			shim_addr = shim ? 1 : frame;
+			if (!shim) {
+				shim_near = frame;
+				shim_read = self.read;
+			}
 			shim = 1;
 		} else {
 			int32_t tlbc;
@@ -1541,7 +1719,7 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 			w->torn_at_code = code;
 			w->torn_at_addrq = tlbc ? -1 : addrq;
 			w->torn_at_gen = off->owner_generator != OFF_NONE &&
-					  owner == off->owner_generator;
+					 owner == off->owner_generator;
 			self.direct = !shim;
 			shim = 0;
 			/*
@@ -1602,6 +1780,18 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 					      ? callee.addr
 					      : 0,
 					  shim_addr);
+			/*
+			 * So is a frame off the chunk and its callee, or the
+			 * shim between them, copied by another read.
+			 */
+			if (callee.addr && self.region < 0 &&
+			    (callee.read != self.read ||
+			     (shim_addr && shim_read != self.read) ||
+			     shim_addr == 1))
+				note_side_link(
+				    w, f, frame, callee.addr, callee_code,
+				    callee_owner, callee_returned,
+				    shim_addr ? shim_near : 0, shim_addr == 1);
 			if (callee.addr && self.direct && self.region == 0 &&
 			    callee.region == 0 && !running && !returned &&
 			    !callee_returned)
@@ -1615,14 +1805,16 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 					    last_entry);
 				w->tlbcs[out->nr_frames - 1] = tlbc;
 				w->gen_frames[out->nr_frames - 1] =
-					off->owner_generator != OFF_NONE &&
-					owner == off->owner_generator;
+				    off->owner_generator != OFF_NONE &&
+				    owner == off->owner_generator;
 			}
 			depth++;
 			callee = self;
 			shim_addr = 0;
 			callee_gen = off->owner_generator != OFF_NONE &&
 				     owner == off->owner_generator;
+			callee_owner = owner;
+			shim_near = 0;
 			callee_code = code;
 			callee_returned = returned;
 			callee_instr = load_u64(f, off->iframe_instr);
@@ -1664,7 +1856,8 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 	 */
 	if (!depth && datastack_in_use(w) == 1)
 		return DROP_INVALID;
-	if (!links_still_hold(w, tstate) || !edges_still_hold(w, tstate))
+	if (!links_still_hold(w, tstate) || !side_links_hold(w) ||
+	    !edges_still_hold(w, tstate))
 		return DROP_INVALID;
 	pywalk_push_omitted(w, out);
 	return DROP_NONE;
@@ -1712,6 +1905,8 @@ static void chunk_release(struct pywalk *w)
 	free(cw->side_buf);
 	free(cw->links);
 	free(cw->link_buf);
+	free(cw->side_links);
+	free(cw->side_link_buf);
 	free(cw->edge_checks);
 	free(cw->edge_buf);
 	for (i = 0; i < cw->alloc_pre_chunks; i++) {
