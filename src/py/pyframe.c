@@ -1213,7 +1213,12 @@ static void note_side_link(struct pywalk *w, const unsigned char *f,
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
 	struct py_side_link *l;
+	struct call_edge e;
 
+	e.code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	e.callee = callee_code;
+	if (call_edges_has(&w->call_edges, &e))
+		return;
 	ALLOC_GROW(cw->side_links, cw->nr_side_links + 1, cw->alloc_side_links);
 	l = &cw->side_links[cw->nr_side_links++];
 	l->callee = callee;
@@ -1272,8 +1277,12 @@ static int link_frame_runs(const struct py_offsets *off,
  * where the walk found it (code, instruction, its own caller), running
  * (only the caller, for a callee that had returned when it was copied:
  * see the walk).  Then the link held from the first of the two copies
- * through the second, and the frames copied are true together.  1
- * when every link holds.
+ * through the second, and the frames copied are true together.  The
+ * innermost generator of a chain mostly yields before that read, so,
+ * as for the chunk's calls (edges_still_hold), only a call not seen
+ * yet is read again: one that holds is learnt (the allocator's swaps
+ * put a generator under a caller of another code, a call the program
+ * does not make).  1 when every link holds.
  */
 static int side_links_hold(struct pywalk *w)
 {
@@ -1323,6 +1332,12 @@ static int side_links_hold(struct pywalk *w)
 		    (b[max + off->iframe_owner] != off->owner_cstack ||
 		     load_u64(b + max, off->iframe_previous) != l->caller))
 			return 0;
+	}
+	for (i = 0; i < cw->nr_side_links; i++) {
+		struct call_edge e = {.code = cw->side_links[i].caller_code,
+				      .callee = cw->side_links[i].callee_code};
+
+		call_edges_add(&w->call_edges, &e, w->sample_stamp);
 	}
 	return 1;
 }
