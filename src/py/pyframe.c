@@ -107,6 +107,12 @@ struct chunk_walk_state {
 	unsigned char *side_link_buf;
 	size_t alloc_side_link_buf;
 	/*
+	 * The calls such links were found to hold in: learnt from one
+	 * check (one read, where the chunk's calls on 3.14+ are read until
+	 * they hold, and need two).
+	 */
+	struct call_edges side_edges;
+	/*
 	 * Each process_vm_readv of the walk's copies counted, so that a
 	 * frame says which read copied it: side_read, that of the side
 	 * frames; pre_read, that of the prefetched copies.
@@ -1217,7 +1223,8 @@ static void note_side_link(struct pywalk *w, const unsigned char *f,
 
 	e.code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
 	e.callee = callee_code;
-	if (call_edges_has(&w->call_edges, &e))
+	if (call_edges_has(&cw->side_edges, &e) ||
+	    call_edges_has(&w->call_edges, &e))
 		return;
 	ALLOC_GROW(cw->side_links, cw->nr_side_links + 1, cw->alloc_side_links);
 	l = &cw->side_links[cw->nr_side_links++];
@@ -1337,7 +1344,7 @@ static int side_links_hold(struct pywalk *w)
 		struct call_edge e = {.code = cw->side_links[i].caller_code,
 				      .callee = cw->side_links[i].callee_code};
 
-		call_edges_add(&w->call_edges, &e, w->sample_stamp);
+		call_edges_add(&cw->side_edges, &e, w->sample_stamp);
 	}
 	return 1;
 }
@@ -1922,6 +1929,7 @@ static void chunk_release(struct pywalk *w)
 	free(cw->link_buf);
 	free(cw->side_links);
 	free(cw->side_link_buf);
+	call_edges_release(&cw->side_edges);
 	free(cw->edge_checks);
 	free(cw->edge_buf);
 	for (i = 0; i < cw->alloc_pre_chunks; i++) {
