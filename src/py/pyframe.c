@@ -1208,20 +1208,20 @@ static int links_still_hold(struct pywalk *w, uint64_t tstate)
 /*
  * Note the link from the walk's last frame, callee (its code
  * callee_code, its owner callee_owner; callee_returned: see the walk),
- * to frame f at addr, which calls it through the C-stack shim at shim
- * (0 if none; shim_more: more shims after it), for side_links_hold.
+ * to frame f at addr, running code, which calls it through the C-stack shim at
+ * shim (0 if none; shim_more: more shims after it), for side_links_hold.
  */
 static void note_side_link(struct pywalk *w, const unsigned char *f,
-			   uint64_t addr, uint64_t callee, uint64_t callee_code,
-			   long callee_owner, int callee_returned,
-			   uint64_t shim, int shim_more)
+			   uint64_t addr, uint64_t code, uint64_t callee,
+			   uint64_t callee_code, long callee_owner,
+			   int callee_returned, uint64_t shim, int shim_more)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
 	struct py_side_link *l;
 	struct call_edge e;
 
-	e.code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	e.code = code;
 	e.callee = callee_code;
 	if (call_edges_has(&cw->side_edges, &e) ||
 	    call_edges_has(&w->call_edges, &e))
@@ -1236,7 +1236,7 @@ static void note_side_link(struct pywalk *w, const unsigned char *f,
 	l->shim = shim_more ? 0 : shim;
 	l->caller = addr;
 	l->caller_owner = f[off->iframe_owner];
-	l->caller_code = load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK;
+	l->caller_code = code;
 	l->caller_previous = load_u64(f, off->iframe_previous);
 	l->caller_instr = load_u64(f, off->iframe_instr);
 }
@@ -1811,7 +1811,7 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 			     (shim_addr && shim_read != self.read) ||
 			     shim_addr == 1))
 				note_side_link(
-				    w, f, frame, callee.addr, callee_code,
+				    w, f, frame, code, callee.addr, callee_code,
 				    callee_owner, callee_returned,
 				    shim_addr ? shim_near : 0, shim_addr == 1);
 			if (callee.addr && self.direct && self.region == 0 &&
