@@ -36,6 +36,11 @@
  * copied with its chunk (3.11+).
  */
 #define PY_SIDE_KEPT 24
+/*
+ * Walks in a row a side frame is copied again for though none went
+ * through it (see remember_side).
+ */
+#define SIDE_IDLE_WALKS 8
 /* Windows of memory a 3.11+ walk keeps copied around its frames off
  * the data stack (see chunk_walk_state.windows). */
 #define PY_WINDOWS 32
@@ -144,6 +149,8 @@ struct chunk_walk_state {
 	struct py_side_memo {
 		uint64_t tstate;
 		uint64_t addrs[PY_SIDE_KEPT];
+		/* how many walks in a row since went through each */
+		unsigned char idle[PY_SIDE_KEPT];
 		size_t nr;
 		/*
 		 * the windows its last walks took frames from, each with
@@ -345,6 +352,44 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 }
 
 /*
+ * Keep the n side frames at addrs the last walk went through in memo m,
+ * first, then those of the walks before it that it did not go through,
+ * for SIDE_IDLE_WALKS walks.  A `yield from` chain's innermost
+ * generator runs for a microsecond at a time: a walk that finds it
+ * there must copy it and its callers with the thread state, in one
+ * process_vm_readv, to read them while it runs, yet most walks tear at
+ * it (it had yielded) or find its callers innermost, and go through
+ * none or only some of them.  Kept only from the last walk, the chain
+ * was then copied whole too seldom for its calls ever to be learnt in
+ * some attaches (see walk_thread in pysample.c), and its innermost
+ * generator lost its share.  The older frames go last: one freed since
+ * (its memory unmapped) ends the read there.
+ */
+static void keep_side_addrs(struct py_side_memo *m, const uint64_t *addrs,
+			    size_t n)
+{
+	uint64_t old[PY_SIDE_KEPT];
+	unsigned char old_idle[PY_SIDE_KEPT];
+	size_t i, j, nr_old = m->nr;
+
+	memcpy(old, m->addrs, nr_old * sizeof(*old));
+	memcpy(old_idle, m->idle, nr_old * sizeof(*old_idle));
+	memcpy(m->addrs, addrs, n * sizeof(*m->addrs));
+	memset(m->idle, 0, n * sizeof(*m->idle));
+	m->nr = n;
+	for (i = 0; i < nr_old && m->nr < PY_SIDE_KEPT; i++) {
+		if (old_idle[i] + 1 >= SIDE_IDLE_WALKS)
+			continue;
+		for (j = 0; j < n && addrs[j] != old[i]; j++)
+			;
+		if (j < n)
+			continue;
+		m->addrs[m->nr] = old[i];
+		m->idle[m->nr++] = (unsigned char)(old_idle[i] + 1);
+	}
+}
+
+/*
  * Keep the side frames the last walk found, and the windows it took
  * frames from, for the thread's next one.
  */
@@ -356,8 +401,7 @@ static void remember_side(struct pywalk *w)
 
 	if (!m)
 		return;
-	memcpy(m->addrs, cw->walk_side, cw->nr_walk_side * sizeof(*m->addrs));
-	m->nr = cw->nr_walk_side;
+	keep_side_addrs(m, cw->walk_side, cw->nr_walk_side);
 	m->nr_win = 0;
 	for (i = 0; i < cw->nr_windows; i++) {
 		unsigned idle = cw->window_used[i] ? 0 : cw->window_idle[i] + 1;
