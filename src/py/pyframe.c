@@ -352,21 +352,55 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 }
 
 /*
- * Keep the n side frames at addrs the last walk went through in memo m,
- * first, then those of the walks before it that it did not go through,
- * for SIDE_IDLE_WALKS walks.  A `yield from` chain's innermost
- * generator runs for a microsecond at a time: a walk that finds it
- * there must copy it and its callers with the thread state, in one
+ * Was the side frame at addr, as the last walk's copy with the chunk
+ * holds it, still a frame: a C-stack shim, or a generator's frame with
+ * code that had not finished?  1 if it was not copied.
+ */
+static int side_copy_alive(struct pywalk *w, uint64_t addr)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	size_t i;
+
+	for (i = 0; i < cw->nr_side; i++) {
+		const unsigned char *f =
+		    cw->side_buf + i * side_stride(off) + side_pre(off);
+
+		if (cw->side_addrs[i] != addr)
+			continue;
+		if (off->owner_cstack != OFF_NONE &&
+		    f[off->iframe_owner] == off->owner_cstack)
+			return 1;
+		return off->owner_generator != OFF_NONE &&
+		       f[off->iframe_owner] == off->owner_generator &&
+		       (load_u64(f, off->iframe_code) &
+			~PY_STACKREF_TAG_MASK) &&
+		       (!side_pre(off) || (signed char)f[off->gen_state_at] <=
+					      off->gen_executing);
+	}
+	return 1;
+}
+
+/*
+ * Keep the n side frames at addrs the last walk went through in the
+ * thread's memo m, first, then those of the walks before it that it did
+ * not go through, for SIDE_IDLE_WALKS walks while they are still frames
+ * (see side_copy_alive).  A `yield from` chain's innermost generator
+ * runs for a microsecond at a time: a walk that finds it there must
+ * copy it and its callers with the thread state, in one
  * process_vm_readv, to read them while it runs, yet most walks tear at
  * it (it had yielded) or find its callers innermost, and go through
  * none or only some of them.  Kept only from the last walk, the chain
  * was then copied whole too seldom for its calls ever to be learnt in
  * some attaches (see walk_thread in pysample.c), and its innermost
- * generator lost its share.  The older frames go last: one freed since
- * (its memory unmapped) ends the read there.
+ * generator lost its share.  A generator that finished is let go at
+ * once: free-threaded builds' allocator puts each new one elsewhere,
+ * and copies of dead ones made the read longer and tore more.  The
+ * older frames go last: one freed since (its memory unmapped) ends the
+ * read there.
  */
-static void keep_side_addrs(struct py_side_memo *m, const uint64_t *addrs,
-			    size_t n)
+static void keep_side_addrs(struct pywalk *w, struct py_side_memo *m,
+			    const uint64_t *addrs, size_t n)
 {
 	uint64_t old[PY_SIDE_KEPT];
 	unsigned char old_idle[PY_SIDE_KEPT];
@@ -382,7 +416,7 @@ static void keep_side_addrs(struct py_side_memo *m, const uint64_t *addrs,
 			continue;
 		for (j = 0; j < n && addrs[j] != old[i]; j++)
 			;
-		if (j < n)
+		if (j < n || !side_copy_alive(w, old[i]))
 			continue;
 		m->addrs[m->nr] = old[i];
 		m->idle[m->nr++] = (unsigned char)(old_idle[i] + 1);
@@ -401,7 +435,7 @@ static void remember_side(struct pywalk *w)
 
 	if (!m)
 		return;
-	keep_side_addrs(m, cw->walk_side, cw->nr_walk_side);
+	keep_side_addrs(w, m, cw->walk_side, cw->nr_walk_side);
 	m->nr_win = 0;
 	for (i = 0; i < cw->nr_windows; i++) {
 		unsigned idle = cw->window_used[i] ? 0 : cw->window_idle[i] + 1;

@@ -50,6 +50,13 @@ struct walk_key {
  * pysample.c).  Slots by frame address, the newest kept.
  */
 #define GEN_CALLERS_SLOTS 256
+/*
+ * Torn walks that must find a call to a generator's frame before it is
+ * learnt, and the most samples between two of them (see
+ * learn_torn_gen_edge).
+ */
+#define GEN_EDGE_TORN_CHECKS 3
+#define GEN_EDGE_TORN_WINDOW 256
 
 struct gen_callers {
 	uint64_t frame, code; /* the generator's frame */
@@ -114,6 +121,12 @@ struct py_sampler_state {
 	 * same place under another caller).
 	 */
 	struct call_edges gen_edges;
+	/*
+	 * 3.11+: calls from a generator's frame to the frame its torn walk
+	 * tore at (see learn_torn_gen_edge), each held after
+	 * GEN_EDGE_TORN_CHECKS checks, then put in gen_edges.
+	 */
+	struct call_edges torn_gen_edges;
 	int *pre_walk; /* of the prefetched threads, those walked */
 	size_t alloc_pre_walk;
 	/* the "<GC>" frame's stand-in code object (see want_gc) */
@@ -213,6 +226,8 @@ void py_sampler_init(struct py_sampler *ps, const struct pyruntime *rt)
 	pystate_init(&st->tasks, rt->pid);
 	pynames_init(&st->names, rt);
 	st->pthread_tid_at = -1;
+	st->torn_gen_edges.checks = GEN_EDGE_TORN_CHECKS;
+	st->torn_gen_edges.window = GEN_EDGE_TORN_WINDOW;
 	tidmap_init(&st->tidmap, rt->pid);
 }
 
@@ -240,6 +255,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(st->stop_keys);
 	free(st->gen_callers);
 	call_edges_release(&st->gen_edges);
+	call_edges_release(&st->torn_gen_edges);
 	free(st->tids);
 	tidmap_release(&st->tidmap);
 	pynames_release(&st->names);
@@ -497,6 +513,44 @@ static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
 		if (!call_edges_has(&st->gen_edges, &e))
 			call_edges_add(&st->gen_edges, &e, w->sample_stamp);
 	}
+}
+
+/*
+ * 3.11+: learn the call from the frame t's torn walk tore at to the
+ * last frame it took, a generator's.  A generator's frame links to its
+ * caller only while it runs, and its copy said it ran: the frame it
+ * linked to was its caller then, and the code that frame's copy holds,
+ * a moment later, its caller's, unless the caller had returned and its
+ * memory had been taken by a frame of another code in between.  A
+ * `yield from` chain's innermost generator runs for a microsecond at a
+ * time, and a walk that takes it and its caller both while they run,
+ * the one that learns the call in learn_gen_edges, may not come in the
+ * seconds of an attach: then no sample of it is put back (see
+ * walk_thread), and it loses its share.  Its walks that tear at its
+ * caller come a hundred times a second at 1 kHz.  A call seen so is
+ * learnt after GEN_EDGE_TORN_CHECKS such walks, each within
+ * GEN_EDGE_TORN_WINDOW samples of the one before: memory taken in
+ * between by another code's frame comes once in some thousands of
+ * samples, not several times that close together.
+ */
+static void learn_torn_gen_edge(struct py_sampler *ps,
+				const struct py_thread *t)
+{
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
+	size_t last = t->first + t->depth - 1;
+	struct call_edge e;
+
+	if (!t->depth || !w->torn_at || !w->torn_at_code ||
+	    !w->gen_frames[last] || !w->frame_addrs[last])
+		return;
+	e.code = w->torn_at_code;
+	e.callee = w->code_addrs[last];
+	if (call_edges_has(&st->gen_edges, &e))
+		return;
+	call_edges_add(&st->torn_gen_edges, &e, w->sample_stamp);
+	if (call_edges_has(&st->torn_gen_edges, &e))
+		call_edges_add(&st->gen_edges, &e, w->sample_stamp);
 }
 
 /*
@@ -815,6 +869,8 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		 */
 		if (!why || (torn && ps->rt->off->tstate_frame != OFF_NONE))
 			learn_gen_edges(ps, t);
+		else if (torn)
+			learn_torn_gen_edge(ps, t);
 		if (!why || torn)
 			remember_gen_callers(ps, t, torn);
 		if (torn && ps->stop_reads) {
