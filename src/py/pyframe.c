@@ -1820,6 +1820,8 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 			w->torn_at_addrq = tlbc ? -1 : addrq;
 			w->torn_at_gen = off->owner_generator != OFF_NONE &&
 					 owner == off->owner_generator;
+			w->torn_at_with_callee =
+			    callee.addr && self.read == callee.read;
 			self.direct = !shim;
 			shim = 0;
 			/*

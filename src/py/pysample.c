@@ -517,21 +517,22 @@ static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
 
 /*
  * 3.11+: learn the call from the frame t's torn walk tore at to the
- * last frame it took, a generator's.  A generator's frame links to its
- * caller only while it runs, and its copy said it ran: the frame it
- * linked to was its caller then, and the code that frame's copy holds,
- * a moment later, its caller's, unless the caller had returned and its
- * memory had been taken by a frame of another code in between.  A
- * `yield from` chain's innermost generator runs for a microsecond at a
- * time, and a walk that takes it and its caller both while they run,
- * the one that learns the call in learn_gen_edges, may not come in the
- * seconds of an attach: then no sample of it is put back (see
- * walk_thread), and it loses its share.  Its walks that tear at its
- * caller come a hundred times a second at 1 kHz.  A call seen so is
- * learnt after GEN_EDGE_TORN_CHECKS such walks, each within
- * GEN_EDGE_TORN_WINDOW samples of the one before: memory taken in
- * between by another code's frame comes once in some thousands of
- * samples, not several times that close together.
+ * last frame it took, a generator's, when one read copied both.  A
+ * generator's frame links to its caller only while it runs, and its
+ * copy said it ran: the frame it linked to was its caller then, and the
+ * code that frame's copy holds, in the same process_vm_readv, its
+ * caller's (the walk tore there because the caller had suspended since,
+ * the chain having yielded in between).  Copied by a later read, the
+ * caller may have returned and its memory been taken by a frame of
+ * another code: on free-threaded 3.14, json's list generator was so
+ * learnt under a list's, six samples in 20,000.  A `yield from` chain's
+ * innermost generator runs for a microsecond at a time, and a walk that
+ * takes it and its caller both while they run, the one that learns the
+ * call in learn_gen_edges, may not come in the seconds of an attach:
+ * then no sample of it is put back (see walk_thread), and it loses its
+ * share.  Its walks torn at its caller come a hundred times a second at
+ * 1 kHz.  A call seen so is learnt after GEN_EDGE_TORN_CHECKS such
+ * walks, each within GEN_EDGE_TORN_WINDOW samples of the one before.
  */
 static void learn_torn_gen_edge(struct py_sampler *ps,
 				const struct py_thread *t)
@@ -542,7 +543,8 @@ static void learn_torn_gen_edge(struct py_sampler *ps,
 	struct call_edge e;
 
 	if (!t->depth || !w->torn_at || !w->torn_at_code ||
-	    !w->gen_frames[last] || !w->frame_addrs[last])
+	    !w->torn_at_with_callee || !w->gen_frames[last] ||
+	    !w->frame_addrs[last])
 		return;
 	e.code = w->torn_at_code;
 	e.callee = w->code_addrs[last];
@@ -857,6 +859,7 @@ static enum drop_reason walk_thread(struct py_sampler *ps, struct py_thread *t,
 		w->moved = attempt;
 		w->omitted = 0;
 		w->torn_at = 0;
+		w->torn_at_with_callee = 0;
 		why = w->ops->walk(w, t->tstate, out);
 		t->root_frame = w->root_frame;
 		t->omitted = w->omitted;

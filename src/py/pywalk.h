@@ -104,6 +104,11 @@ struct pywalk {
 	long torn_at_addrq; /* its instruction as read (-1: unknown) */
 	int torn_at_gen;    /* torn_at is a generator's frame */
 	/*
+	 * 3.11+: torn_at was copied by the same read as the walk's last
+	 * frame, the one linked to it (see learn_torn_gen_edge)
+	 */
+	int torn_at_with_callee;
+	/*
 	 * 3.11+: the calls seen (calledge.h), and the caller and callee
 	 * pairs of the walk just done not among them yet, which
 	 * edges_still_hold reads again (see there).
