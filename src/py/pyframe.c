@@ -1884,12 +1884,22 @@ static enum drop_reason walk_interpreter_frames(struct pywalk *w,
 					  shim_addr);
 			/*
 			 * So is a frame off the chunk and its callee, or the
-			 * shim between them, copied by another read.
+			 * shim between them, copied by another read; and one
+			 * in a memo window, copied right after the chunk,
+			 * whose callee is a chunk frame.  That callee's bytes
+			 * stay as they were once it returns (a generator
+			 * function's frame at its first instruction is popped
+			 * as its generator is made): its caller, copied a
+			 * moment later, may have finished and its memory been
+			 * taken by another generator.  On free-threaded 3.14,
+			 * json's list generator was so put under another
+			 * list's, in one sample of 10,000.
 			 */
 			if (callee.addr && self.region < 0 &&
 			    (callee.read != self.read ||
 			     (shim_addr && shim_read != self.read) ||
-			     shim_addr == 1))
+			     shim_addr == 1 ||
+			     (callee.region >= 0 && self.region == -1)))
 				note_side_link(
 				    w, f, frame, code, callee.addr, callee_code,
 				    callee_owner, callee_returned,
