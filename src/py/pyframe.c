@@ -386,8 +386,8 @@ static int side_copy_alive(struct pywalk *w, uint64_t addr)
  * thread's memo m, first, then those of the walks before it that it did
  * not go through, for SIDE_IDLE_WALKS walks while they are still frames
  * (see side_copy_alive).  A `yield from` chain's innermost generator
- * runs for a microsecond at a time: a walk that finds it there must
- * copy it and its callers with the thread state, in one
+ * runs for a tenth of a microsecond at a time: a walk that finds it
+ * there must copy it and its callers with the thread state, in one
  * process_vm_readv, to read them while it runs, yet most walks tear at
  * it (it had yielded) or find its callers innermost, and go through
  * none or only some of them.  Kept only from the last walk, the chain

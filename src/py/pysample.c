@@ -526,12 +526,12 @@ static void learn_gen_edges(struct py_sampler *ps, const struct py_thread *t)
  * caller may have returned and its memory been taken by a frame of
  * another code: on free-threaded 3.14, json's list generator was so
  * learnt under a list's, six samples in 20,000.  A `yield from` chain's
- * innermost generator runs for a microsecond at a time, and a walk that
- * takes it and its caller both while they run, the one that learns the
- * call in learn_gen_edges, may not come in the seconds of an attach:
- * then no sample of it is put back (see walk_thread), and it loses its
- * share.  Its walks torn at its caller come a hundred times a second at
- * 1 kHz.  A call seen so is learnt after GEN_EDGE_TORN_CHECKS such
+ * innermost generator runs for a tenth of a microsecond at a time, and a
+ * walk that takes it and its caller both while they run, the one that
+ * learns the call in learn_gen_edges, may not come in the seconds of an
+ * attach: then no sample of it is put back (see walk_thread), and it
+ * loses its share.  Its walks torn at its caller come a hundred times a
+ * second at 1 kHz.  A call seen so is learnt after GEN_EDGE_TORN_CHECKS such
  * walks, each within GEN_EDGE_TORN_WINDOW samples of the one before.
  */
 static void learn_torn_gen_edge(struct py_sampler *ps,
