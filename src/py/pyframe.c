@@ -353,32 +353,19 @@ static void ensure_buf(unsigned char **buf, size_t *alloc, size_t len)
 
 /*
  * Was the side frame at addr, as the last walk's copy with the chunk
- * holds it, still a frame: a C-stack shim, or a generator's frame with
- * code that had not finished?  1 if it was not copied.
+ * holds it (side_frame), still a frame: a C-stack shim, or a
+ * generator's frame with code that had not finished?
  */
 static int side_copy_alive(struct pywalk *w, uint64_t addr)
 {
-	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_offsets *off = w->rt->off;
-	size_t i;
+	int is_gen;
+	const unsigned char *f = side_frame(w, addr, &is_gen);
 
-	for (i = 0; i < cw->nr_side; i++) {
-		const unsigned char *f =
-		    cw->side_buf + i * side_stride(off) + side_pre(off);
-
-		if (cw->side_addrs[i] != addr)
-			continue;
-		if (off->owner_cstack != OFF_NONE &&
-		    f[off->iframe_owner] == off->owner_cstack)
-			return 1;
-		return off->owner_generator != OFF_NONE &&
-		       f[off->iframe_owner] == off->owner_generator &&
-		       (load_u64(f, off->iframe_code) &
-			~PY_STACKREF_TAG_MASK) &&
-		       (!side_pre(off) || (signed char)f[off->gen_state_at] <=
-					      off->gen_executing);
-	}
-	return 1;
+	if (!f || !is_gen)
+		return f != NULL;
+	return (load_u64(f, off->iframe_code) & ~PY_STACKREF_TAG_MASK) &&
+	       (signed char)f[off->gen_state_at] <= off->gen_executing;
 }
 
 /*
