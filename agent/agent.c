@@ -708,7 +708,7 @@ static const struct gpu_py_layout *launch_layout(void)
  * call).  Never waits: a full ring drops it, and spyc falls back to the
  * nearest CPU sample.
  */
-static void write_stack(uint32_t correlation, uint32_t alias, uint8_t flags)
+static void write_stack(uint64_t correlation, uint64_t alias, uint8_t flags)
 {
 	const struct gpu_py_layout *l = launch_layout();
 	struct gpu_stack_frame frames[GPU_STACK_MAX];
@@ -771,12 +771,12 @@ static void graph_node_callback(CUpti_CallbackId cbid,
 	    cupti.get_graph_node_id(g->node, &node) != CUPTI_SUCCESS || !node)
 		return;
 	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED)
-		write_stack((uint32_t)node, 0, GPU_STACK_NODE);
+		write_stack(node, 0, GPU_STACK_NODE);
 	else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED &&
 		 cupti.get_graph_node_id(g->originalNode, &original) ==
 		     CUPTI_SUCCESS &&
 		 original && original != node)
-		write_stack((uint32_t)node, (uint32_t)original, GPU_STACK_NODE);
+		write_stack(node, original, GPU_STACK_NODE);
 }
 
 static int listed(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n);

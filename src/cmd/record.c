@@ -504,8 +504,9 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 			gpuprof_node_stack(&r->gp, d->correlation, d->alias,
 					   NULL, 0);
 		else
-			gpuprof_launch_stack(&r->gp, d->correlation, d->tid,
-					     d->alias, NULL, 0);
+			gpuprof_launch_stack(&r->gp, (uint32_t)d->correlation,
+					     d->tid, (uint32_t)d->alias, NULL,
+					     0);
 		return;
 	}
 	s->nr_frames = 0;
@@ -543,7 +544,7 @@ static void gpu_launch_stack(struct recorder *r, const struct gpustack_done *d)
 		gpuprof_node_stack(&r->gp, d->correlation, 0, r->launch_frames,
 				   n);
 	else
-		gpuprof_launch_stack(&r->gp, d->correlation, d->tid, 0,
+		gpuprof_launch_stack(&r->gp, (uint32_t)d->correlation, d->tid, 0,
 				     r->launch_frames, n);
 }
 

@@ -30,7 +30,7 @@
 /* "spycgpu\0" as a little-endian word. */
 #define GPUCHAN_MAGIC 0x0075706763797073ULL
 /* Bumped on any change of this file's layouts. */
-#define GPUCHAN_VERSION 8
+#define GPUCHAN_VERSION 9
 /* The environment variable that names the channel in launch mode. */
 #define GPUCHAN_ENV "SPYC_GPU_CHANNEL"
 /* The header fills one page, so records start page-aligned. */
@@ -333,6 +333,8 @@ struct gpu_clock {
  * flags: the stack of a CUDA graph node's making (its capture, or the
  * call that added it), correlation then holding the node's id; with
  * alias, no frames: the node is a copy of node alias (instantiated).
+ * A node's id is CUPTI's, all 64 bits: the graph's id above the node's
+ * index in it, so that a copy's low half is its original's.
  */
 #define GPU_STACK_NODE 2
 
@@ -341,16 +343,15 @@ struct gpu_stack_frame {
 };
 
 struct gpu_stack {
-	uint32_t correlation;
+	uint64_t correlation; /* a launch's, or a node's id (GPU_STACK_NODE) */
+	uint64_t alias;
 	uint32_t tid;
-	uint32_t alias;
 	uint8_t first; /* frames[0]'s index in the stack (innermost: 0) */
 	uint8_t count; /* frames in this record */
 	uint8_t depth; /* frames in the whole stack */
 	uint8_t flags;
 	/* the innermost NVTX range open on the thread (its id), 0: none */
 	uint64_t range;
-	uint64_t reserved;
 	struct gpu_stack_frame frames[GPU_STACK_FRAMES];
 };
 

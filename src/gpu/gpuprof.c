@@ -206,7 +206,7 @@ static uint64_t unwrap(struct gpuprof *gp, uint32_t c)
 }
 
 static void note_graph_kernel(struct gpuprof *gp, const struct gpu_act *act,
-			      uint32_t node);
+			      uint64_t node);
 
 void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 {
@@ -226,8 +226,8 @@ void gpuprof_add(struct gpuprof *gp, const struct gpu_record *rec)
 		if (rec->type == GPU_REC_KERNEL) {
 			a->kernel = kernel_name(gp, rec);
 			if (rec->u.kernel.graph_node)
-				note_graph_kernel(
-				    gp, a, (uint32_t)rec->u.kernel.graph_node);
+				note_graph_kernel(gp, a,
+						  rec->u.kernel.graph_node);
 		} else if (rec->type == GPU_REC_MEMCPY) {
 			a->bytes = rec->u.memcpy.bytes;
 			a->copy_kind = rec->u.memcpy.copy_kind;
@@ -381,7 +381,7 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
 }
 
 /* The node with this id, or NULL (gp->nodes is sorted by id). */
-static struct gpu_node *find_node(const struct gpuprof *gp, uint32_t node)
+static struct gpu_node *find_node(const struct gpuprof *gp, uint64_t node)
 {
 	size_t lo = 0, hi = gp->nr_nodes;
 
@@ -397,13 +397,20 @@ static struct gpu_node *find_node(const struct gpuprof *gp, uint32_t node)
 							       : NULL;
 }
 
-void gpuprof_node_stack(struct gpuprof *gp, uint32_t node, uint32_t alias,
+void gpuprof_node_stack(struct gpuprof *gp, uint64_t node, uint64_t alias,
 			const struct stack_frame *frames, size_t depth)
 {
 	struct gpu_node *n = find_node(gp, node);
 	size_t at;
 
 	if (!node)
+		return;
+	/*
+	 * A copy's link to its original wins over a stack of its own:
+	 * instantiation reports the copies it makes as made, with its
+	 * caller's stack, beside saying what each is a copy of.
+	 */
+	if (n && !alias && n->alias)
 		return;
 	/* Nodes come as graphs are made, a few at a time: kept sorted. */
 	if (!n) {
@@ -433,7 +440,7 @@ static const struct gpu_record *act_record(const struct gpuprof *gp,
  * that made the node (gp->captured), when there is one.
  */
 static void note_graph_kernel(struct gpuprof *gp, const struct gpu_act *act,
-			      uint32_t node)
+			      uint64_t node)
 {
 	const struct gpu_node *n = find_node(gp, node);
 	const struct stack_entry *e;
@@ -449,6 +456,8 @@ static void note_graph_kernel(struct gpuprof *gp, const struct gpu_act *act,
 	gp->graph_ns += ns;
 	for (hops = 0; n && n->alias && hops < GPU_NODE_HOPS; hops++)
 		n = find_node(gp, n->alias);
+	if (!n)
+		gp->graph_node_unknown++;
 	if (!n || n->entry >= gp->launch_stacks.nr_entries)
 		return;
 	e = &gp->launch_stacks.entries[n->entry];
@@ -2143,8 +2152,14 @@ void gpuprof_summary(const struct gpuprof *gp, size_t max_rows,
 		strbuf_addf(sb,
 			    "), %" PRIu64
 			    " of them on the stack that made their node as "
-			    "well (\"" PROFILE_GPU_CAPTURE_NAME "\")\n",
+			    "well (\"" PROFILE_GPU_CAPTURE_NAME "\")",
 			    gp->graph_kernels_placed);
+		if (gp->graph_node_unknown)
+			strbuf_addf(sb,
+				    "; %" PRIu64 " from nodes made before spyc "
+				    "was there",
+				    gp->graph_node_unknown);
+		strbuf_addch(sb, '\n');
 	}
 	if (gp->captured_launches)
 		strbuf_addf(sb,

@@ -125,8 +125,8 @@ struct gpuprof {
 	 * node it is a copy of (alias: instantiated); sorted by id.
 	 */
 	struct gpu_node {
-		uint32_t node, alias;
-		uint32_t entry; /* UINT32_MAX: see alias */
+		uint64_t node, alias; /* CUPTI's ids (GPU_STACK_NODE) */
+		uint32_t entry;	      /* UINT32_MAX: see alias */
 	} * nodes;
 	size_t nr_nodes, alloc_nodes;
 	/*
@@ -140,6 +140,8 @@ struct gpuprof {
 	size_t alloc_captured_leaf;
 	uint64_t graph_kernels, graph_kernels_placed;
 	uint64_t graph_ns, graph_placed_ns;
+	/* of graph_kernels, those whose node's making was not seen */
+	uint64_t graph_node_unknown;
 	uint32_t *launch_ids;
 	size_t alloc_launch_ids;
 	uint64_t launch_unnamed; /* stacks whose code could not be read */
@@ -366,7 +368,7 @@ void gpuprof_launch_stack(struct gpuprof *gp, uint32_t correlation,
  * (copied).  With alias (not 0), no frames: the node is a copy of node
  * alias, made as a graph was instantiated.
  */
-void gpuprof_node_stack(struct gpuprof *gp, uint32_t node, uint32_t alias,
+void gpuprof_node_stack(struct gpuprof *gp, uint64_t node, uint64_t alias,
 			const struct stack_frame *frames, size_t depth);
 
 /*

@@ -62,7 +62,7 @@ void gpustack_init(struct gpustack_asm *a)
 }
 
 static struct gpustack_pending *find_pending(struct gpustack_asm *a,
-					     uint32_t correlation)
+					     uint64_t correlation)
 {
 	size_t i;
 

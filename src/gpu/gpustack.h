@@ -28,8 +28,9 @@ int gpu_py_layout_fill(const struct py_offsets *off,
 
 /* A stack put together: valid until the next gpustack_feed(). */
 struct gpustack_done {
-	uint32_t correlation, tid;
-	uint32_t alias; /* not 0: the stack is the launch alias's */
+	uint64_t correlation; /* a launch's, or a node's id */
+	uint32_t tid;
+	uint64_t alias; /* not 0: the stack is the launch (or node) alias's */
 	int cut;	/* the agent kept only the innermost GPU_STACK_MAX */
 	int node; /* a graph node's (GPU_STACK_NODE): correlation is its id */
 	uint64_t range; /* the innermost NVTX range open (gpu_stack.range) */
@@ -39,7 +40,8 @@ struct gpustack_done {
 
 struct gpustack_asm {
 	struct gpustack_pending {
-		uint32_t correlation, tid;
+		uint64_t correlation;
+		uint32_t tid;
 		unsigned depth, have;
 		int cut, used;
 		uint64_t last; /* when a part last came (feed count) */

@@ -133,8 +133,11 @@ static CUpti_TimestampCallbackFunc timestamp_callback;
 static __thread int capturing;
 /*
  * CUDA graphs (fake_capture, fake_graph_instantiate): each a list of
- * kernel nodes, its id (CUPTI's, from 1; a CUgraphNode is its id here),
- * kernel and time; executable graphs are copies with nodes of their own.
+ * kernel nodes, its id, kernel and time; executable graphs are copies
+ * with nodes of their own.  A node's id is CUPTI's: its graph's id (the
+ * graph's index + 1) in the high 32 bits, its index in the graph in the
+ * low ones, so that a copy's low half is its original's.  A CUgraphNode
+ * is its id here.
  */
 #define MAX_GRAPHS 64
 #define MAX_NODES 64
@@ -145,7 +148,6 @@ static struct fake_graph {
 	unsigned long long gpu_ns[MAX_NODES];
 } graphs[2 * MAX_GRAPHS];
 static int nr_graphs;
-static uint64_t next_node;
 /* The graph the calling thread's capture fills, its index. */
 static __thread int capture_graph = -1;
 /* The device the calling thread's work goes to (cudaSetDevice). */
@@ -464,12 +466,13 @@ static void callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 }
 
 /*
- * A runtime or driver call: its callbacks and its record; the call's
- * end.
+ * A runtime or driver call: its callbacks and its record, and what
+ * inner(arg) does inside it (when not NULL), between the callbacks; the
+ * call's end.
  */
-static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-			    const char *function, const char *symbol,
-			    uint64_t *end)
+static uint32_t call_with(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			  const char *function, const char *symbol,
+			  uint64_t *end, void (*inner)(void *), void *arg)
 {
 	CUpti_ActivityKind kind = domain == CUPTI_CB_DOMAIN_DRIVER_API
 				      ? CUPTI_ACTIVITY_KIND_DRIVER
@@ -485,6 +488,8 @@ static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		    __ATOMIC_RELAXED);
 	while (!corr);
 	callback(domain, cbid, CUPTI_API_ENTER, function, symbol, corr);
+	if (inner)
+		inner(arg);
 	start = now();
 	*end = now() + 500;
 	callback(domain, cbid, CUPTI_API_EXIT, function, symbol, corr);
@@ -511,6 +516,13 @@ static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	}
 	pthread_mutex_unlock(&lock);
 	return corr;
+}
+
+static uint32_t domain_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			    const char *function, const char *symbol,
+			    uint64_t *end)
+{
+	return call_with(domain, cbid, function, symbol, end, NULL, NULL);
 }
 
 static uint32_t api_call(CUpti_CallbackId cbid, const char *function,
@@ -617,40 +629,68 @@ static void node_callback(CUpti_CallbackId cbid, uint64_t node,
 	memset(&g, 0, sizeof(g));
 	g.node = (CUgraphNode)(uintptr_t)node;
 	g.originalNode = (CUgraphNode)(uintptr_t)original;
+	g.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
 	d.resourceDescriptor = &g;
 	subscriber(subscriber_data, CUPTI_CB_DOMAIN_RESOURCE, cbid, &d);
 }
 
-/* A kernel launched into the calling thread's capture: a graph node. */
-static void capture_node(const char *kernel, unsigned long long gpu_ns)
+/* Node i of graph (an index of graphs): its id. */
+static uint64_t node_id(int graph, int i)
 {
+	return (uint64_t)(graph + 1) << 32 | (uint32_t)i;
+}
+
+/* A launch into a capture: its kernel and time. */
+struct captured_launch {
+	const char *kernel;
+	unsigned long long gpu_ns;
+};
+
+/*
+ * A kernel launched into the calling thread's capture: a node of its
+ * graph, which CUPTI reports made inside the launch's driver call.
+ */
+static void capture_node(void *arg)
+{
+	const struct captured_launch *l = arg;
 	struct fake_graph *g;
-	uint64_t node;
+	uint64_t node = 0;
 
 	pthread_mutex_lock(&lock);
 	g = capture_graph >= 0 ? &graphs[capture_graph] : NULL;
-	node = ++next_node;
 	if (g && g->nr < MAX_NODES) {
+		node = node_id(capture_graph, g->nr);
 		g->node[g->nr] = node;
-		g->kernel[g->nr] = intern(kernel);
-		g->gpu_ns[g->nr++] = gpu_ns;
+		g->kernel[g->nr] = intern(l->kernel);
+		g->gpu_ns[g->nr++] = l->gpu_ns;
 	}
 	pthread_mutex_unlock(&lock);
-	node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node, 0);
+	if (node)
+		node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node, 0);
+}
+
+/* The driver call a runtime launch into a capture makes. */
+static void captured_driver_launch(void *arg)
+{
+	const struct captured_launch *l = arg;
+	uint64_t end;
+
+	call_with(CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel",
+		  l->kernel, &end, capture_node, arg);
 }
 
 EXPORT int fake_launch(const char *kernel, unsigned long long gpu_ns,
 		       unsigned stream)
 {
+	struct captured_launch l = {kernel, gpu_ns};
 	uint64_t issued;
-	uint32_t corr =
-	    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-		     "cudaLaunchKernel", kernel, &issued);
-
+	uint32_t corr = call_with(
+	    CUPTI_CB_DOMAIN_RUNTIME_API,
+	    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
+	    kernel, &issued, capturing ? captured_driver_launch : NULL, &l);
 	int arrives;
 
-	if (capturing)
-		capture_node(kernel, gpu_ns);
 	pthread_mutex_lock(&lock);
 	add_kernel(kernel, gpu_ns, stream, issued, corr);
 	arrives = mode.other_after && stats.launches == mode.other_after;
@@ -732,8 +772,11 @@ EXPORT int fake_capture(int begin)
 /*
  * cudaGraphInstantiate of graph (fake_capture's): an executable graph
  * whose nodes are copies of graph's, with ids of their own (the ids its
- * replays' kernels carry), each copy's callback saying its original.
- * Returns the executable graph, for fake_graph_replay; -1 on error.
+ * replays' kernels carry), each reported made (on the instantiating
+ * thread) and then cloned from its original, as CUDA 13's CUPTI does;
+ * and, as there, one more node made that is a copy of none and never
+ * runs.  Returns the executable graph, for fake_graph_replay; -1 on
+ * error.
  */
 EXPORT int fake_graph_instantiate(int graph)
 {
@@ -753,11 +796,16 @@ EXPORT int fake_graph_instantiate(int graph)
 	x = &graphs[exec];
 	*x = *g;
 	for (i = 0; i < x->nr; i++)
-		x->node[i] = ++next_node;
+		x->node[i] = node_id(exec, i);
 	pthread_mutex_unlock(&lock);
-	for (i = 0; i < x->nr; i++)
+	for (i = 0; i < x->nr; i++) {
+		node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, x->node[i],
+			      0);
 		node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, x->node[i],
 			      g->node[i]);
+	}
+	node_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+		      node_id(exec, x->nr), 0);
 	return exec;
 }
 
