@@ -54,7 +54,7 @@ def compiled(model, x, replays):
     fast = torch.compile(model, mode="reduce-overhead")
     with torch.no_grad():
         for _ in range(3):
-            fast(x)  # WARM-UP
+            fast(x)  # COMPILED-WARM-UP
         torch.cuda.synchronize()
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
