@@ -452,19 +452,93 @@ static void remember_side(struct pywalk *w)
 }
 
 /*
+ * The window of memory that holds [from, to): the allocator pool around
+ * it, [*start, *end), page-rounded where it reaches past the pool.
+ */
+static void pool_window(uint64_t from, uint64_t to, uint64_t *start,
+			uint64_t *end)
+{
+	uint64_t pages = (to + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+
+	*start = from & ~(WINDOW_BYTES - 1);
+	*end = pages > *start + WINDOW_BYTES ? pages : *start + WINDOW_BYTES;
+}
+
+/* Window n of this walk: len bytes at addr, to come with read read. */
+static void window_slot(struct pywalk *w, size_t n, uint64_t addr, size_t len,
+			unsigned char idle, unsigned read)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	struct py_region *win = &cw->windows[n];
+
+	ensure_buf(&win->buf, &win->alloc, len);
+	win->addr = addr;
+	win->len = len;
+	win->read = read;
+	cw->window_used[n] = 0;
+	cw->window_idle[n] = idle;
+	pywalk_set_iov(w, n, win->buf, addr, len);
+}
+
+/*
+ * Where the innermost frame at frame is, if it is off the chunk just
+ * copied and not a side frame copied with it (a generator's made since
+ * the last walk, most): the window to copy around it, [*from, *to).
+ */
+static int innermost_window(struct pywalk *w, uint64_t frame, uint64_t *from,
+			    uint64_t *to)
+{
+	struct chunk_walk_state *cw = w->chunk_walk;
+	const struct py_offsets *off = w->rt->off;
+	size_t len = (size_t)off->iframe_size, pre = side_pre(off), i;
+	int state_ok;
+
+	if (off->owner_generator == OFF_NONE || !frame || frame <= pre ||
+	    frame > UINT64_MAX - len - WINDOW_BYTES)
+		return 0;
+	for (i = 0; i < cw->nr_chunks; i++) {
+		const struct py_region *rg = &cw->chunks[i];
+
+		if (frame >= rg->addr && frame - rg->addr < rg->len)
+			return 0;
+	}
+	if (side_frame(w, frame, &state_ok))
+		return 0;
+	pool_window(frame - pre, frame + len, from, to);
+	return 1;
+}
+
+/*
  * Copy again, at once, the windows the thread's last walk took frames
  * from: a deep chain of generators read in one process_vm_readv, not a
  * window at a time as the walk comes to them.  None if any failed
  * (memory freed since): the walk reads what it needs.
+ *
+ * First in that read, the window around the innermost frame (at frame)
+ * when it is off the chunk and no window of the memo holds it: a
+ * generator made since the last walk, which may live for microseconds
+ * (where the allocator puts each new one elsewhere, free-threaded
+ * builds' mimalloc, every one): read as soon as its address is known,
+ * not after the memo's windows.  A window of the memo that holds it is
+ * read first instead.
  */
-static void copy_memo_windows(struct pywalk *w)
+static void copy_memo_windows(struct pywalk *w, uint64_t frame)
 {
 	struct chunk_walk_state *cw = w->chunk_walk;
 	const struct py_side_memo *m = cw->side_now;
-	size_t i;
+	size_t i, nr_win = m ? m->nr_win : 0, n = 0, lead = nr_win;
+	uint64_t from = 0, to = 0;
+	int early;
 	unsigned read;
 
-	if (!m || !m->nr_win)
+	early = innermost_window(w, frame, &from, &to);
+	for (i = 0; early && i < nr_win; i++)
+		if (frame >= m->win_addrs[i] &&
+		    frame - m->win_addrs[i] < m->win_lens[i]) {
+			lead = i;
+			early = 0;
+		}
+	if (!early && !nr_win)
 		return;
 	/*
 	 * Right after the chunk's read, with none between (a thread whose
@@ -473,23 +547,28 @@ static void copy_memo_windows(struct pywalk *w)
 	 * frame and its caller, one in each, are not read again.
 	 */
 	read = cw->reads == cw->side_read ? cw->side_read : ++cw->reads;
-	pywalk_grow_iov(w, m->nr_win);
-	for (i = 0; i < m->nr_win; i++) {
-		struct py_region *win = &cw->windows[i];
-
-		ensure_buf(&win->buf, &win->alloc, m->win_lens[i]);
-		win->addr = m->win_addrs[i];
-		win->len = m->win_lens[i];
-		win->read = read;
-		cw->window_used[i] = 0;
-		cw->window_idle[i] = m->win_idle[i];
-		pywalk_set_iov(w, i, win->buf, win->addr, win->len);
-	}
-	if (proc_readv(w->rt->pid, w->local, w->remote, m->nr_win) !=
-	    (int)m->nr_win)
-		return;
-	cw->nr_windows = m->nr_win;
-	cw->next_window = m->nr_win % PY_WINDOWS;
+	if (early && nr_win == PY_WINDOWS)
+		nr_win--;
+	pywalk_grow_iov(w, nr_win + 1);
+	/* Not kept for the next walk unless a frame is taken from it. */
+	if (early)
+		window_slot(w, n++, from, (size_t)(to - from),
+			    WINDOW_IDLE_WALKS - 1, read);
+	if (lead < nr_win)
+		window_slot(w, n++, m->win_addrs[lead], m->win_lens[lead],
+			    m->win_idle[lead], read);
+	for (i = 0; i < nr_win; i++)
+		if (i != lead)
+			window_slot(w, n++, m->win_addrs[i], m->win_lens[i],
+				    m->win_idle[i], read);
+	/*
+	 * A window that failed reads as zeros, no frame's owner: the early
+	 * one is then read again as the walk comes to its frame.
+	 */
+	if (proc_readv(w->rt->pid, w->local, w->remote, n) != (int)n)
+		n = early;
+	cw->nr_windows = n;
+	cw->next_window = n % PY_WINDOWS;
 }
 
 /*
@@ -584,7 +663,7 @@ static int finish_current_chunk(struct pywalk *w, struct py_region *rg,
 	cw->walk_cframe = 0;
 	if (off->tstate_cframe == OFF_NONE) {
 		*frame = load_u64(w->tstate_buf, off->tstate_current_frame);
-		copy_memo_windows(w);
+		copy_memo_windows(w, *frame);
 		return 0;
 	}
 	/* 3.11, 3.12: through the C frame, which may have changed too. */
@@ -605,7 +684,7 @@ static int finish_current_chunk(struct pywalk *w, struct py_region *rg,
 	 * before it was resumed would read as suspended (3.11 resumes each
 	 * generator of a `yield from` chain in a C frame of its own).
 	 */
-	copy_memo_windows(w);
+	copy_memo_windows(w, current);
 	return 0;
 }
 
@@ -891,11 +970,9 @@ static const struct py_region *read_window(struct pywalk *w, uint64_t from,
 	/* Torn pointers can be anything: no overflow. */
 	if (to > UINT64_MAX - WINDOW_BYTES)
 		return NULL;
-	start[0] = from & ~(WINDOW_BYTES - 1);
+	pool_window(from, to, &start[0], &end[0]);
 	start[1] = from & ~(PAGE_BYTES - 1);
 	end[1] = (to + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
-	end[0] =
-	    end[1] > start[0] + WINDOW_BYTES ? end[1] : start[0] + WINDOW_BYTES;
 	ensure_buf(&win->buf, &win->alloc, (size_t)(end[0] - start[0]));
 	for (k = 0; k < 2; k++)
 		if (!proc_read(w->rt->pid, start[k], win->buf,
