@@ -822,6 +822,9 @@ REGRTEST_HZ = 250
 REGRTEST_SAMPLES_MIN = 100
 # Of the samples kept, at least this share names a frame of json or its
 # tests (about 92% here: the rest is regrtest's start and its reports).
+# Samples in the import system with no frame of json are left out: on a
+# cold page cache a CI run spent 181 of 433 samples reading .pyc files
+# (FileLoader.get_data), and failed at 49.7% with them counted.
 REGRTEST_JSON_SHARE_MIN = 0.5
 
 
@@ -850,12 +853,19 @@ def test_regrtest_json_few_dropped(spyc, python, tmp_path):
             python.version, summary.dropped, asked,
             100 * REGRTEST_DROPPED_MAX, res.describe()))
     stacks = parse_folded(out)
-    json_kept = sum(c for frames, c in stacks
-                    if any("json" in (f[1] or "") for f in frames))
-    assert json_kept >= REGRTEST_JSON_SHARE_MIN * summary.samples, (
-        "%s: only %d of %d samples kept show a frame of json or its tests"
-        "\n%s" % (python.version, json_kept, summary.samples,
-                   res.describe()))
+    json_kept = importing = 0
+    for frames, c in stacks:
+        if any("json" in (f[1] or "") for f in frames):
+            json_kept += c
+        elif any((f[1] or "").startswith("<frozen importlib")
+                 for f in frames):
+            importing += c
+    assert json_kept >= REGRTEST_JSON_SHARE_MIN * (summary.samples -
+                                                   importing), (
+        "%s: only %d of %d samples kept (%d importing) show a frame of "
+        "json or its tests\n%s" % (python.version, json_kept,
+                                    summary.samples, importing,
+                                    res.describe()))
 
 
 # deepgen.py's chain: a few hundred generators, each `yield from` the
