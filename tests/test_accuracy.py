@@ -286,11 +286,12 @@ def test_blocking_does_not_lean_to_system_calls(spyc, python, targets,
 
 # Read without stopping against read stopped, over the same seconds:
 # at most 4-6 points apart here (11.6 on 3.15 before torn reads had
-# keys).  On free-threaded builds a torn read's key is still often
-# missing: a `yield from` chain's innermost generators lose part of
-# their share to the chain's caller (14 points on 3.14t).
+# keys).  On free-threaded builds, whose allocator puts each new
+# generator at a new place, a key met no frame whose callers were known,
+# and the chain's caller kept 14 points too many on 3.14t; with callers
+# kept by code too (take_key in pysample.c), up to 5.6.
 PLAIN_STOPPED_POINTS = 9.0
-PLAIN_STOPPED_POINTS_UNKEYED = 18.0
+PLAIN_STOPPED_POINTS_FT = 10.0
 
 
 # The `yield from` chain alone: its generators' shares read without
@@ -313,11 +314,14 @@ PLAIN_STOPPED_POINTS_UNKEYED = 18.0
 # that went through them, and such a call is learnt from walks torn at
 # the caller too: 9-14% on 3.12, 7-20% on 3.13, in 10-15 attaches each
 # (a CI run failed on 3.13 at 0.18, one that had no xfail for 3.12).
+# Free-threaded builds put each new generator at a new place, where no
+# frame's callers were known: the innermost generator got 1-2% against
+# 20-24% stopped on 3.14t until its callers were kept by code too
+# (take_key in pysample.c): 16-22% now.
 CHAIN_RATIO = 0.25
 CHAIN_GENERATORS = ("g1", "g2", "g3", "g4", "g5")
 
 
-@pytest.mark.slots(free_threaded=False)
 def test_yield_from_chain_generators_kept(spyc, python, targets, tmp_path):
     """fastgen.py's 5-deep `yield from` chain at 1 kHz: each generator's
     share of the innermost frames read without stopping is at least
@@ -357,7 +361,7 @@ def test_plain_agrees_with_stopped_reads(spyc, python, targets, tmp_path):
         "the workload runs its generators\n" + table(plain, stopped))
     points = PLAIN_STOPPED_POINTS
     if python.free_threaded:
-        points = PLAIN_STOPPED_POINTS_UNKEYED
+        points = PLAIN_STOPPED_POINTS_FT
     off = shares_off(plain, np, stopped, ns, points)
     assert not off, (
         "%s: shares of %s read without stopping are off those read "

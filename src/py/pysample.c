@@ -64,6 +64,28 @@ struct gen_callers {
 	struct walk_key under[WALK_KEY_MAX - 1];
 };
 
+/*
+ * What was under a generator code's frames when last read whole, by
+ * code: a generator made anew for each round of a loop (a `yield from`
+ * chain built per item, json's encoder per object) has its frame at a
+ * new place each time where the allocator does not hand the last one's
+ * memory back at once (free-threaded builds' mimalloc; any build after
+ * other work ran in between), and gen_callers, by frame, knows none of
+ * them.  Kept only for code whose callers were always the same codes:
+ * a code seen under two chains, or under itself (a recursive chain,
+ * whose depth its code does not tell), is marked ambiguous for good
+ * and never put back so.  Up to GEN_CODE_PROBE slots from its hash.
+ */
+#define GEN_CODE_SLOTS 512
+#define GEN_CODE_PROBE 4
+
+struct gen_code_callers {
+	uint64_t code; /* 0: a free slot */
+	int ambiguous;
+	size_t nr;
+	struct walk_key under[WALK_KEY_MAX - 1];
+};
+
 /* A thread's key, for the read made once it is stopped. */
 struct walk_stop_key {
 	uint64_t ident;
@@ -113,7 +135,8 @@ struct py_sampler_state {
 		uint64_t root_frame;
 		size_t omitted;
 	} spare;
-	struct gen_callers *gen_callers; /* GEN_CALLERS_SLOTS, or NULL */
+	struct gen_callers *gen_callers;   /* GEN_CALLERS_SLOTS, or NULL */
+	struct gen_code_callers *gen_code; /* GEN_CODE_SLOTS, or NULL */
 	/*
 	 * Calls to or from a generator's frame (caller's code, callee's)
 	 * seen in stacks read whole: a key's frames are put back only on
@@ -254,6 +277,7 @@ void py_sampler_release(struct py_sampler *ps)
 	free(st->spare.tlbcs);
 	free(st->stop_keys);
 	free(st->gen_callers);
+	free(st->gen_code);
 	call_edges_release(&st->gen_edges);
 	call_edges_release(&st->torn_gen_edges);
 	free(st->tids);
@@ -467,6 +491,57 @@ static struct gen_callers *gen_callers_slot(struct py_sampler *ps,
 	return &st->gen_callers[slot % GEN_CALLERS_SLOTS];
 }
 
+/*
+ * The slot that holds code's callers, or where they may go: a free one,
+ * else the first not marked ambiguous (an ambiguous code stays known as
+ * such while it can); NULL when every slot it may take is ambiguous.
+ */
+static struct gen_code_callers *gen_code_slot(struct py_sampler *ps,
+					      uint64_t code)
+{
+	struct py_sampler_state *st = ps->state;
+	size_t slot = (size_t)((code * 0x9e3779b97f4a7c15ull) >> 55), i;
+	struct gen_code_callers *take = NULL;
+
+	if (!st->gen_code)
+		st->gen_code = xcalloc(GEN_CODE_SLOTS, sizeof(*st->gen_code));
+	for (i = 0; i < GEN_CODE_PROBE; i++) {
+		struct gen_code_callers *cc =
+		    &st->gen_code[(slot + i) % GEN_CODE_SLOTS];
+
+		if (cc->code == code)
+			return cc;
+		if (!take && (!cc->code || !cc->ambiguous))
+			take = cc;
+	}
+	return take;
+}
+
+/* Remember under[0..n) as what was under a frame of code, whole. */
+static void remember_code_callers(struct py_sampler *ps, uint64_t code,
+				  const struct walk_key *under, size_t n)
+{
+	struct gen_code_callers *cc = gen_code_slot(ps, code);
+	int ambiguous = 0;
+	size_t k;
+
+	if (!cc)
+		return;
+	for (k = 0; k < n; k++)
+		if (under[k].code == code)
+			ambiguous = 1;
+	if (cc->code == code && !ambiguous) {
+		ambiguous = cc->ambiguous || cc->nr != n;
+		for (k = 0; k < n && !ambiguous; k++)
+			if (cc->under[k].code != under[k].code)
+				ambiguous = 1;
+	}
+	cc->code = code;
+	cc->ambiguous = ambiguous;
+	cc->nr = ambiguous ? 0 : n;
+	memcpy(cc->under, under, cc->nr * sizeof(*under));
+}
+
 /* Fill key from frame i of the walk arrays. */
 static void key_from_walk(const struct py_sampler *ps, size_t i,
 			  struct walk_key *key)
@@ -556,6 +631,39 @@ static void learn_torn_gen_edge(struct py_sampler *ps,
 }
 
 /*
+ * A generator's frame i, the last a torn walk took, whose code's
+ * callers are not known: they are under[0], the generator's frame the
+ * walk tore at (one read copied both, and the call was learnt: see
+ * learn_torn_gen_edge), then what was under that one's code.  The
+ * innermost generator of a `yield from` chain runs for a tenth of a
+ * microsecond at a time, and a walk that takes it whole may not come
+ * in the first seconds; its walks torn at its caller come at once.
+ */
+static void compose_code_callers(struct py_sampler *ps, size_t i,
+				 const struct walk_key *under)
+{
+	struct py_sampler_state *st = ps->state;
+	struct pywalk *w = &st->walk;
+	struct walk_key chain[WALK_KEY_MAX - 1];
+	struct call_edge e = {under[0].code, w->code_addrs[i]};
+	const struct gen_code_callers *caller;
+	struct gen_code_callers *cc;
+
+	if (!w->torn_at_with_callee || !call_edges_has(&st->gen_edges, &e))
+		return;
+	caller = gen_code_slot(ps, under[0].code);
+	if (!caller || caller->code != under[0].code || caller->ambiguous ||
+	    caller->nr + 1 > WALK_KEY_MAX - 1)
+		return;
+	cc = gen_code_slot(ps, w->code_addrs[i]);
+	if (!cc || cc->code == w->code_addrs[i])
+		return;
+	chain[0] = under[0];
+	memcpy(chain + 1, caller->under, caller->nr * sizeof(*chain));
+	remember_code_callers(ps, w->code_addrs[i], chain, caller->nr + 1);
+}
+
+/*
  * Remember what is under each generator's frame of t's stack, just
  * walked: a whole stack, or the frames a torn walk took before it tore
  * (each passed its own checks: a generator's frame links to its caller
@@ -581,14 +689,14 @@ static void remember_gen_callers(struct py_sampler *ps,
 		struct gen_callers *gc;
 		const struct gen_callers *next;
 		size_t n = 0, k;
-		int whole = 0, last_gen = 1;
+		int whole = 0, last_gen = 1, read = 0;
 
 		if (!w->gen_frames[i])
 			continue;
 		for (j = i + 1; j < walked && n < WALK_KEY_MAX - 1; j++) {
 			key_from_walk(ps, j, &under[n++]);
 			if (!w->gen_frames[j]) {
-				whole = 1;
+				whole = read = 1;
 				break;
 			}
 		}
@@ -598,6 +706,8 @@ static void remember_gen_callers(struct py_sampler *ps,
 			last_gen = w->torn_at_gen;
 			whole = !last_gen;
 		}
+		if (!whole && last_gen && n == 1 && i + 1 == walked)
+			compose_code_callers(ps, i, under);
 		if (!whole && last_gen && n && j == walked) {
 			next = gen_callers_slot(ps, under[n - 1].frame);
 			if (next->nr && next->frame == under[n - 1].frame &&
@@ -615,6 +725,15 @@ static void remember_gen_callers(struct py_sampler *ps,
 		gc->frame = w->frame_addrs[i];
 		gc->code = w->code_addrs[i];
 		gc->nr = n;
+		/*
+		 * By code, only from a stack read whole: on free-threaded
+		 * 3.14 a torn walk's frames once put g2 under g5 of a
+		 * `yield from` chain (memory of a generator freed and
+		 * taken again while read), which marked the code
+		 * ambiguous for good.
+		 */
+		if (read && !torn)
+			remember_code_callers(ps, w->code_addrs[i], under, n);
 	}
 }
 
@@ -651,11 +770,19 @@ static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 	if (n && n < WALK_KEY_MAX) {
 		const struct gen_callers *gc =
 			gen_callers_slot(ps, key[n - 1].frame);
+		const struct gen_code_callers *cc;
 
 		if (gc->nr && gc->frame == key[n - 1].frame &&
 		    gc->code == key[n - 1].code) {
 			for (i = 0; i < gc->nr && n < WALK_KEY_MAX; i++)
 				key[n++] = gc->under[i];
+			return n;
+		}
+		/* a generator made anew: what was under its code's */
+		cc = gen_code_slot(ps, key[n - 1].code);
+		if (cc && cc->code == key[n - 1].code && !cc->ambiguous) {
+			for (i = 0; i < cc->nr && n < WALK_KEY_MAX; i++)
+				key[n++] = cc->under[i];
 		}
 	}
 	return n;
