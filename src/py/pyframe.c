@@ -451,6 +451,12 @@ static void remember_side(struct pywalk *w)
 	}
 }
 
+/* Does [base, base + size) hold [addr, addr + len)?  (no overflow) */
+static int holds(uint64_t base, size_t size, uint64_t addr, size_t len)
+{
+	return addr >= base && size >= len && addr - base <= size - len;
+}
+
 /*
  * The window of memory that holds [from, to): the allocator pool around
  * it, [*start, *end), page-rounded where it reaches past the pool.
@@ -496,12 +502,9 @@ static int innermost_window(struct pywalk *w, uint64_t frame, uint64_t *from,
 	if (off->owner_generator == OFF_NONE || !frame || frame <= pre ||
 	    frame > UINT64_MAX - len - WINDOW_BYTES)
 		return 0;
-	for (i = 0; i < cw->nr_chunks; i++) {
-		const struct py_region *rg = &cw->chunks[i];
-
-		if (frame >= rg->addr && frame - rg->addr < rg->len)
+	for (i = 0; i < cw->nr_chunks; i++)
+		if (holds(cw->chunks[i].addr, cw->chunks[i].len, frame, len))
 			return 0;
-	}
 	if (side_frame(w, frame, &state_ok))
 		return 0;
 	pool_window(frame - pre, frame + len, from, to);
@@ -533,8 +536,8 @@ static void copy_memo_windows(struct pywalk *w, uint64_t frame)
 
 	early = innermost_window(w, frame, &from, &to);
 	for (i = 0; early && i < nr_win; i++)
-		if (frame >= m->win_addrs[i] &&
-		    frame - m->win_addrs[i] < m->win_lens[i]) {
+		if (holds(m->win_addrs[i], m->win_lens[i], frame,
+			  (size_t)w->rt->off->iframe_size)) {
 			lead = i;
 			early = 0;
 		}
@@ -947,8 +950,7 @@ static const struct py_region *window_with(struct pywalk *w, uint64_t addr,
 	for (i = 0; i < cw->nr_windows; i++) {
 		const struct py_region *win = &cw->windows[i];
 
-		if (addr >= win->addr && win->len >= len &&
-		    addr - win->addr <= win->len - len)
+		if (holds(win->addr, win->len, addr, len))
 			return win;
 	}
 	return NULL;
@@ -1016,8 +1018,7 @@ static const unsigned char *iframe_bytes(struct pywalk *w, uint64_t addr,
 			const struct py_region *rg = &cw->chunks[i];
 
 			/* Torn pointers can be anything: no overflow. */
-			if (addr >= rg->addr && rg->len >= len &&
-			    addr - rg->addr <= rg->len - len) {
+			if (holds(rg->addr, rg->len, addr, len)) {
 				*region = (long)i;
 				*read = rg->read;
 				*state_ok = 0;

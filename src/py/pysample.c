@@ -517,6 +517,24 @@ static struct gen_code_callers *gen_code_slot(struct py_sampler *ps,
 	return take;
 }
 
+/* The slot that holds code's callers (ambiguous or not), or NULL. */
+static struct gen_code_callers *gen_code_find(struct py_sampler *ps,
+					      uint64_t code)
+{
+	struct gen_code_callers *cc = gen_code_slot(ps, code);
+
+	return cc && cc->code == code ? cc : NULL;
+}
+
+/* Code's callers when they are known and not ambiguous, else NULL. */
+static const struct gen_code_callers *gen_code_known(struct py_sampler *ps,
+						     uint64_t code)
+{
+	const struct gen_code_callers *cc = gen_code_find(ps, code);
+
+	return cc && !cc->ambiguous ? cc : NULL;
+}
+
 /* Remember under[0..n) as what was under a frame of code, whole. */
 static void remember_code_callers(struct py_sampler *ps, uint64_t code,
 				  const struct walk_key *under, size_t n)
@@ -647,16 +665,12 @@ static void compose_code_callers(struct py_sampler *ps, size_t i,
 	struct walk_key chain[WALK_KEY_MAX - 1];
 	struct call_edge e = {under[0].code, w->code_addrs[i]};
 	const struct gen_code_callers *caller;
-	struct gen_code_callers *cc;
 
-	if (!w->torn_at_with_callee || !call_edges_has(&st->gen_edges, &e))
+	if (!w->torn_at_with_callee || !call_edges_has(&st->gen_edges, &e) ||
+	    gen_code_find(ps, w->code_addrs[i]))
 		return;
-	caller = gen_code_slot(ps, under[0].code);
-	if (!caller || caller->code != under[0].code || caller->ambiguous ||
-	    caller->nr + 1 > WALK_KEY_MAX - 1)
-		return;
-	cc = gen_code_slot(ps, w->code_addrs[i]);
-	if (!cc || cc->code == w->code_addrs[i])
+	caller = gen_code_known(ps, under[0].code);
+	if (!caller || caller->nr + 1 > WALK_KEY_MAX - 1)
 		return;
 	chain[0] = under[0];
 	memcpy(chain + 1, caller->under, caller->nr * sizeof(*chain));
@@ -779,11 +793,9 @@ static size_t take_key(struct py_sampler *ps, const struct py_thread *t,
 			return n;
 		}
 		/* a generator made anew: what was under its code's */
-		cc = gen_code_slot(ps, key[n - 1].code);
-		if (cc && cc->code == key[n - 1].code && !cc->ambiguous) {
-			for (i = 0; i < cc->nr && n < WALK_KEY_MAX; i++)
-				key[n++] = cc->under[i];
-		}
+		cc = gen_code_known(ps, key[n - 1].code);
+		for (i = 0; cc && i < cc->nr && n < WALK_KEY_MAX; i++)
+			key[n++] = cc->under[i];
 	}
 	return n;
 }
