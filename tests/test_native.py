@@ -73,13 +73,14 @@ def test_dump_native_order(spyc, python, targets, ext_dir):
 
 
 def test_plt_stubs_named(spyc, python, targets, ext_dir, tmp_path):
-    """A thread stopped in a PLT stub (a C function calling atoi through
-    its module's PLT, for ever) gets the stub named as the function it
-    jumps to, "atoi@plt", where it was "spycext...so+0x1030": no native
-    frame of the extension or of libpython is left unnamed."""
+    """A thread stopped in a PLT stub (a C function calling spycext_next
+    through its module's PLT, for ever) gets the stub named as the
+    function it jumps to, "spycext_next@plt", where it was
+    "spycext...so+0x1060": no native frame of the extension or of
+    libpython is left unnamed."""
     t = targets.start(python, "plt_spin.py", ext_dir, "{report}")
     out = str(tmp_path / "plt.txt")
-    # About 5% of the samples are in the stub: 500 Hz leaves no chance
+    # About 10% of the samples are in the stub: 500 Hz leaves no chance
     # of none in a second.
     res = spyc.run(["record", "--native", "--pid", t.pid, "--duration", 1,
                     "--rate", 500, "--format", "folded", "-o", out],
@@ -92,7 +93,7 @@ def test_plt_stubs_named(spyc, python, targets, ext_dir, tmp_path):
     assert not unnamed, (sorted(set(unnamed)), res.describe())
     stacks = [line.rsplit(" ", 1) for line in folded.splitlines()]
     in_stub = sum(int(n) for s, n in stacks
-                  if s.split(";")[-1].startswith("atoi@plt"))
+                  if s.split(";")[-1].startswith("spycext_next@plt"))
     assert in_stub > 0, (folded, res.describe())
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""--native target: a C function that calls atoi() through its module's
+"""--native target: a C function that calls another through its module's
 PLT for ever (spycext.spin_through_plt), holding the GIL.
 
 Usage: plt_spin.py EXT_DIR REPORT.json; reports {"pid"} just before.
