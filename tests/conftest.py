@@ -102,20 +102,27 @@ QUICK_LEFT_OUT_TESTS = LONG_TESTS | set([
 # A static build is read as its shared twin once its interpreter is found
 # (the symbols in the executable, not in libpython): where a shared build
 # of the same version fills its slot too, the long robustness runs and
-# comparisons, which test the reading, run on that one only, in every
-# tier.  Every other test runs on the static slot as on the others.
-STATIC_LEFT_OUT = QUICK_LEFT_OUT
+# comparisons, and the walk's own files (its frames against the truth),
+# which test the reading, run on that one only, in every tier.  Every
+# other test runs on the static slot as on the others.
+STATIC_LEFT_OUT = QUICK_LEFT_OUT | set(["test_trust.py", "test_accuracy.py"])
 STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | LONG_TESTS
-# The free-threaded builds (three slots) run the long robustness files on
-# the newest one only, in every tier: each older one runs every other
-# test (its own tables, its walks held to the truth), and the newest reads
-# as they do with thread-local bytecode besides.  Keeps a whole run near
-# an hour.
-FREE_THREADED_LEFT_OUT = QUICK_LEFT_OUT
-# Long robustness runs and comparisons (5-14 s a slot): on spread_slots()
-# only, the layouts where the walk differs.  Every slot runs every other
-# test of their files.
+# The long robustness files (fault injection, hostile targets, stress),
+# whose every test takes a few seconds a slot: on spread_slots() only, the
+# layouts where the walk differs, in every tier.  So of the free-threaded
+# builds only the newest runs them: each older one runs every other test
+# (its own tables, its walks held to the truth), and the newest reads as
+# they do with thread-local bytecode besides.  Keeps a whole run under an
+# hour.
+SPREAD_ONLY_FILES = QUICK_LEFT_OUT
+# Long robustness runs and comparisons (5-23 s a slot) of other files: on
+# spread_slots() only too.  Every slot runs every other test of their
+# files.
 SPREAD_ONLY_TESTS = set([
+    "test_short_calls_counted",                     # a comparison, 5-23 s
+    "test_only_sampled_threads_are_stopped",        # 3 modes, ptrace's
+    "test_tree_left_running",                       # 3 ways, ptrace's
+    "test_threads_both_formats",                    # 2 formats' labels
     "test_record_subprocesses",                     # a tree, under faults
     "test_record_many_samples",                     # 3 modes, under faults
     "test_stopped_by_someone_else",                 # hostile: SIGSTOP'd
@@ -312,9 +319,8 @@ def pytest_collection_modifyitems(config, items):
                 (name in STATIC_LEFT_OUT or
                  item.originalname in STATIC_LEFT_OUT_TESTS) and
                 static_twin_filled(slot)) or (
-                name in FREE_THREADED_LEFT_OUT and slot is not None and
-                slot.is_free_threaded and slot is not newest_ft) or (
-                item.originalname in SPREAD_ONLY_TESTS and
+                (item.originalname in SPREAD_ONLY_TESTS or
+                 name in SPREAD_ONLY_FILES) and
                 slot is not None and slot.id not in spread):
             drop.append(item)
         else:
