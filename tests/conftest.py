@@ -114,7 +114,11 @@ STATIC_LEFT_OUT_TESTS = QUICK_NEWEST_ONLY_TESTS | LONG_TESTS
 # (its own tables, its walks held to the truth), and the newest reads as
 # they do with thread-local bytecode besides.  Keeps a whole run under an
 # hour.
-SPREAD_ONLY_FILES = QUICK_LEFT_OUT
+SPREAD_ONLY_FILES = set(["test_faults.py", "test_hostile.py",
+                         "test_stress.py"])
+# valgrind's run (make test-valgrind) checks every version's reading but
+# the older free-threaded builds', read as the newest is.
+FREE_THREADED_LEFT_OUT = set(["test_valgrind.py"])
 # Long robustness runs and comparisons (5-23 s a slot) of other files: on
 # spread_slots() only too.  Every slot runs every other test of their
 # files.
@@ -319,6 +323,8 @@ def pytest_collection_modifyitems(config, items):
                 (name in STATIC_LEFT_OUT or
                  item.originalname in STATIC_LEFT_OUT_TESTS) and
                 static_twin_filled(slot)) or (
+                name in FREE_THREADED_LEFT_OUT and slot is not None and
+                slot.is_free_threaded and slot is not newest_ft) or (
                 (item.originalname in SPREAD_ONLY_TESTS or
                  name in SPREAD_ONLY_FILES) and
                 slot is not None and slot.id not in spread):
